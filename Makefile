@@ -1,0 +1,226 @@
+# cachelocal - header-only C11 library; this Makefile builds its tests,
+# examples and benchmarks, and installs the headers.
+# Plain GNU make. Quiet unless V=1. `make help` lists the targets.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(PREFIX)/share/pkgconfig
+
+CC ?= cc
+CXX ?= c++
+# `make` defaults CC to cc; use gcc explicitly so build dirs are named by compiler.
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+
+SAN ?=
+CCNAME := $(notdir $(firstword $(CC)))
+BUILD ?= build/$(CCNAME)$(if $(SAN),-$(SAN))
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+URCU_CFLAGS := $(shell pkg-config --cflags liburcu-memb liburcu-cds 2>/dev/null)
+URCU_LIBS := $(shell pkg-config --libs liburcu-memb liburcu-cds 2>/dev/null)
+CRITERION_LIBS := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
+
+# Warnings the headers must pass (STYLE.md); tests and benches use a subset
+# (Criterion's macros are not -pedantic clean).
+HDR_WARN := -Wall -Wextra -Werror -pedantic -Wshadow -Wundef -Wcast-align \
+	-Wstrict-prototypes -Wmissing-prototypes
+PROG_WARN := -Wall -Wextra -Werror -Wshadow -Wundef
+OPT ?= -O2
+SAN_FLAGS_asan := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_FLAGS_tsan := -fsanitize=thread -fno-omit-frame-pointer
+SAN_FLAGS := $(SAN_FLAGS_$(SAN))
+
+CPPFLAGS_ALL := -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"$(CURDIR)/tests/data"' $(URCU_CFLAGS)
+CFLAGS_PROG := -std=c11 $(OPT) -g $(PROG_WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(EXTRA_CFLAGS)
+LDLIBS_PROG := -pthread $(URCU_LIBS) -lm $(SAN_FLAGS)
+
+HEADERS := $(shell find include/cachelocal -name '*.h' | sort)
+
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
+# tests/unit/NAME.variants: one line of -D flags per extra build of NAME
+# (the "before" side of an A/B switch); binaries NAME.v1, NAME.v2, ...
+VARIANT_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
+	$(foreach i,$(shell seq 1 $$(grep -cv '^[[:space:]]*\(#\|$$\)' $(v))),\
+	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i)))
+STRESS_SRC := $(sort $(wildcard tests/stress/*.c))
+STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+NORSEQ := $(BUILD)/tools/norseq
+
+# Test id modes (scripts/run-tests.sh): the sanitizer runs skip the seccomp one.
+TEST_MODES ?= default glibc-off no-rseq
+RUN_WRAP :=
+ifeq ($(SAN),tsan)
+RUN_WRAP := setarch $(shell uname -m) -R
+TEST_MODES := default glibc-off
+endif
+ifeq ($(SAN),asan)
+TEST_MODES := default glibc-off
+endif
+# Stress tests: short by default (make check), long with `make stress`.
+STRESS_ENV ?= DURATION=1 ITERATIONS=20000
+
+.PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
+	check-asan check-tsan stress examples bench install uninstall install-check layout \
+	build-tests clean
+
+all: build-tests $(EXAMPLE_BIN)
+
+help:
+	@echo "targets:"
+	@echo "  deps           install missing Debian packages (scripts/deps.txt)"
+	@echo "  check          header checks, negative compile tests, unit and short stress tests"
+	@echo "  check-asan     unit and stress tests under AddressSanitizer + UBSan"
+	@echo "  check-tsan     unit and stress tests under ThreadSanitizer"
+	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
+	@echo "  examples       build and run examples/"
+	@echo "  bench          run the benchmark suite and write the report"
+	@echo "  install        headers + cachelocal.pc under DESTDIR/PREFIX"
+	@echo "  uninstall      remove what install put there"
+	@echo "  install-check  install into a staging dir, build a C and a C++ consumer via pkg-config"
+	@echo "  layout         pahole dumps of the documented structs into docs/layout/ (needs pahole)"
+	@echo "  clean          remove build/"
+
+deps:
+	$(Q)sh scripts/deps.sh
+
+# ---------------------------------------------------------------- build rules
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(HEADERS) tests/unit/cl_test.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Itests/unit -o $@ $< $(CRITERION_LIBS) $(LDLIBS_PROG)
+
+# Variant N of a unit test: flags from line N of NAME.variants.
+define VARIANT_RULE
+$$(BUILD)/tests/unit/%.v$(1): tests/unit/%.c tests/unit/%.variants $$(HEADERS) tests/unit/cl_test.h
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  CC      $$@")
+	$$(Q)flags=$$$$(grep -v '^[[:space:]]*\(#\|$$$$\)' tests/unit/$$*.variants | sed -n "$(1)p"); \
+	$$(CC) $$(CFLAGS_PROG) $$$$flags -Itests/unit -o $$@ $$< $$(CRITERION_LIBS) $$(LDLIBS_PROG)
+endef
+$(foreach i,1 2 3 4 5 6 7 8,$(eval $(call VARIANT_RULE,$(i))))
+
+$(BUILD)/tests/stress/%: tests/stress/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Itests/stress -o $@ $< $(LDLIBS_PROG)
+
+$(BUILD)/examples/%: examples/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -o $@ $< $(LDLIBS_PROG)
+
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
+
+$(NORSEQ): tests/tools/norseq.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
+
+build-tests: $(UNIT_BIN) $(VARIANT_BIN) $(STRESS_BIN) $(NORSEQ)
+
+# ---------------------------------------------------------------- checks
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory check-headers
+	$(Q)$(MAKE) --no-print-directory check-compile-fail
+	$(Q)$(MAKE) --no-print-directory check-unit
+	$(Q)$(MAKE) --no-print-directory check-stress
+	@echo "make check ($(CC)): all passed"
+
+check-headers:
+	@echo "== header checks (each header alone; C11 and C++17; gcc and clang)"
+	$(Q)EXTRA_CFLAGS="$(URCU_CFLAGS)" sh scripts/check-headers.sh
+
+check-compile-fail:
+	@echo "== negative compile tests ($(CC))"
+	$(Q)EXTRA_CFLAGS="$(URCU_CFLAGS)" sh scripts/compile-fail.sh $(CC)
+
+check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
+	@echo "== unit tests ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
+	$(Q)sh scripts/run-tests.sh -m "$(TEST_MODES)" $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+		$(NORSEQ) $(UNIT_BIN) $(VARIANT_BIN)
+
+check-stress: $(STRESS_BIN) $(NORSEQ)
+	@echo "== stress tests, short ($(STRESS_ENV))"
+	$(Q)$(if $(STRESS_BIN),env $(STRESS_ENV) sh scripts/run-tests.sh -m "$(TEST_MODES)" \
+		$(if $(RUN_WRAP),-w "$(RUN_WRAP)") $(NORSEQ) $(STRESS_BIN),echo "no stress tests yet")
+
+stress:
+	$(Q)$(MAKE) --no-print-directory check-stress STRESS_ENV="DURATION=$${DURATION:-30} ITERATIONS=$${ITERATIONS:-2000000}"
+
+check-asan: deps
+	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress
+
+check-tsan: deps
+	$(Q)$(MAKE) --no-print-directory SAN=tsan check-unit check-stress
+
+# ---------------------------------------------------------------- examples, bench
+
+examples: deps $(EXAMPLE_BIN)
+	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e >/dev/null || { echo "example $$e failed"; exit 1; }; done
+	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory OPT=-O2 SAN= $(BENCH_BIN)
+	$(Q)sh scripts/bench.sh $(BUILD)/bench $(BENCH_BIN)
+
+# ---------------------------------------------------------------- install
+
+PC_VERSION := $(shell sed -n 's/^\#define CL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' include/cachelocal/version.h | paste -sd.)
+
+install:
+	$(Q)for h in $(HEADERS); do \
+		d=$(DESTDIR)$(INCLUDEDIR)/$$(dirname $${h#include/}); \
+		install -d "$$d" && install -m 0644 "$$h" "$$d/"; done
+	$(Q)install -d $(DESTDIR)$(PKGCONFIGDIR)
+	$(Q)for pc in cachelocal cachelocal-sched; do \
+		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(PC_VERSION)|' \
+		scripts/$$pc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc.pc; done
+	@echo "installed $(words $(HEADERS)) headers into $(DESTDIR)$(INCLUDEDIR)/cachelocal and cachelocal.pc into $(DESTDIR)$(PKGCONFIGDIR)"
+
+uninstall:
+	$(Q)rm -rf $(DESTDIR)$(INCLUDEDIR)/cachelocal
+	$(Q)rm -f $(DESTDIR)$(PKGCONFIGDIR)/cachelocal.pc $(DESTDIR)$(PKGCONFIGDIR)/cachelocal-sched.pc
+	@echo "removed cachelocal from $(DESTDIR)$(PREFIX)"
+
+# Installs into DESTDIR (default: a staging dir under build/) and compiles a
+# consumer against the installed copy only, via pkg-config, as C and C++.
+STAGE := $(if $(DESTDIR),$(DESTDIR),$(CURDIR)/build/stage)
+install-check: deps
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(STAGE)
+	$(Q)sh scripts/install-check.sh "$(STAGE)" "$(PKGCONFIGDIR)" "$(CC)" "$(CXX)" $(BUILD)/install-check
+
+# ---------------------------------------------------------------- layout
+
+# file:struct pairs to dump with pahole.
+LAYOUT_STRUCTS ?= examples/layout.c:demo_rq
+layout:
+	$(Q)if ! command -v pahole >/dev/null; then echo "layout: pahole not installed (apt-get install dwarves); skipped"; exit 0; fi; \
+	mkdir -p $(BUILD)/layout docs/layout; \
+	for p in $(LAYOUT_STRUCTS); do f=$${p%%:*}; s=$${p##*:}; \
+		$(CC) $(CFLAGS_PROG) -g -c $$f -o $(BUILD)/layout/$$s.o && \
+		pahole -C $$s $(BUILD)/layout/$$s.o > docs/layout/$$s.pahole.txt && \
+		echo "layout: docs/layout/$$s.pahole.txt"; done
+
+clean:
+	rm -rf build

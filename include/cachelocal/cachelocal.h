@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/cachelocal.h - umbrella header: layers L0-L4 (everything but
+ * cachelocal/sched/, which needs liburcu).
+ */
+#ifndef CACHELOCAL_CACHELOCAL_H
+#define CACHELOCAL_CACHELOCAL_H
+
+#include "version.h"
+#include "config.h"
+#include "compiler.h"
+#include "cacheline.h"
+
+#endif /* CACHELOCAL_CACHELOCAL_H */

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/config.h - every build-time knob, its default and its validation.
+ *
+ * Each knob can be overridden with -D on the compiler command line (or a
+ * #define before the first cachelocal include). Every translation unit of a
+ * program must see the same values: they change struct layouts.
+ *
+ *  knob                    default                       meaning
+ *  CL_CACHELINE_SIZE       64                            alignment unit for grouping
+ *  CL_FALSE_SHARING_SIZE   128 (x86_64, aarch64, ppc64)  distance that keeps two writers
+ *                          256 (s390x), else 64          apart (adjacent-line prefetch)
+ *  CL_PERCPU_STRIDE        65536                         bytes between two CPUs' copies
+ *  CL_MAX_CPUS             4096                          largest CPU count a pool accepts
+ *  CL_DEBUG                undefined                     assert() on bad input as well
+ *  CL_NO_RSEQ_ASM          undefined                     force the portable (atomic) path
+ *  CL_INJECT(n)            nothing                       test hook at numbered race points
+ *
+ * Never derived from std::hardware_destructive_interference_size or
+ * __GCC_DESTRUCTIVE_SIZE: those change with -mtune and compiler version.
+ */
+#ifndef CACHELOCAL_CONFIG_H
+#define CACHELOCAL_CONFIG_H
+
+/* ---- architecture ---- */
+#if defined(__x86_64__)
+#define CL_ARCH_X86_64 1
+#elif defined(__aarch64__)
+#define CL_ARCH_AARCH64 1
+#elif defined(__powerpc64__)
+#define CL_ARCH_PPC64 1
+#elif defined(__s390x__)
+#define CL_ARCH_S390X 1
+#endif
+
+/* ---- line and guard sizes ---- */
+#ifndef CL_CACHELINE_SIZE
+#define CL_CACHELINE_SIZE 64
+#endif
+
+#ifndef CL_FALSE_SHARING_SIZE
+#if defined(CL_ARCH_S390X)
+#define CL_FALSE_SHARING_SIZE 256
+#elif defined(CL_ARCH_X86_64) || defined(CL_ARCH_AARCH64) || defined(CL_ARCH_PPC64)
+#define CL_FALSE_SHARING_SIZE 128
+#else
+#define CL_FALSE_SHARING_SIZE 64
+#endif
+#endif
+
+#if !(CL_CACHELINE_SIZE >= 16 && (CL_CACHELINE_SIZE & (CL_CACHELINE_SIZE - 1)) == 0)
+#error "cachelocal: CL_CACHELINE_SIZE must be a power of two >= 16"
+#endif
+#if !(CL_CACHELINE_SIZE <= 4096)
+#error "cachelocal: CL_CACHELINE_SIZE must be <= 4096"
+#endif
+#if !((CL_FALSE_SHARING_SIZE & (CL_FALSE_SHARING_SIZE - 1)) == 0)
+#error "cachelocal: CL_FALSE_SHARING_SIZE must be a power of two"
+#endif
+#if !(CL_FALSE_SHARING_SIZE >= CL_CACHELINE_SIZE)
+#error "cachelocal: CL_FALSE_SHARING_SIZE must be >= CL_CACHELINE_SIZE"
+#endif
+
+/* ---- per-CPU storage ---- */
+#ifndef CL_PERCPU_STRIDE
+#define CL_PERCPU_STRIDE 65536
+#endif
+#if !(CL_PERCPU_STRIDE >= 4096 && (CL_PERCPU_STRIDE & (CL_PERCPU_STRIDE - 1)) == 0)
+#error "cachelocal: CL_PERCPU_STRIDE must be a power of two >= 4096"
+#endif
+
+#ifndef CL_MAX_CPUS
+#define CL_MAX_CPUS 4096
+#endif
+#if !(CL_MAX_CPUS >= 1 && CL_MAX_CPUS <= 65536)
+#error "cachelocal: CL_MAX_CPUS must be in [1, 65536]"
+#endif
+
+/* ---- test hooks ---- */
+/*
+ * CL_INJECT(n): an empty statement at numbered race windows (rseq critical
+ * sections, CAS loops). A stress build defines it to delay, yield or signal.
+ */
+#ifndef CL_INJECT
+#define CL_INJECT(n) ((void)0)
+#endif
+
+#endif /* CACHELOCAL_CONFIG_H */

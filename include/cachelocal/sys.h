@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sys.h - the libc and kernel surface the headers use, available
+ * under strict ISO modes (-std=c11 without _GNU_SOURCE) as well.
+ *
+ * A header-only library cannot define _GNU_SOURCE for its user: it comes too
+ * late when the user included a system header first. So the few GNU/Linux
+ * functions and constants cachelocal needs are reached through this header:
+ * prototypes identical to glibc's are declared when glibc did not declare
+ * them (a compatible redeclaration), and Linux ABI constants are given
+ * cachelocal names that match the kernel's values on every supported arch.
+ * Private: nothing here is API; names are cl__ / CL__.
+ */
+#ifndef CACHELOCAL_SYS_H
+#define CACHELOCAL_SYS_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compiler.h"
+
+CL_BEGIN_DECLS
+
+#if !defined(__cplusplus)
+#if !defined(__USE_GNU)
+extern int sched_getcpu(void);
+#endif
+#if !defined(__USE_MISC)
+extern long int syscall(long int sysno, ...);
+extern int madvise(void *addr, size_t len, int advice);
+#endif
+#if !defined(__USE_POSIX199309)
+extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
+#endif
+#endif /* !__cplusplus */
+
+/* Linux ABI constants (same value on x86_64, aarch64, ppc64, s390x). */
+#ifdef MAP_ANONYMOUS
+#define CL__MAP_ANONYMOUS MAP_ANONYMOUS
+#else
+#define CL__MAP_ANONYMOUS 0x20
+#endif
+#ifdef MAP_NORESERVE
+#define CL__MAP_NORESERVE MAP_NORESERVE
+#elif defined(__powerpc64__)
+#define CL__MAP_NORESERVE 0x40
+#else
+#define CL__MAP_NORESERVE 0x4000
+#endif
+#define CL__MADV_DONTNEED 4
+#define CL__MADV_DONTFORK 10
+#define CL__MADV_DOFORK 11
+#define CL__CLOCK_MONOTONIC 1
+
+/* Monotonic time in nanoseconds. Never fails on Linux. */
+CL_INLINE unsigned long long cl__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CL__CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SYS_H */

@@ -1,0 +1,55 @@
+#!/bin/sh
+# run-tests.sh - run test binaries in every id mode.
+#
+# Usage: run-tests.sh [-w WRAPPER] [-m MODES] NORSEQ BINARY...
+#   WRAPPER  command prefix (e.g. "setarch x86_64 -R" for TSan)
+#   MODES    space-separated subset of: default glibc-off no-rseq
+#            default   : glibc owns rseq (the normal case)
+#            glibc-off : GLIBC_TUNABLES=glibc.pthread.rseq=0, cachelocal registers itself
+#            no-rseq   : the rseq syscall fails with ENOSYS (seccomp), every fallback
+#   NORSEQ   path of the norseq tool
+# Criterion binaries run with one job, so tests that pin threads do not
+# compete with each other. A binary exiting 77 counts as skipped.
+set -u
+wrapper=""
+modes="default glibc-off no-rseq"
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-w) wrapper=$2; shift 2 ;;
+	-m) modes=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+norseq=$1
+shift
+pass=0
+fail=0
+skip=0
+failed=""
+for bin in "$@"; do
+	for mode in $modes; do
+		echo "---- $(basename "$bin") [$mode]"
+		case "$mode" in
+		default) env="" pre="" ;;
+		glibc-off) env="GLIBC_TUNABLES=glibc.pthread.rseq=0" pre="" ;;
+		no-rseq) env="" pre="$norseq" ;;
+		*) echo "unknown mode $mode"; exit 2 ;;
+		esac
+		args=""
+		case "$bin" in */unit/*) args="--jobs=1" ;; esac
+		# shellcheck disable=SC2086
+		env $env CL_TEST_MODE=$mode timeout 900 $wrapper $pre "$bin" $args
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			pass=$((pass + 1))
+		elif [ $rc -eq 77 ]; then
+			skip=$((skip + 1))
+		else
+			fail=$((fail + 1))
+			failed="$failed $(basename "$bin")[$mode]"
+		fi
+	done
+done
+[ -n "$failed" ] && echo "failed runs:$failed"
+echo "runs: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
