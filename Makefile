@@ -41,6 +41,15 @@ SAN_FLAGS_asan := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 SAN_FLAGS_tsan := -fsanitize=thread -fno-omit-frame-pointer
 SAN_FLAGS := $(SAN_FLAGS_$(SAN))
 
+# TSan builds run the unit tests through tests/unit/crshim.h (see there).
+ifeq ($(SAN),tsan)
+TEST_CPPFLAGS := -DCL_TEST_SHIM
+TEST_LIBS :=
+else
+TEST_CPPFLAGS :=
+TEST_LIBS = $(CRITERION_LIBS)
+endif
+
 CPPFLAGS_ALL := -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"$(CURDIR)/tests/data"' $(URCU_CFLAGS)
 CFLAGS_PROG := -std=c11 $(OPT) -g $(PROG_WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(EXTRA_CFLAGS)
 LDLIBS_PROG := -pthread $(URCU_LIBS) -lm $(SAN_FLAGS)
@@ -101,18 +110,18 @@ deps:
 
 # ---------------------------------------------------------------- build rules
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(HEADERS) tests/unit/cl_test.h
+$(BUILD)/tests/unit/%: tests/unit/%.c $(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) -Itests/unit -o $@ $< $(CRITERION_LIBS) $(LDLIBS_PROG)
+	$(Q)$(CC) $(CFLAGS_PROG) $(TEST_CPPFLAGS) -Itests/unit -o $@ $< $(TEST_LIBS) $(LDLIBS_PROG)
 
 # Variant N of a unit test: flags from line N of NAME.variants.
 define VARIANT_RULE
-$$(BUILD)/tests/unit/%.v$(1): tests/unit/%.c tests/unit/%.variants $$(HEADERS) tests/unit/cl_test.h
+$$(BUILD)/tests/unit/%.v$(1): tests/unit/%.c tests/unit/%.variants $$(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  CC      $$@")
 	$$(Q)flags=$$$$(grep -v '^[[:space:]]*\(#\|$$$$\)' tests/unit/$$*.variants | sed -n "$(1)p"); \
-	$$(CC) $$(CFLAGS_PROG) $$$$flags -Itests/unit -o $$@ $$< $$(CRITERION_LIBS) $$(LDLIBS_PROG)
+	$$(CC) $$(CFLAGS_PROG) $$(TEST_CPPFLAGS) $$$$flags -Itests/unit -o $$@ $$< $$(TEST_LIBS) $$(LDLIBS_PROG)
 endef
 $(foreach i,1 2 3 4 5 6 7 8,$(eval $(call VARIANT_RULE,$(i))))
 

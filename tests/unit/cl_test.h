@@ -6,11 +6,19 @@
  * CL_TEST_MODE in the environment says which: "default" (glibc owns rseq),
  * "glibc-off" (GLIBC_TUNABLES=glibc.pthread.rseq=0) or "no-rseq" (the rseq
  * syscall fails with ENOSYS).
+ *
+ * Include Criterion only through this header, and use only Test(),
+ * cr_assert*, cr_expect*, cr_skip_test and cr_log_*: TSan builds replace
+ * Criterion with tests/unit/crshim.h, which implements that subset.
  */
 #ifndef CL_TEST_H
 #define CL_TEST_H
 
+#ifdef CL_TEST_SHIM
+#include "crshim.h" /* TSan builds: Criterion cannot start under TSan here */
+#else
 #include <criterion/criterion.h>
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>

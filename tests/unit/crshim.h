@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/crshim.h - a minimal runner for the Criterion subset the unit
+ * tests use, for ThreadSanitizer builds only.
+ *
+ * Why: Criterion 2.4.1 (Debian 12) cannot start under TSan on this kernel:
+ * its inheritable arena fails ("Could not initialize inheritable arena") with
+ * ASLR on or off, and with -j2 libcriterion itself faults. `make check-tsan`
+ * therefore compiles the same test sources with -DCL_TEST_SHIM against this
+ * header: every Test() runs in its own forked child, in registration order,
+ * with the same assertion macros, and the summary line has Criterion's form.
+ *
+ * Supported: Test(suite, name[, .init = f][, .fini = f][, .timeout = s]
+ * [, .exit_code = n][, .signal = s][, .disabled = 1]), cr_assert*,
+ * cr_expect*, cr_skip_test, cr_log_*. Not supported: TestSuite(),
+ * parameterized and theory tests, criterion/new/assert.h.
+ */
+#ifndef CL_CRSHIM_H
+#define CL_CRSHIM_H
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct crs_test {
+	const char *suite;
+	const char *name;
+	void (*fn)(void);
+	void (*init)(void);
+	void (*fini)(void);
+	double timeout;
+	int exit_code;
+	int signal;
+	int disabled;
+	const char *description;
+	struct crs_test *next;
+};
+
+/* Registered tests, in registration order (a singly linked list with a tail). */
+static struct crs_test *crs_head, **crs_tail = &crs_head;
+static int crs_expect_failed;
+
+static inline void crs_register(struct crs_test *t)
+{
+	t->next = NULL;
+	*crs_tail = t;
+	crs_tail = &t->next;
+}
+
+static inline void crs_report(const char *kind, const char *file, int line, const char *expr,
+			      const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "[----] %s:%d: %s: %s", file, line, kind, expr);
+	if (fmt && *fmt) {
+		fputs(": ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+#define CRS_CHECK(fatal, cond, expr, ...) \
+	do { \
+		if (!(cond)) { \
+			crs_report((fatal) ? "Assertion failed" : "Expectation failed", __FILE__, \
+				   __LINE__, expr, "" __VA_ARGS__); \
+			if (fatal) \
+				_exit(1); \
+			crs_expect_failed = 1; \
+		} \
+	} while (0)
+
+#define Test(S, N, ...) \
+	static void crs_fn_##S##_##N(void); \
+	static struct crs_test crs_t_##S##_##N = { \
+		.suite = #S, .name = #N, .fn = crs_fn_##S##_##N, __VA_ARGS__ \
+	}; \
+	__attribute__((constructor)) static void crs_reg_##S##_##N(void) \
+	{ \
+		crs_register(&crs_t_##S##_##N); \
+	} \
+	static void crs_fn_##S##_##N(void)
+
+#define cr_assert(cond, ...) CRS_CHECK(1, (cond), #cond, ##__VA_ARGS__)
+#define cr_expect(cond, ...) CRS_CHECK(0, (cond), #cond, ##__VA_ARGS__)
+#define cr_assert_not(cond, ...) CRS_CHECK(1, !(cond), "!(" #cond ")", ##__VA_ARGS__)
+#define cr_expect_not(cond, ...) CRS_CHECK(0, !(cond), "!(" #cond ")", ##__VA_ARGS__)
+#define cr_assert_fail(...) CRS_CHECK(1, 0, "fail", ##__VA_ARGS__)
+#define cr_expect_fail(...) CRS_CHECK(0, 0, "fail", ##__VA_ARGS__)
+
+#define CRS_CMP(fatal, a, op, b, ...) CRS_CHECK(fatal, (a)op(b), #a " " #op " " #b, ##__VA_ARGS__)
+#define cr_assert_eq(a, b, ...) CRS_CMP(1, a, ==, b, ##__VA_ARGS__)
+#define cr_assert_neq(a, b, ...) CRS_CMP(1, a, !=, b, ##__VA_ARGS__)
+#define cr_assert_lt(a, b, ...) CRS_CMP(1, a, <, b, ##__VA_ARGS__)
+#define cr_assert_leq(a, b, ...) CRS_CMP(1, a, <=, b, ##__VA_ARGS__)
+#define cr_assert_gt(a, b, ...) CRS_CMP(1, a, >, b, ##__VA_ARGS__)
+#define cr_assert_geq(a, b, ...) CRS_CMP(1, a, >=, b, ##__VA_ARGS__)
+#define cr_expect_eq(a, b, ...) CRS_CMP(0, a, ==, b, ##__VA_ARGS__)
+#define cr_expect_neq(a, b, ...) CRS_CMP(0, a, !=, b, ##__VA_ARGS__)
+#define cr_expect_lt(a, b, ...) CRS_CMP(0, a, <, b, ##__VA_ARGS__)
+#define cr_expect_leq(a, b, ...) CRS_CMP(0, a, <=, b, ##__VA_ARGS__)
+#define cr_expect_gt(a, b, ...) CRS_CMP(0, a, >, b, ##__VA_ARGS__)
+#define cr_expect_geq(a, b, ...) CRS_CMP(0, a, >=, b, ##__VA_ARGS__)
+#define cr_assert_null(p, ...) CRS_CHECK(1, (p) == NULL, #p " == NULL", ##__VA_ARGS__)
+#define cr_assert_not_null(p, ...) CRS_CHECK(1, (p) != NULL, #p " != NULL", ##__VA_ARGS__)
+#define cr_expect_null(p, ...) CRS_CHECK(0, (p) == NULL, #p " == NULL", ##__VA_ARGS__)
+#define cr_expect_not_null(p, ...) CRS_CHECK(0, (p) != NULL, #p " != NULL", ##__VA_ARGS__)
+#define cr_assert_str_eq(a, b, ...) CRS_CHECK(1, strcmp((a), (b)) == 0, #a " eq " #b, ##__VA_ARGS__)
+#define cr_assert_str_neq(a, b, ...) CRS_CHECK(1, strcmp((a), (b)) != 0, #a " neq " #b, ##__VA_ARGS__)
+#define cr_expect_str_eq(a, b, ...) CRS_CHECK(0, strcmp((a), (b)) == 0, #a " eq " #b, ##__VA_ARGS__)
+#define cr_assert_str_empty(a, ...) CRS_CHECK(1, (a)[0] == '\0', #a " is empty", ##__VA_ARGS__)
+#define cr_assert_str_not_empty(a, ...) CRS_CHECK(1, (a)[0] != '\0', #a " not empty", ##__VA_ARGS__)
+#define cr_assert_float_eq(a, b, eps, ...) \
+	CRS_CHECK(1, ((a) - (b) <= (eps)) && ((b) - (a) <= (eps)), #a " ~= " #b, ##__VA_ARGS__)
+#define cr_assert_arr_eq(a, b, size, ...) \
+	CRS_CHECK(1, memcmp((a), (b), (size)) == 0, #a " arr_eq " #b, ##__VA_ARGS__)
+
+#define cr_skip_test(...) \
+	do { \
+		fprintf(stderr, "[SKIP] " __VA_ARGS__); \
+		fputc('\n', stderr); \
+		_exit(77); \
+	} while (0)
+#define cr_log_info(...) (fprintf(stderr, "[----] " __VA_ARGS__), fputc('\n', stderr))
+#define cr_log_warn(...) cr_log_info(__VA_ARGS__)
+#define cr_log_error(...) cr_log_info(__VA_ARGS__)
+
+int main(int argc, char **argv)
+{
+	int tested = 0, passing = 0, failing = 0, crashing = 0, skipped = 0;
+
+	(void)argc;
+	(void)argv;
+	setvbuf(stdout, NULL, _IONBF, 0);
+	for (struct crs_test *t = crs_head; t; t = t->next) {
+		int status;
+		pid_t pid;
+
+		if (t->disabled)
+			continue;
+		tested++;
+		pid = fork();
+		if (pid < 0) {
+			perror("crshim: fork");
+			return 2;
+		}
+		if (pid == 0) {
+			if (t->timeout > 0)
+				alarm((unsigned)t->timeout + 1);
+			if (t->init)
+				t->init();
+			t->fn();
+			if (t->fini)
+				t->fini();
+			fflush(NULL);
+			_exit(crs_expect_failed ? 1 : 0);
+		}
+		if (waitpid(pid, &status, 0) < 0) {
+			perror("crshim: waitpid");
+			return 2;
+		}
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+			skipped++;
+			tested--;
+			continue;
+		}
+		if (t->signal) {
+			if (WIFSIGNALED(status) && WTERMSIG(status) == t->signal) {
+				passing++;
+			} else {
+				fprintf(stderr, "[FAIL] %s::%s: expected signal %d\n", t->suite, t->name,
+					t->signal);
+				failing++;
+			}
+		} else if (WIFSIGNALED(status)) {
+			fprintf(stderr, "[FAIL] %s::%s: CRASH (signal %d)\n", t->suite, t->name,
+				WTERMSIG(status));
+			crashing++;
+		} else if (WEXITSTATUS(status) == t->exit_code) {
+			passing++;
+		} else {
+			fprintf(stderr, "[FAIL] %s::%s (exit %d)\n", t->suite, t->name,
+				WEXITSTATUS(status));
+			failing++;
+		}
+	}
+	printf("[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: %d (crshim, %d skipped)\n",
+	       tested, passing, failing, crashing, skipped);
+	return failing || crashing;
+}
+
+#endif /* CL_CRSHIM_H */
