@@ -78,29 +78,42 @@ static inline int bench_pin(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-static inline int bench_nr_allowed_cpus(void)
+/*
+ * The CPUs the process was allowed at start. Captured once (bench_init calls
+ * it first): after the main thread pins itself, sched_getaffinity() would
+ * only report that one CPU, in it and in every thread it creates.
+ */
+static inline const cpu_set_t *bench_initial_cpus(void)
 {
-	cpu_set_t set;
+	static cpu_set_t set;
+	static int done;
 
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 1;
-	return CPU_COUNT(&set);
+	if (!done) {
+		if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+			CPU_ZERO(&set);
+			CPU_SET(0, &set);
+		}
+		done = 1;
+	}
+	return &set;
 }
 
-/* The n-th allowed CPU (wrapping), for pinning thread n. */
+static inline int bench_nr_allowed_cpus(void)
+{
+	return CPU_COUNT(bench_initial_cpus());
+}
+
+/* The n-th CPU allowed at start (wrapping), for pinning thread n. */
 static inline int bench_allowed_cpu(int n)
 {
-	cpu_set_t set;
-	int seen = 0, count;
+	const cpu_set_t *set = bench_initial_cpus();
+	int seen = 0, count = CPU_COUNT(set);
 
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 0;
-	count = CPU_COUNT(&set);
 	if (count <= 0)
 		return 0;
 	n %= count;
 	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set) && seen++ == n)
+		if (CPU_ISSET(c, set) && seen++ == n)
 			return c;
 	return 0;
 }
@@ -169,6 +182,7 @@ static inline void bench_init(struct bench *b, const char *name, int argc, char 
 
 	memset(b, 0, sizeof(*b));
 	b->name = name;
+	(void)bench_initial_cpus(); /* before anything pins */
 	b->runs = BENCH_MIN_RUNS;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
