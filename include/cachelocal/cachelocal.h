@@ -10,5 +10,6 @@
 #include "config.h"
 #include "compiler.h"
 #include "cacheline.h"
+#include "rseq.h"
 
 #endif /* CACHELOCAL_CACHELOCAL_H */
