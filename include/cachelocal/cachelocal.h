@@ -11,5 +11,7 @@
 #include "compiler.h"
 #include "cacheline.h"
 #include "rseq.h"
+#include "topology.h"
+#include "percpu.h"
 
 #endif /* CACHELOCAL_CACHELOCAL_H */
