@@ -168,6 +168,13 @@ struct cl_percpu_pool {
 
 /* ---- addressing (hot path) ---- */
 
+/* The pointer type of p without top-level qualifiers (p may be a const member). */
+#ifdef __cplusplus
+#define CL__PERCPU_PTR_TYPE(p) decltype(+(p))
+#else
+#define CL__PERCPU_PTR_TYPE(p) CL_TYPEOF(p)
+#endif
+
 CL_ALWAYS_INLINE void *cl__percpu_ptr(const volatile void *p, unsigned cpu, size_t stride)
 {
 	return (void *)((const volatile char *)p + (size_t)cpu * stride);
@@ -179,7 +186,7 @@ CL_ALWAYS_INLINE void *cl__percpu_ptr(const volatile void *p, unsigned cpu, size
  * argument evaluated once; no memory access.
  */
 #define cl_percpu_ptr_stride(p, cpu, stride) \
-	((CL_TYPEOF(p))cl__percpu_ptr((p), (unsigned)(cpu), (size_t)(stride)))
+	((CL__PERCPU_PTR_TYPE(p))cl__percpu_ptr((p), (unsigned)(cpu), (size_t)(stride)))
 
 /*
  * cl_percpu_ptr(p, cpu) - CPU cpu's copy, for pools of the default stride
