@@ -386,9 +386,12 @@ CL_ALWAYS_INLINE struct cl_rseq_abi *cl_rseq_abi_get(void)
 
 	if (CL_LIKELY(off != 0)) {
 		struct cl_rseq_abi *a = cl__rseq_area_at(off);
+		int32_t c = cl__rseq_load_cpu_id(a);
 
-		if (CL_LIKELY(cl__rseq_load_cpu_id(a) >= 0))
+		if (CL_LIKELY(c >= 0))
 			return a;
+		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED)
+			return NULL; /* remembered failure: no slow path */
 	}
 	return cl__rseq_abi_slow();
 }
@@ -477,13 +480,22 @@ CL_INLINE int cl_rseq_mm_cid_available(void)
 	return cl_rseq_feature_size() >= CL_RSEQ_FEATURE_SIZE_MM_CID;
 }
 
-CL_NOINLINE CL_COLD CL_UNUSED static int cl__cpu_id_slow(void)
+/*
+ * Fallback of cl_cpu_id() and cl_mm_cid(): @raw is the cpu_id the fast path
+ * read (-1 also when the state is not initialised yet). A thread whose
+ * registration failed (-2) goes straight to sched_getcpu(): in the no-rseq
+ * modes this path is the hot one. Not CL_COLD for that reason.
+ */
+CL_NOINLINE CL_UNUSED static int cl__cpu_id_slow(int32_t raw)
 {
-	struct cl_rseq_abi *a = cl__rseq_abi_slow();
+	struct cl_rseq_abi *a;
 	int c;
 
-	if (a)
-		return (int)cl__rseq_load_cpu_id(a);
+	if (raw != CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
+		a = cl__rseq_abi_slow();
+		if (a)
+			return (int)cl__rseq_load_cpu_id(a);
+	}
 	c = sched_getcpu();
 	return c >= 0 ? c : 0;
 }
@@ -500,25 +512,32 @@ CL_NOINLINE CL_COLD CL_UNUSED static int cl__cpu_id_slow(void)
 CL_ALWAYS_INLINE int cl_cpu_id(void)
 {
 	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.offset, CL_RELAXED);
+	int32_t c = CL_RSEQ_CPU_ID_UNINITIALIZED;
 
 	if (CL_LIKELY(off != 0)) {
-		int32_t c = cl__rseq_load_cpu_id(cl__rseq_area_at(off));
-
+		c = cl__rseq_load_cpu_id(cl__rseq_area_at(off));
 		if (CL_LIKELY(c >= 0))
 			return (int)c;
+		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
+			c = sched_getcpu(); /* no rseq in this thread: the hot path */
+			return c >= 0 ? (int)c : 0;
+		}
 	}
-	return cl__cpu_id_slow();
+	return cl__cpu_id_slow(c);
 }
 
-CL_NOINLINE CL_COLD CL_UNUSED static int cl__mm_cid_slow(void)
+CL_NOINLINE CL_UNUSED static int cl__mm_cid_slow(int32_t raw)
 {
-	struct cl_rseq_abi *a = cl__rseq_abi_slow();
+	struct cl_rseq_abi *a;
 	int c;
 
-	if (a) {
-		if (cl__rseq_state.feature_size >= CL_RSEQ_FEATURE_SIZE_MM_CID)
-			return (int)CL_ATOMIC_LOAD(&a->mm_cid, CL_RELAXED);
-		return (int)cl__rseq_load_cpu_id(a);
+	if (raw != CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
+		a = cl__rseq_abi_slow();
+		if (a) {
+			if (cl__rseq_state.feature_size >= CL_RSEQ_FEATURE_SIZE_MM_CID)
+				return (int)CL_ATOMIC_LOAD(&a->mm_cid, CL_RELAXED);
+			return (int)cl__rseq_load_cpu_id(a);
+		}
 	}
 	c = sched_getcpu();
 	return c >= 0 ? c : cl__thread_hash_id();
@@ -545,21 +564,23 @@ CL_NOINLINE CL_COLD CL_UNUSED static int cl__mm_cid_slow(void)
 CL_ALWAYS_INLINE int cl_mm_cid(void)
 {
 	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.cid_offset, CL_RELAXED);
+	int32_t c = CL_RSEQ_CPU_ID_UNINITIALIZED;
 
 	if (CL_LIKELY(off != 0)) {
 		struct cl_rseq_abi *a = cl__rseq_area_at(off);
 
-		if (CL_LIKELY(cl__rseq_load_cpu_id(a) >= 0))
+		c = cl__rseq_load_cpu_id(a);
+		if (CL_LIKELY(c >= 0))
 			return (int)CL_ATOMIC_LOAD(&a->mm_cid, CL_RELAXED);
 	}
-	return cl__mm_cid_slow();
+	return cl__mm_cid_slow(c);
 }
 
 /**
  * cl_node_id() - the NUMA node this thread runs on (may be stale).
  *
- * rseq's node_id when live and the feature size is >= 24, else the getcpu
- * syscall's node, else 0.
+ * rseq's node_id when live and the feature size is >= 24, else getcpu()'s
+ * node (glibc >= 2.29, vDSO; the raw syscall on older glibc), else 0.
  *
  * Context: any thread.
  * Return: a node number >= 0. Never fails.
@@ -572,17 +593,19 @@ CL_INLINE int cl_node_id(void)
 
 	if (a && s->feature_size >= CL_RSEQ_FEATURE_SIZE_NODE_ID)
 		return (int)CL_ATOMIC_LOAD(&a->node_id, CL_RELAXED);
-#if defined(SYS_getcpu)
 	{
 		int saved = errno;
+		int r = -1;
 
-		if (syscall(SYS_getcpu, &cpu, &node, NULL) != 0)
-			node = 0;
-		errno = saved;
-	}
+#if CL__HAVE_GETCPU
+		r = getcpu(&cpu, &node); /* vDSO */
+#elif defined(SYS_getcpu)
+		r = (int)syscall(SYS_getcpu, &cpu, &node, NULL);
 #endif
-	(void)cpu;
-	return (int)node;
+		errno = saved;
+		(void)cpu;
+		return r == 0 ? (int)node : 0;
+	}
 }
 
 /** enum cl_id_mode - the source cl_mm_cid() uses in the calling thread. */

@@ -26,9 +26,19 @@
 
 CL_BEGIN_DECLS
 
+/* glibc >= 2.29 has getcpu() (vDSO-backed): CPU and NUMA node in one call. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define CL__HAVE_GETCPU 1
+#else
+#define CL__HAVE_GETCPU 0
+#endif
+
 #if !defined(__cplusplus)
 #if !defined(__USE_GNU)
 extern int sched_getcpu(void);
+#if CL__HAVE_GETCPU
+extern int getcpu(unsigned int *cpu, unsigned int *node);
+#endif
 #endif
 #if !defined(__USE_MISC)
 extern long int syscall(long int sysno, ...);
