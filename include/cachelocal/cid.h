@@ -1,0 +1,975 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/cid.h - userspace concurrency-ID (cid) domains with cache-local
+ * reuse (technique T3 in DESIGN.md).
+ *
+ * A domain is the set of threads that share cid-indexed data (an array with
+ * one slot per cid). A thread that joins becomes a "user". While it works on
+ * the data it holds a cid: cl_cid_acquire() hands out a cid that no other
+ * holder has, cl_cid_release() gives it back. A cid is dense (below the
+ * bound), so cid-indexed arrays need min(allowed CPUs, users) slots, not one
+ * per possible CPU or per thread.
+ *
+ * The allocation policy is implemented here, in userspace, so it behaves the
+ * same on every kernel: the kernel's own mm_cid (rseq.h, cl_mm_cid()) went
+ * from "lowest free" (6.3) to per-CPU recent-cid reuse (6.13, compaction
+ * 6.14) to thread-sticky cids (6.19). Policies (docs/ids.md has pseudo-code):
+ *
+ *   CL_CID_NAIVE   the lowest free cid (mm_cid before 6.13).
+ *   CL_CID_RECENT  1. the cid this CPU used most recently, if free and below
+ *                     the bound;
+ *                  2. spread: grow max_nr_cid by CAS up to the bound and take
+ *                     the cid just added, so each CPU ends up with its own;
+ *                  3. the lowest free cid below the bound.
+ *   CL_CID_LLC     as RECENT, but when this CPU's recent cid is taken (or is
+ *                  no longer below the bound), first a free cid below the
+ *                  bound last used on a CPU of the same last-level cache.
+ *
+ * When all of 1-3 fail for CL_CID_SPIN_ROUNDS rounds (every cid below the
+ * bound is held, e.g. by preempted holders), the caller moves to the
+ * fallback lock and sleeps on a condition variable until a release (or a
+ * join, leave or refresh) lets it in: no livelock, no busy waiting.
+ *
+ * bound = min(number of CPUs in the grow-only union of the users' allowed
+ * CPUs, number of users): cl_cid_domain_bound().
+ *
+ * Invariants (tests/unit/test_cid.c checks each one):
+ *  - Uniqueness: a cid is held by at most one caller at a time (each cid owns
+ *    one atomic word; it is taken by CAS free -> held).
+ *  - Below the bound at acquire: every cid handed out is < the bound read at
+ *    that acquire. When the bound shrinks (leave), holders keep their cids,
+ *    even those >= the new bound, until they release them; new acquires only
+ *    get cids below the new bound and wait if those are all held.
+ *  - No failure while holders <= users: acquire may wait, but only fails
+ *    (-1, EBUSY) when the domain already has >= users holders, i.e. the caller
+ *    would be one holder too many (a thread acquiring twice, a thread that
+ *    never joined, a leave before the release, or no users at all).
+ *  - Forward progress: every lock-free step is a bounded number of CAS
+ *    attempts; after CL_CID_SPIN_ROUNDS rounds the caller takes the fallback
+ *    lock and sleeps until a cid is released.
+ *  - No shared hot line: each cid's word (with that cid's statistics) and each
+ *    CPU's recent cid live on their own CL_FALSE_SHARING_SIZE unit, so a CPU
+ *    reusing its recent cid writes no line that another CPU writes.
+ *
+ * Users are a count: join/leave need not run in the same thread, and a cid
+ * may be released by another thread than the one that acquired it (an M:N
+ * runtime may move a task). A thread that exits without leaving stays
+ * counted as a user, and a cid it held stays held, until another thread calls
+ * cl_cid_release()/cl_cid_domain_leave() for it; nothing is reclaimed behind
+ * the program's back.
+ *
+ * fork(): in the child every domain starts clean, as if just created (no
+ * users, no allowed CPUs, no holders, statistics zero; policy and topology
+ * kept): the child joins again. Implemented with pthread_atfork() handlers
+ * (registered once per process) over a process-wide list of domains; the
+ * handlers hold every domain's lock across fork(), so a domain is never
+ * copied in the middle of a slow-path update. Do not fork from a
+ * pthread_atfork handler of your own that runs while a cid call is active,
+ * and do not dlclose() the object whose copy of these handlers registered
+ * first.
+ *
+ * Synchronization:
+ *
+ *   call                       may run concurrently with
+ *   cl_cid_acquire/_on         everything except destroy
+ *   cl_cid_release             everything except destroy
+ *   join/join_cpus/leave/      everything except destroy (serialized by the
+ *   refresh_allowed            domain lock)
+ *   cl_cid_domain_bound/stats  everything except destroy (a racy snapshot)
+ *   cl_cid_domain_destroy      nothing on that domain
+ */
+#ifndef CACHELOCAL_CID_H
+#define CACHELOCAL_CID_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cacheline.h"
+#include "compiler.h"
+#include "config.h"
+#include "rseq.h"
+#include "sys.h"
+#include "topology.h"
+
+CL_BEGIN_DECLS
+
+/*
+ * CL_CID_SPIN_ROUNDS: lock-free scans of the cids below the bound before an
+ * acquirer falls back to the domain lock and sleeps. Build-time knob.
+ */
+#ifndef CL_CID_SPIN_ROUNDS
+#define CL_CID_SPIN_ROUNDS 16
+#endif
+#if !(CL_CID_SPIN_ROUNDS >= 1)
+#error "cachelocal: CL_CID_SPIN_ROUNDS must be >= 1"
+#endif
+
+/* enum cl_cid_policy - how cl_cid_acquire() chooses a cid (see the top). */
+enum cl_cid_policy {
+	CL_CID_NAIVE = 0,
+	CL_CID_RECENT = 1,
+	CL_CID_LLC = 2,
+};
+
+/*
+ * struct cl_cid_stats - a snapshot of a domain (cl_cid_domain_stats()).
+ *
+ * Every successful acquire counts exactly once in acquisitions and in
+ * exactly one of recent_hits, llc_hits, spreads, lowest, fallbacks (the step
+ * that produced the cid). The counters live in each cid's own line and are
+ * written only by that cid's holder, so they are exact; the snapshot is
+ * taken without stopping the domain.
+ */
+struct cl_cid_stats {
+	unsigned long long acquisitions; /* successful acquires */
+	unsigned long long recent_hits;  /* this CPU's recent cid (RECENT, LLC) */
+	unsigned long long llc_hits;     /* a free cid last used in this CPU's LLC (LLC) */
+	unsigned long long spreads;      /* a new cid by growing max_nr_cid (RECENT, LLC) */
+	unsigned long long lowest;       /* the lowest free cid, lock-free scan */
+	unsigned long long fallbacks;    /* obtained on the fallback lock path */
+	unsigned long long waits;        /* times an acquirer slept for a cid */
+	unsigned long long busy;         /* acquires refused with EBUSY */
+	unsigned users;                  /* current users (join - leave) */
+	unsigned nr_allowed;             /* CPUs in the grow-only allowed union */
+	unsigned bound;                  /* min(nr_allowed, users) */
+	unsigned max_nr_cid;             /* spread cursor: cids handed out by spreading */
+	unsigned held;                   /* cids held at the snapshot */
+	unsigned waiters;                /* acquirers on the fallback lock path now */
+	unsigned nr_cids;                /* size of the cid space (possible CPUs) */
+};
+
+/* ---- private layout ---- */
+
+/*
+ * One per cid, alone on its false-sharing unit. state: bit 0 = held; bits
+ * 1.. = 1 + the CPU that acquired it last (0 = never used), kept across the
+ * release so the LLC policy knows where the cid's data was last warm. The
+ * counters are written only by the current holder (plain increments through
+ * relaxed atomics: exact, and race-free for readers).
+ */
+struct cl__cid_slot {
+	unsigned long state;
+	unsigned long long acquisitions;
+	unsigned long long recent_hits;
+	unsigned long long llc_hits;
+	unsigned long long spreads;
+	unsigned long long lowest;
+	unsigned long long fallbacks;
+} CL_FALSE_SHARING_ALIGNED;
+
+/* One per CPU, alone on its false-sharing unit: written only when it changes. */
+struct cl__cid_cpu {
+	int recent; /* the cid last acquired on this CPU, -1 none */
+} CL_FALSE_SHARING_ALIGNED;
+
+CL_STATIC_ASSERT(sizeof(struct cl__cid_slot) % CL_FALSE_SHARING_SIZE == 0,
+		 "cachelocal: cid slots must not share a false-sharing unit");
+CL_STATIC_ASSERT(sizeof(struct cl__cid_cpu) % CL_FALSE_SHARING_SIZE == 0,
+		 "cachelocal: per-CPU cid state must not share a false-sharing unit");
+
+#define CL__CID_HELD 1ul
+#define CL__CID_STATE(cpu) ((((unsigned long)(cpu) + 1ul) << 1) | CL__CID_HELD)
+#define CL__CID_LAST_CPU(state) ((long)((state) >> 1) - 1)
+
+/*
+ * struct cl_cid_domain - treat as opaque; the layout is here because the
+ * library is header-only.
+ *
+ * cl_cid_domain_read_fast: read by every acquire (bound inputs, arrays);
+ *   written by join/leave/refresh (rare) and by spreading (max_nr_cid grows at
+ *   most to the bound, shrinks only with it).
+ * cl_cid_domain_slow: the fallback lock, its condition variable and the
+ *   waiter count (read by every release: stays clean while nobody waits),
+ *   and what only the slow paths touch. Kept apart from the fast group so
+ *   that sleeping acquirers do not invalidate it.
+ */
+struct cl_cid_domain {
+	CL_GROUP_BEGIN_GUARDED(cl_cid_domain_read_fast);
+	struct cl__cid_slot *slot; /* [nr] */
+	struct cl__cid_cpu *cpu;   /* [nr] */
+	int *llc;                  /* [nr] LLC id of each CPU, -1 unknown; read-only */
+	unsigned nr;               /* cids and CPU ids: 0 .. nr-1 */
+	int policy;
+	unsigned users;
+	unsigned nr_allowed;
+	unsigned max_nr_cid;
+	CL_GROUP_END_GUARDED(cl_cid_domain_read_fast);
+
+	CL_GROUP_BEGIN_GUARDED(cl_cid_domain_slow);
+	unsigned nr_waiters;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned long *allowed; /* [allowed_words] grow-only union, bits < nr */
+	unsigned allowed_words;
+	unsigned long long waits;
+	unsigned long long busy;
+	struct cl_cid_domain *next; /* process-wide list, for fork */
+	CL_GROUP_END_GUARDED(cl_cid_domain_slow);
+};
+
+#ifndef __cplusplus
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, slot);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, cpu);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, llc);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, nr);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, policy);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, users);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, nr_allowed);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, max_nr_cid);
+CL_ASSERT_GROUP_SIZE(struct cl_cid_domain, cl_cid_domain_read_fast, CL_CACHELINE_SIZE);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, nr_waiters);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, lock);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, cond);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed_words);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, waits);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, busy);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, next);
+CL_ASSERT_SAME_LINE(struct cl_cid_domain, slot, max_nr_cid);
+CL_ASSERT_APART_GUARD(struct cl_cid_domain, users, nr_waiters);
+CL_ASSERT_APART_GUARD(struct cl_cid_domain, max_nr_cid, lock);
+#endif
+
+/* ---- process-wide state: the list of domains, for fork() ---- */
+
+CL_WEAK pthread_mutex_t cl__cid_list_lock = PTHREAD_MUTEX_INITIALIZER;
+CL_WEAK struct cl_cid_domain *cl__cid_list_head;
+CL_WEAK pthread_once_t cl__cid_atfork_once = PTHREAD_ONCE_INIT;
+
+#define CL__CID_BITS_PER_WORD (8 * (unsigned)sizeof(unsigned long))
+
+/* ---- private helpers ---- */
+
+/* Reset to "just created" (keeps policy, nr, llc and the allocations). */
+CL_INLINE void cl__cid_domain_reset(struct cl_cid_domain *d)
+{
+	unsigned i;
+
+	memset(d->slot, 0, (size_t)d->nr * sizeof(*d->slot));
+	for (i = 0; i < d->nr; i++)
+		d->cpu[i].recent = -1;
+	memset(d->allowed, 0, (size_t)d->allowed_words * sizeof(*d->allowed));
+	d->users = 0;
+	d->nr_allowed = 0;
+	d->max_nr_cid = 0;
+	d->nr_waiters = 0;
+	d->waits = 0;
+	d->busy = 0;
+}
+
+CL_INLINE void cl__cid_atfork_prepare(void)
+{
+	struct cl_cid_domain *d;
+
+	pthread_mutex_lock(&cl__cid_list_lock);
+	for (d = cl__cid_list_head; d; d = d->next)
+		pthread_mutex_lock(&d->lock);
+}
+
+CL_INLINE void cl__cid_atfork_parent(void)
+{
+	struct cl_cid_domain *d;
+
+	for (d = cl__cid_list_head; d; d = d->next)
+		pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&cl__cid_list_lock);
+}
+
+/* The child has one thread, which holds every lock (prepare took them):
+ * empty every domain, re-create the condition variables (the parent's
+ * sleepers do not exist here), then unlock. */
+CL_INLINE void cl__cid_atfork_child(void)
+{
+	struct cl_cid_domain *d;
+
+	for (d = cl__cid_list_head; d; d = d->next) {
+		pthread_cond_init(&d->cond, NULL);
+		cl__cid_domain_reset(d);
+		pthread_mutex_unlock(&d->lock);
+	}
+	pthread_mutex_unlock(&cl__cid_list_lock);
+}
+
+CL_INLINE void cl__cid_atfork_register(void)
+{
+	pthread_atfork(cl__cid_atfork_prepare, cl__cid_atfork_parent, cl__cid_atfork_child);
+}
+
+CL_INLINE unsigned cl__cid_bound(const struct cl_cid_domain *d)
+{
+	unsigned a = CL_ATOMIC_LOAD(&d->nr_allowed, CL_RELAXED);
+	unsigned u = CL_ATOMIC_LOAD(&d->users, CL_RELAXED);
+
+	return a < u ? a : u;
+}
+
+/* Try to take cid c for cpu: 1 if taken, 0 if it is held. */
+CL_ALWAYS_INLINE int cl__cid_try(struct cl_cid_domain *d, unsigned c, int cpu)
+{
+	unsigned long *st = &d->slot[c].state;
+	unsigned long old = CL_ATOMIC_LOAD(st, CL_SEQ_CST);
+
+	if (old & CL__CID_HELD)
+		return 0;
+	CL_INJECT(40);
+	return CL_ATOMIC_CAS(st, &old, CL__CID_STATE(cpu), CL_SEQ_CST, CL_RELAXED);
+}
+
+/* Count one acquisition of c (we hold c: nobody else writes its counters). */
+#define CL__CID_COUNT(d, c, field)                                                   \
+	do {                                                                         \
+		struct cl__cid_slot *s__ = &(d)->slot[c];                            \
+		CL_WRITE_ONCE(s__->acquisitions, CL_READ_ONCE(s__->acquisitions) + 1); \
+		CL_WRITE_ONCE(s__->field, CL_READ_ONCE(s__->field) + 1);              \
+	} while (0)
+
+CL_ALWAYS_INLINE void cl__cid_set_recent(struct cl_cid_domain *d, int cpu, int c)
+{
+	int *r = &d->cpu[cpu].recent;
+
+	if (CL_READ_ONCE(*r) != c)
+		CL_WRITE_ONCE(*r, c);
+}
+
+/* Lowest free cid below bound, one pass; -1 if none. */
+CL_INLINE int cl__cid_scan_lowest(struct cl_cid_domain *d, unsigned bound, int cpu)
+{
+	unsigned i;
+
+	for (i = 0; i < bound; i++)
+		if (cl__cid_try(d, i, cpu))
+			return (int)i;
+	return -1;
+}
+
+/* LLC step: a free cid below bound whose last user shares cpu's LLC. */
+CL_INLINE int cl__cid_scan_llc(struct cl_cid_domain *d, unsigned bound, int cpu)
+{
+	int llc = d->llc[cpu];
+	unsigned i;
+
+	if (llc < 0)
+		return -1;
+	for (i = 0; i < bound; i++) {
+		unsigned long st = CL_ATOMIC_LOAD(&d->slot[i].state, CL_RELAXED);
+		long last = CL__CID_LAST_CPU(st);
+
+		if ((st & CL__CID_HELD) || last < 0 || (unsigned long)last >= d->nr ||
+		    d->llc[last] != llc)
+			continue;
+		if (cl__cid_try(d, i, cpu))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Spread step: grow max_nr_cid toward bound and take the cid it adds. */
+CL_INLINE int cl__cid_spread(struct cl_cid_domain *d, unsigned bound, int cpu)
+{
+	unsigned m = CL_ATOMIC_LOAD(&d->max_nr_cid, CL_RELAXED);
+	unsigned tries;
+
+	/* Each failed CAS means another acquirer moved the cursor: at most
+	 * 2 * bound attempts before the cursor reaches the bound. */
+	for (tries = 0; m < bound && tries < 2 * bound + 2; tries++) {
+		CL_INJECT(41);
+		if (!CL_ATOMIC_CAS(&d->max_nr_cid, &m, m + 1, CL_RELAXED, CL_RELAXED))
+			continue;
+		if (cl__cid_try(d, m, cpu))
+			return (int)m;
+		m++;
+	}
+	return -1;
+}
+
+/* The cids currently held (a racy count). */
+CL_INLINE unsigned cl__cid_held(const struct cl_cid_domain *d)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < d->nr; i++)
+		n += (unsigned)(CL_ATOMIC_LOAD(&d->slot[i].state, CL_SEQ_CST) & CL__CID_HELD);
+	return n;
+}
+
+/* Fallback: under the domain lock; sleeps until a cid below the bound is
+ * free, or fails with EBUSY when the caller would exceed the users. */
+static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_acquire_locked(struct cl_cid_domain *d, int cpu)
+{
+	int c = -1;
+
+	pthread_mutex_lock(&d->lock);
+	CL_ATOMIC_FETCH_ADD(&d->nr_waiters, 1u, CL_SEQ_CST);
+	for (;;) {
+		unsigned bound = cl__cid_bound(d);
+		int r = d->policy != CL_CID_NAIVE ? CL_READ_ONCE(d->cpu[cpu].recent) : -1;
+
+		if (r >= 0 && (unsigned)r < bound && cl__cid_try(d, (unsigned)r, cpu)) {
+			c = r;
+			break;
+		}
+		c = cl__cid_scan_lowest(d, bound, cpu);
+		if (c >= 0)
+			break;
+		if (cl__cid_held(d) >= CL_ATOMIC_LOAD(&d->users, CL_SEQ_CST)) {
+			CL_WRITE_ONCE(d->busy, d->busy + 1);
+			break;
+		}
+		CL_WRITE_ONCE(d->waits, d->waits + 1);
+		pthread_cond_wait(&d->cond, &d->lock);
+	}
+	CL_ATOMIC_FETCH_SUB(&d->nr_waiters, 1u, CL_SEQ_CST);
+	pthread_mutex_unlock(&d->lock);
+	if (c < 0) {
+		errno = EBUSY;
+		return -1;
+	}
+	CL__CID_COUNT(d, c, fallbacks);
+	if (d->policy != CL_CID_NAIVE)
+		cl__cid_set_recent(d, cpu, c);
+	return c;
+}
+
+static CL_UNUSED CL_NOINLINE int cl__cid_acquire_slow(struct cl_cid_domain *d, int cpu,
+						     unsigned bound, int recent)
+{
+	unsigned round;
+	int c;
+
+	if (bound == 0)
+		return cl__cid_acquire_locked(d, cpu);
+	if (d->policy != CL_CID_NAIVE) {
+		unsigned m = CL_ATOMIC_LOAD(&d->max_nr_cid, CL_RELAXED);
+
+		/* The bound shrank: pull the spread cursor back (kernel 6.14). */
+		while (m > bound &&
+		       !CL_ATOMIC_CAS(&d->max_nr_cid, &m, bound, CL_RELAXED, CL_RELAXED))
+			;
+		if (d->policy == CL_CID_LLC && recent >= 0) {
+			c = cl__cid_scan_llc(d, bound, cpu);
+			if (c >= 0) {
+				CL__CID_COUNT(d, c, llc_hits);
+				goto got;
+			}
+		}
+		c = cl__cid_spread(d, bound, cpu);
+		if (c >= 0) {
+			CL__CID_COUNT(d, c, spreads);
+			goto got;
+		}
+	}
+	for (round = 0; round < CL_CID_SPIN_ROUNDS; round++) {
+		c = cl__cid_scan_lowest(d, bound, cpu);
+		if (c >= 0) {
+			CL__CID_COUNT(d, c, lowest);
+			goto got;
+		}
+		CL_CPU_RELAX();
+		bound = cl__cid_bound(d);
+	}
+	return cl__cid_acquire_locked(d, cpu);
+got:
+	if (d->policy != CL_CID_NAIVE)
+		cl__cid_set_recent(d, cpu, c);
+	return c;
+}
+
+static CL_UNUSED CL_NOINLINE CL_COLD void cl__cid_wake(struct cl_cid_domain *d, int all)
+{
+	pthread_mutex_lock(&d->lock);
+	if (all)
+		pthread_cond_broadcast(&d->cond);
+	else
+		pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* The calling thread's allowed CPUs as a raw bitmap (malloc'ed), or NULL. */
+CL_INLINE unsigned long *cl__cid_getaffinity(unsigned *nwords)
+{
+	unsigned nbits = cl_nr_possible_cpus();
+	size_t len;
+
+	if (nbits < 1024)
+		nbits = 1024;
+	len = (nbits + CL__CID_BITS_PER_WORD - 1) / CL__CID_BITS_PER_WORD * sizeof(unsigned long);
+	for (;;) {
+		unsigned long *buf = (unsigned long *)calloc(1, len);
+		long r;
+
+		if (!buf) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		r = syscall(SYS_sched_getaffinity, 0, len, buf);
+		if (r > 0) {
+			*nwords = (unsigned)(len / sizeof(unsigned long));
+			return buf;
+		}
+		free(buf);
+		if (r == 0 || errno != EINVAL || len >= ((size_t)1 << 20))
+			return NULL;
+		len *= 2; /* the kernel's mask is larger than ours */
+	}
+}
+
+/* OR mask into d->allowed and recount; caller holds d->lock. Returns how many
+ * CPUs < d->nr the mask contained. */
+CL_INLINE unsigned cl__cid_merge_allowed(struct cl_cid_domain *d, const unsigned long *mask,
+					 unsigned nbits)
+{
+	unsigned i, n = 0, total = 0;
+
+	if (nbits > d->nr)
+		nbits = d->nr;
+	for (i = 0; i < nbits; i++) {
+		unsigned long bit = 1ul << (i % CL__CID_BITS_PER_WORD);
+
+		if (mask[i / CL__CID_BITS_PER_WORD] & bit) {
+			d->allowed[i / CL__CID_BITS_PER_WORD] |= bit;
+			n++;
+		}
+	}
+	for (i = 0; i < d->allowed_words; i++)
+		total += (unsigned)__builtin_popcountl(d->allowed[i]);
+	CL_ATOMIC_STORE(&d->nr_allowed, total, CL_SEQ_CST);
+	return n;
+}
+
+CL_INLINE void cl__cid_kick_waiters(struct cl_cid_domain *d)
+{
+	if (CL_ATOMIC_LOAD(&d->nr_waiters, CL_SEQ_CST))
+		pthread_cond_broadcast(&d->cond);
+}
+
+/* ---- public API ---- */
+
+/**
+ * cl_cid_policy_name() - printable name of a policy.
+ * @policy: a policy.
+ *
+ * Context: any.
+ * Return: "naive", "recent", "llc", or "invalid".
+ */
+CL_INLINE const char *cl_cid_policy_name(enum cl_cid_policy policy)
+{
+	switch (policy) {
+	case CL_CID_NAIVE:
+		return "naive";
+	case CL_CID_RECENT:
+		return "recent";
+	case CL_CID_LLC:
+		return "llc";
+	}
+	return "invalid";
+}
+
+/**
+ * cl_cid_domain_create() - create an empty domain (no users).
+ * @policy: CL_CID_NAIVE, CL_CID_RECENT or CL_CID_LLC.
+ * @topo: the CPU topology for the LLC policy (copied: it may be freed after
+ *        the call); NULL: this machine's, loaded from /sys (only for
+ *        CL_CID_LLC; the other policies do not need it).
+ *
+ * The cid space is 0 .. max(cl_nr_possible_cpus(), topo->nr_cpu_ids) - 1,
+ * capped at CL_MAX_CPUS; so is the CPU-id range of cl_cid_acquire_on().
+ *
+ * Context: any thread; allocates, may read sysfs.
+ * Return: the domain, or NULL with errno EINVAL (bad policy), ENOMEM, or the
+ * error of cl_topology_load().
+ */
+CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
+						     const struct cl_topology *topo)
+{
+	struct cl_topology own;
+	const struct cl_topology *t = topo;
+	struct cl_cid_domain *d;
+	unsigned nr, i;
+	size_t dsize;
+
+	if (policy != CL_CID_NAIVE && policy != CL_CID_RECENT && policy != CL_CID_LLC) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!t && policy == CL_CID_LLC) {
+		if (cl_topology_load(&own, NULL) != 0)
+			return NULL;
+		t = &own;
+	}
+	nr = cl_nr_possible_cpus();
+	if (t && t->nr_cpu_ids > nr)
+		nr = t->nr_cpu_ids;
+	if (nr < 1)
+		nr = 1;
+	if (nr > CL_MAX_CPUS)
+		nr = CL_MAX_CPUS;
+
+	dsize = (sizeof(*d) + CL_FALSE_SHARING_SIZE - 1) / CL_FALSE_SHARING_SIZE *
+		CL_FALSE_SHARING_SIZE;
+	d = (struct cl_cid_domain *)aligned_alloc(CL_FALSE_SHARING_SIZE, dsize);
+	if (!d)
+		goto nomem;
+	memset((void *)d, 0, sizeof(*d));
+	d->nr = nr;
+	d->policy = (int)policy;
+	d->allowed_words = (nr + CL__CID_BITS_PER_WORD - 1) / CL__CID_BITS_PER_WORD;
+	d->slot = (struct cl__cid_slot *)aligned_alloc(CL_FALSE_SHARING_SIZE,
+						       (size_t)nr * sizeof(*d->slot));
+	d->cpu = (struct cl__cid_cpu *)aligned_alloc(CL_FALSE_SHARING_SIZE,
+						     (size_t)nr * sizeof(*d->cpu));
+	d->llc = (int *)malloc((size_t)nr * sizeof(*d->llc));
+	d->allowed = (unsigned long *)calloc(d->allowed_words, sizeof(*d->allowed));
+	if (!d->slot || !d->cpu || !d->llc || !d->allowed)
+		goto nomem;
+	for (i = 0; i < nr; i++)
+		d->llc[i] = t && i < t->nr_cpu_ids && t->cpu && t->cpu[i].possible ? t->cpu[i].llc
+										 : -1;
+	if (pthread_mutex_init(&d->lock, NULL) != 0)
+		goto nomem;
+	if (pthread_cond_init(&d->cond, NULL) != 0) {
+		pthread_mutex_destroy(&d->lock);
+		goto nomem;
+	}
+	cl__cid_domain_reset(d);
+	if (t == &own)
+		cl_topology_free(&own);
+
+	pthread_once(&cl__cid_atfork_once, cl__cid_atfork_register);
+	pthread_mutex_lock(&cl__cid_list_lock);
+	d->next = cl__cid_list_head;
+	cl__cid_list_head = d;
+	pthread_mutex_unlock(&cl__cid_list_lock);
+	return d;
+
+nomem:
+	if (d) {
+		free(d->slot);
+		free(d->cpu);
+		free(d->llc);
+		free(d->allowed);
+		free(d);
+	}
+	if (t == &own)
+		cl_topology_free(&own);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/**
+ * cl_cid_domain_destroy() - free a domain.
+ * @d: the domain, or NULL (no-op).
+ *
+ * Context: no other thread may use @d during or after the call; cids still
+ * held are simply forgotten.
+ */
+CL_INLINE void cl_cid_domain_destroy(struct cl_cid_domain *d)
+{
+	struct cl_cid_domain **pp;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&cl__cid_list_lock);
+	for (pp = &cl__cid_list_head; *pp; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cl__cid_list_lock);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d->slot);
+	free(d->cpu);
+	free(d->llc);
+	free(d->allowed);
+	free(d);
+}
+
+/* Merge mask into the allowed union and, if add_user, add a user. */
+CL_INLINE int cl__cid_update(struct cl_cid_domain *d, const unsigned long *mask, unsigned nbits,
+			     int add_user)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&d->lock);
+	if (add_user && d->users == UINT_MAX)
+		err = EOVERFLOW;
+	else if (cl__cid_merge_allowed(d, mask, nbits) == 0 && add_user)
+		err = EINVAL;
+	else if (add_user)
+		CL_ATOMIC_STORE(&d->users, d->users + 1, CL_SEQ_CST);
+	cl__cid_kick_waiters(d);
+	pthread_mutex_unlock(&d->lock);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/* cl__cid_update() with the calling thread's allowed CPUs. */
+CL_INLINE int cl__cid_update_self(struct cl_cid_domain *d, int add_user)
+{
+	unsigned long *mask;
+	unsigned nwords = 0;
+	int r;
+
+	if (!d) {
+		errno = EINVAL;
+		return -1;
+	}
+	mask = cl__cid_getaffinity(&nwords);
+	if (!mask)
+		return -1;
+	r = cl__cid_update(d, mask, nwords * CL__CID_BITS_PER_WORD, add_user);
+	free(mask);
+	return r;
+}
+
+/**
+ * cl_cid_domain_join_cpus() - add one user whose allowed CPUs are @mask.
+ * @d: the domain.
+ * @mask: a raw CPU bitmap (bit n of word n / bits-per-long = CPU n).
+ * @nbits: bits in @mask.
+ *
+ * The lower-level form of cl_cid_domain_join(), for users that are not the
+ * calling kernel thread (a task of an M:N runtime, a test with a fake
+ * topology). The CPUs are OR-ed into the domain's grow-only allowed union;
+ * CPUs >= the cid space are ignored.
+ *
+ * Context: any thread; takes the domain lock; wakes waiting acquirers.
+ * Return: 0, or -1 with errno EINVAL (NULL @d or @mask, or no CPU of @mask
+ * inside the cid space) or EOVERFLOW (UINT_MAX users).
+ */
+CL_INLINE int cl_cid_domain_join_cpus(struct cl_cid_domain *d, const unsigned long *mask,
+				      unsigned nbits)
+{
+	if (!d || !mask) {
+		errno = EINVAL;
+		return -1;
+	}
+	return cl__cid_update(d, mask, nbits, 1);
+}
+
+/**
+ * cl_cid_domain_join() - the calling thread becomes a user of @d.
+ * @d: the domain.
+ *
+ * Adds one user and OR-s the thread's current allowed CPUs
+ * (sched_getaffinity) into the domain's grow-only union. A thread that
+ * joins twice counts twice.
+ *
+ * Context: any thread; takes the domain lock; wakes waiting acquirers.
+ * Return: 0, or -1 with errno EINVAL (NULL @d), ENOMEM, or the error of
+ * sched_getaffinity.
+ */
+CL_INLINE int cl_cid_domain_join(struct cl_cid_domain *d)
+{
+	return cl__cid_update_self(d, 1);
+}
+
+/**
+ * cl_cid_domain_leave() - remove one user.
+ * @d: the domain.
+ *
+ * Need not run in the thread that joined (users are a count). The allowed
+ * union does not shrink (as the kernel's mm_cpus_allowed), the bound may:
+ * holders keep their cids until they release them. Leave after releasing:
+ * holders beyond the new number of users make further acquires fail with
+ * EBUSY.
+ *
+ * Context: any thread; takes the domain lock; wakes waiting acquirers.
+ * Return: 0, or -1 with errno EINVAL (NULL @d, or no users).
+ */
+CL_INLINE int cl_cid_domain_leave(struct cl_cid_domain *d)
+{
+	int err = 0;
+
+	if (!d) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->users == 0)
+		err = EINVAL;
+	else
+		CL_ATOMIC_STORE(&d->users, d->users - 1, CL_SEQ_CST);
+	cl__cid_kick_waiters(d);
+	pthread_mutex_unlock(&d->lock);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * cl_cid_domain_refresh_allowed() - OR the calling thread's allowed CPUs
+ * into the domain's union (call after changing the thread's affinity).
+ * @d: the domain.
+ *
+ * Context: any thread; takes the domain lock; wakes waiting acquirers.
+ * Return: 0, or -1 with errno EINVAL (NULL @d), ENOMEM, or the error of
+ * sched_getaffinity.
+ */
+CL_INLINE int cl_cid_domain_refresh_allowed(struct cl_cid_domain *d)
+{
+	return cl__cid_update_self(d, 0);
+}
+
+/**
+ * cl_cid_domain_bound() - min(CPUs in the allowed union, users).
+ * @d: the domain.
+ *
+ * Context: any thread; lock-free; a snapshot.
+ * Return: the bound; 0 for NULL @d (errno EINVAL) or a domain without users.
+ */
+CL_INLINE unsigned cl_cid_domain_bound(const struct cl_cid_domain *d)
+{
+	if (!d) {
+		errno = EINVAL;
+		return 0;
+	}
+	return cl__cid_bound(d);
+}
+
+/**
+ * cl_cid_acquire_on() - acquire a cid as if running on @cpu.
+ * @d: the domain.
+ * @cpu: the CPU whose recent cid (and LLC) to prefer, 0 .. cid space - 1.
+ *
+ * The lower-level form of cl_cid_acquire(), which passes cl_cpu_id(). Useful
+ * when the caller already knows its CPU, and for tests that simulate other
+ * CPUs and topologies.
+ *
+ * Context: any thread; lock-free unless every cid below the bound is held,
+ * then it sleeps on the domain's fallback lock until one is released.
+ * Return: a cid (>= 0, below the bound at the time of the call, held by no
+ * one else), or -1 with errno EINVAL (NULL @d, @cpu out of range) or EBUSY
+ * (the domain already has as many holders as users: see the top).
+ */
+CL_INLINE int cl_cid_acquire_on(struct cl_cid_domain *d, int cpu)
+{
+	unsigned bound;
+	int r = -1;
+
+	if (CL_UNLIKELY(!d || cpu < 0 || (unsigned)cpu >= d->nr)) {
+		errno = EINVAL;
+		return -1;
+	}
+	bound = cl__cid_bound(d);
+	if (d->policy != CL_CID_NAIVE) {
+		r = CL_READ_ONCE(d->cpu[cpu].recent);
+		if (CL_LIKELY(r >= 0 && (unsigned)r < bound && cl__cid_try(d, (unsigned)r, cpu))) {
+			CL__CID_COUNT(d, r, recent_hits);
+			return r;
+		}
+	}
+	return cl__cid_acquire_slow(d, cpu, bound, r);
+}
+
+/**
+ * cl_cid_acquire() - acquire a cid unique among the domain's holders.
+ * @d: the domain.
+ *
+ * Uses the policy of @d with the current CPU (cl_cpu_id(): rseq when live,
+ * else sched_getcpu()). Hold the cid only while working on cid-indexed data
+ * and release it soon: waiting acquirers sleep until then.
+ *
+ * Context: any thread (a user of @d); see cl_cid_acquire_on().
+ * Return: a cid (>= 0), or -1 with errno EINVAL (NULL @d) or EBUSY (the
+ * domain already has as many holders as users).
+ */
+CL_INLINE int cl_cid_acquire(struct cl_cid_domain *d)
+{
+	unsigned cpu;
+
+	if (CL_UNLIKELY(!d)) {
+		errno = EINVAL;
+		return -1;
+	}
+	cpu = (unsigned)cl_cpu_id();
+	if (CL_UNLIKELY(cpu >= d->nr))
+		cpu %= d->nr;
+	return cl_cid_acquire_on(d, (int)cpu);
+}
+
+/**
+ * cl_cid_release() - give back a cid.
+ * @d: the domain.
+ * @cid: a cid returned by cl_cid_acquire()/_on() on @d and not yet released.
+ *
+ * Any thread may release (not only the acquirer). The cid keeps its "last
+ * CPU" for the LLC policy. Wakes one sleeping acquirer, if any.
+ *
+ * Context: any thread; lock-free unless acquirers sleep.
+ * Return: nothing. A NULL @d, a @cid out of range or a cid that is not held
+ * is a no-op that sets errno to EINVAL (never a crash); a double release
+ * racing with a new acquire of the same cid cannot be detected.
+ */
+CL_INLINE void cl_cid_release(struct cl_cid_domain *d, int cid)
+{
+	unsigned long *st, old;
+
+	if (CL_UNLIKELY(!d || cid < 0 || (unsigned)cid >= d->nr)) {
+		errno = EINVAL;
+		return;
+	}
+	st = &d->slot[cid].state;
+	old = CL_ATOMIC_LOAD(st, CL_RELAXED);
+	if (CL_UNLIKELY(!(old & CL__CID_HELD))) {
+		errno = EINVAL;
+		return;
+	}
+	/* seq_cst store, then seq_cst load of nr_waiters: pairs with the
+	 * waiter's increment before its scan (no lost wakeup). */
+	CL_ATOMIC_STORE(st, old & ~CL__CID_HELD, CL_SEQ_CST);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&d->nr_waiters, CL_SEQ_CST) != 0))
+		cl__cid_wake(d, 0);
+}
+
+/**
+ * cl_cid_domain_stats() - a snapshot of the domain's counters and state.
+ * @d: the domain.
+ * @out: filled in (see struct cl_cid_stats).
+ *
+ * Context: any thread; lock-free; O(cid space).
+ * Return: 0, or -1 with errno EINVAL (NULL argument).
+ */
+CL_INLINE int cl_cid_domain_stats(const struct cl_cid_domain *d, struct cl_cid_stats *out)
+{
+	unsigned i;
+
+	if (!d || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < d->nr; i++) {
+		const struct cl__cid_slot *s = &d->slot[i];
+
+		out->acquisitions += CL_READ_ONCE(s->acquisitions);
+		out->recent_hits += CL_READ_ONCE(s->recent_hits);
+		out->llc_hits += CL_READ_ONCE(s->llc_hits);
+		out->spreads += CL_READ_ONCE(s->spreads);
+		out->lowest += CL_READ_ONCE(s->lowest);
+		out->fallbacks += CL_READ_ONCE(s->fallbacks);
+		out->held += (unsigned)(CL_READ_ONCE(s->state) & CL__CID_HELD);
+	}
+	out->waits = CL_READ_ONCE(d->waits);
+	out->busy = CL_READ_ONCE(d->busy);
+	out->users = CL_READ_ONCE(d->users);
+	out->nr_allowed = CL_READ_ONCE(d->nr_allowed);
+	out->bound = cl__cid_bound(d);
+	out->max_nr_cid = CL_READ_ONCE(d->max_nr_cid);
+	out->waiters = CL_ATOMIC_LOAD(&d->nr_waiters, CL_RELAXED);
+	out->nr_cids = d->nr;
+	return 0;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_CID_H */
