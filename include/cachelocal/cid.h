@@ -545,6 +545,13 @@ CL_INLINE void cl__cid_kick_waiters(struct cl_cid_domain *d)
 		pthread_cond_broadcast(&d->cond);
 }
 
+/* This machine's topology, out of line: keeps the sysfs parser out of
+ * cl_cid_domain_create()'s inlining context. */
+static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_load_topology(struct cl_topology *t)
+{
+	return cl_topology_load(t, NULL);
+}
+
 /* ---- public API ---- */
 
 /**
@@ -595,7 +602,7 @@ CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
 		return NULL;
 	}
 	if (!t && policy == CL_CID_LLC) {
-		if (cl_topology_load(&own, NULL) != 0)
+		if (cl__cid_load_topology(&own) != 0)
 			return NULL;
 		t = &own;
 	}
