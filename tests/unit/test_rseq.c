@@ -9,6 +9,7 @@
 #include <cachelocal/rseq.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
@@ -457,4 +458,126 @@ Test(rseq, fork_child_reads_valid_ids)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status));
 	cr_assert_eq(WEXITSTATUS(status), 0, "child check %d failed", WEXITSTATUS(status));
+}
+
+/* ---- errno, signal handlers, late destructors, churn ---- */
+
+static void *errno_thread(void *p)
+{
+	int *out = p;
+
+	errno = 1234;
+	(void)cl_rseq_abi_get();
+	(void)cl_cpu_id();
+	(void)cl_mm_cid();
+	(void)cl_node_id();
+	(void)cl_id_mode();
+	(void)cl_rseq_feature_size();
+	*out = errno;
+	return NULL;
+}
+
+Test(rseq, getters_preserve_errno)
+{
+	int e = 0;
+	pthread_t th;
+
+	/* a fresh thread: the first calls take the registration path */
+	cr_assert_eq(pthread_create(&th, NULL, errno_thread, &e), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(e, 1234);
+}
+
+static volatile sig_atomic_t sig_cpu = -100, sig_cid = -100;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	sig_cpu = cl_cpu_id();
+	sig_cid = cl_mm_cid();
+}
+
+Test(rseq, getters_in_signal_handler)
+{
+	struct sigaction sa, old;
+	int cpus[CPU_SETSIZE];
+	int n = cl_test_allowed_cpus(cpus, CPU_SETSIZE);
+
+	(void)cl_rseq_register_current_thread(); /* live before the handler runs */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	cr_assert_eq(sigaction(SIGUSR1, &sa, &old), 0);
+	cr_assert_eq(cl_test_pin(cpus[n - 1]), 0);
+	raise(SIGUSR1);
+	cr_assert_eq(sig_cpu, cpus[n - 1]);
+	cr_assert_geq(sig_cid, 0);
+	cr_assert_lt(sig_cid, nr_possible_cpus());
+	sigaction(SIGUSR1, &old, NULL);
+	restore_affinity(cpus, n);
+}
+
+/* A destructor that runs after ours must not register the area again. */
+static pthread_key_t late_key;
+static int late_cpu = -100;
+
+static void late_destructor(void *arg)
+{
+	(void)arg;
+	late_cpu = cl_cpu_id();
+}
+
+static void *late_thread(void *p)
+{
+	(void)p;
+	(void)cl_cpu_id(); /* registers first: our key has the lower index */
+	pthread_setspecific(late_key, (void *)1);
+	return NULL;
+}
+
+Test(rseq, no_registration_after_thread_exit_destructor)
+{
+	pthread_t th;
+	unsigned long reg0, unreg0;
+
+	(void)cl_cpu_id(); /* creates cachelocal's key before late_key */
+	cr_assert_eq(pthread_key_create(&late_key, late_destructor), 0);
+	reg0 = CL_READ_ONCE(cl__rseq_counters.registered);
+	unreg0 = CL_READ_ONCE(cl__rseq_counters.unregistered);
+	cr_assert_eq(pthread_create(&th, NULL, late_thread, NULL), 0);
+	pthread_join(th, NULL);
+	cr_assert_geq(late_cpu, 0, "id from a late destructor");
+	cr_assert_lt(late_cpu, nr_possible_cpus());
+	if (mode_is("glibc-off")) {
+		cr_assert_eq(CL_READ_ONCE(cl__rseq_counters.registered) - reg0, 1ul,
+			     "registered once, not again from the late destructor");
+		cr_assert_eq(CL_READ_ONCE(cl__rseq_counters.unregistered) - unreg0, 1ul);
+	}
+	pthread_key_delete(late_key);
+}
+
+static void *churn_thread(void *p)
+{
+	(void)p;
+	return (void *)(intptr_t)(cl_mm_cid() >= 0 && cl_cpu_id() >= 0);
+}
+
+Test(rseq, thread_churn_balanced)
+{
+	enum { N = 300 };
+	unsigned long reg0 = CL_READ_ONCE(cl__rseq_counters.registered);
+	unsigned long unreg0 = CL_READ_ONCE(cl__rseq_counters.unregistered);
+
+	for (int i = 0; i < N; i++) {
+		pthread_t th;
+		void *ok;
+
+		cr_assert_eq(pthread_create(&th, NULL, churn_thread, NULL), 0);
+		pthread_join(th, &ok);
+		cr_assert_eq(ok, (void *)1);
+	}
+	cr_assert_eq(CL_READ_ONCE(cl__rseq_counters.registered) - reg0,
+		     CL_READ_ONCE(cl__rseq_counters.unregistered) - unreg0,
+		     "every registration is undone at thread exit");
+	if (mode_is("glibc-off"))
+		cr_assert_eq(CL_READ_ONCE(cl__rseq_counters.registered) - reg0, (unsigned long)N);
 }
