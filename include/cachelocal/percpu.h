@@ -87,6 +87,9 @@ CL_BEGIN_DECLS
 /* Byte written over freed objects in robust mode (the kernel's POISON_FREE). */
 #define CL_PERCPU_POISON 0x6b
 
+/* /proc/self/pagemap entries read at once when clearing reused memory. */
+#define CL__PERCPU_PAGEMAP_WINDOW 8192u
+
 /* Annotation for pointers to CPU 0's copy of a per-CPU object (no effect). */
 #define CL_PERCPU
 
@@ -161,6 +164,7 @@ struct cl_percpu_pool {
 	struct cl__percpu_range *ranges;
 	size_t nr_ranges, cap_ranges;
 	int *cpu_node;               /* CL_PERCPU_NUMA on >1 node: node of each CPU, else NULL */
+	uint64_t *pagemap_buf;       /* CL__PERCPU_PAGEMAP_WINDOW entries, allocated on first reuse */
 	unsigned max_node;
 	struct cl_percpu_stats stats;
 	struct cl_percpu_pool *reg_next, *reg_prev; /* process-wide list, for fork */
@@ -249,17 +253,21 @@ CL_INLINE int cl__percpu_is_pow2(size_t x)
  * the copies holding a byte that is neither 0 nor CL_PERCPU_POISON.
  * Returns the number of such copies.
  */
-CL_INLINE size_t cl__percpu_fill(const struct cl_percpu_pool *pool, const struct cl__percpu_range *r,
+CL_INLINE size_t cl__percpu_fill(struct cl_percpu_pool *pool, const struct cl__percpu_range *r,
 				 size_t off, size_t len, int byte, int check)
 {
 	const size_t pg = pool->page_size, first = off / pg, np = (off + len - 1) / pg - first + 1;
-	const size_t win_max = 8192;
+	const size_t win_max = CL__PERCPU_PAGEMAP_WINDOW;
 	uint64_t *win = NULL;
 	size_t win_lo = 0, win_n = 0, bad = 0;
 	int fd = open("/proc/self/pagemap", O_RDONLY);
 
-	if (fd >= 0)
-		win = (uint64_t *)malloc(win_max * sizeof(uint64_t));
+	if (fd >= 0) {
+		/* Kept in the pool: a malloc per call would churn allocator caches. */
+		if (!pool->pagemap_buf)
+			pool->pagemap_buf = (uint64_t *)malloc(win_max * sizeof(uint64_t));
+		win = pool->pagemap_buf;
+	}
 	for (unsigned cpu = 0; cpu < pool->nr_cpus; cpu++) {
 		char *copy = r->base + (size_t)cpu * pool->stride;
 		size_t vpn = (size_t)((uintptr_t)copy / pg) + first;
@@ -302,7 +310,6 @@ CL_INLINE size_t cl__percpu_fill(const struct cl_percpu_pool *pool, const struct
 		}
 		bad += (size_t)damaged;
 	}
-	free(win);
 	if (fd >= 0)
 		close(fd);
 	return bad;
@@ -404,6 +411,20 @@ CL_INLINE struct cl__percpu_range *cl__percpu_find_range(const struct cl_percpu_
 			return &pool->ranges[i];
 	}
 	return NULL;
+}
+
+/* 1 if p lies anywhere in one of the pool's ranges (any CPU's slice). */
+CL_INLINE int cl__percpu_in_pool(const struct cl_percpu_pool *pool, const void *p)
+{
+	const size_t len = (size_t)pool->nr_cpus * pool->stride;
+
+	for (size_t i = 0; i < pool->nr_ranges; i++) {
+		uintptr_t b = (uintptr_t)pool->ranges[i].base;
+
+		if ((uintptr_t)p >= b && (uintptr_t)p - b < len)
+			return 1;
+	}
+	return 0;
 }
 
 /* Index of the object at offset off in r, or -1. */
@@ -700,7 +721,9 @@ CL_INLINE int cl_percpu_free(struct cl_percpu_pool *pool, void *p)
 		pool->stats.nr_bad_frees++;
 		if (pool->flags & CL_PERCPU_ROBUST)
 			fprintf(stderr, "cachelocal: percpu pool %p: free of %p rejected: %s\n", (void *)pool, p,
-				r ? "not a live object (double free or interior pointer)" : "not from this pool");
+				r ? "not a live object (double free or interior pointer)"
+				  : cl__percpu_in_pool(pool, p) ? "another CPU's copy (pass CPU 0's address)"
+								: "not from this pool");
 		pthread_mutex_unlock(&pool->lock);
 		errno = EINVAL;
 		return -1;
@@ -813,6 +836,7 @@ CL_INLINE void cl_percpu_pool_destroy(struct cl_percpu_pool *pool)
 	}
 	free(pool->ranges);
 	free(pool->cpu_node);
+	free(pool->pagemap_buf);
 	pthread_mutex_destroy(&pool->lock);
 	free(pool);
 }
