@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/counter.h - per-CPU counters: cheap adds, exact sums.
+ *
+ * A struct cl_counter is a complete type: embed it or declare it static, then
+ * cl_counter_init() allocates its slots. Each slot is one int64_t on its own
+ * false-sharing unit (CL_FALSE_SHARING_SIZE bytes, so two CPUs' adds never
+ * share a line or an adjacent-line prefetch pair), one per possible CPU
+ * (cl_nr_possible_cpus(), sparse CPU ids included), plus one shared slot.
+ *
+ *	static struct cl_counter hits;
+ *	cl_counter_init(&hits);                  // 0, or -1 + errno
+ *	cl_counter_add(&hits, 1);                // any thread, no atomic on x86_64
+ *	printf("%lld\n", (long long)cl_counter_read(&hits));
+ *	cl_counter_destroy(&hits);
+ *
+ * An add runs cl_rseq_add() on the slot of the CPU the thread runs on (or of
+ * its mm_cid, for counters made with cl_counter_init_index()); an abort
+ * (preemption, migration, signal) retries with the fresh index. Without rseq
+ * (see cl_rseq_ops_mode()) it is a relaxed atomic add on the current CPU's
+ * slot, so the slots still spread the cache-line traffic. The shared last
+ * slot takes adds only atomically, from a thread that has no rseq area while
+ * the process uses rseq, or an index beyond the slots.
+ *
+ * Reads: cl_counter_read() sums all slots with untorn loads. For a quiescent
+ * counter (every add happened before the read, e.g. after pthread_join) the
+ * sum is exact. Concurrently with adds, it includes every add that completed
+ * before the read started, none that started after it returned, and any
+ * subset of those in between; with adds of one sign the result lies between
+ * the counter's values at the start and at the end of the read. It is not a
+ * snapshot: with mixed signs it may be a value the counter never held.
+ *
+ * Layout per slot: struct cl__counter_slot below (one int64_t, aligned and
+ * padded to CL_FALSE_SHARING_SIZE); the array is allocated aligned to it.
+ */
+#ifndef CACHELOCAL_COUNTER_H
+#define CACHELOCAL_COUNTER_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "config.h"
+#include "percpu_ops.h"
+#include "rseq.h"
+#include "topology.h"
+
+CL_BEGIN_DECLS
+
+/* One counter slot: written by one CPU at a time, alone on its guard unit. */
+struct cl__counter_slot {
+	int64_t v CL_ALIGNED(CL_FALSE_SHARING_SIZE);
+};
+CL_STATIC_ASSERT(sizeof(struct cl__counter_slot) == CL_FALSE_SHARING_SIZE,
+		 "one counter slot per false-sharing unit");
+
+/* The rseq add updates a slot as an intptr_t: only where that is 64 bits. */
+#if INTPTR_MAX >= INT64_MAX
+#define CL__COUNTER_RSEQ 1
+#endif
+
+/* A per-CPU counter. Fields are private; use the functions. */
+struct cl_counter {
+	struct cl__counter_slot *slots; /* nr_slots + 1 (the last is shared) */
+	unsigned nr_slots;              /* index bound: possible CPUs */
+	int index;                      /* enum cl_rseq_index */
+};
+
+/**
+ * cl_counter_init_index() - set up a counter indexed by cpu_id or mm_cid.
+ * @c: the counter (uninitialised storage).
+ * @idx: CL_RSEQ_INDEX_CPU_ID (slot = CPU) or CL_RSEQ_INDEX_MM_CID (slot =
+ *       the kernel's concurrency ID; fewer slots are touched when a process
+ *       has fewer threads than CPUs, untouched slots stay cold).
+ *
+ * Context: any thread; not concurrently with other calls on @c.
+ * Return: 0, or -1 with errno EINVAL (NULL @c or bad @idx) or ENOMEM; @c is
+ * then left with no slots (cl_counter_destroy() is still safe).
+ */
+CL_INLINE int cl_counter_init_index(struct cl_counter *c, enum cl_rseq_index idx)
+{
+	unsigned n;
+	size_t bytes;
+
+	if (c == NULL || (idx != CL_RSEQ_INDEX_CPU_ID && idx != CL_RSEQ_INDEX_MM_CID)) {
+		errno = EINVAL;
+		return -1;
+	}
+	c->slots = NULL;
+	c->nr_slots = 0;
+	c->index = (int)idx;
+	n = cl_nr_possible_cpus();
+	if (n == 0)
+		n = 1;
+	bytes = ((size_t)n + 1) * sizeof(struct cl__counter_slot);
+	c->slots = (struct cl__counter_slot *)aligned_alloc(CL_FALSE_SHARING_SIZE, bytes);
+	if (c->slots == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memset(c->slots, 0, bytes);
+	c->nr_slots = n;
+	/* Decide the operations mode now, not on the first add. */
+	(void)cl_rseq_ops_mode_index(idx);
+	return 0;
+}
+
+/**
+ * cl_counter_init() - set up a counter with one slot per possible CPU.
+ * @c: the counter (uninitialised storage).
+ *
+ * Context: any thread; not concurrently with other calls on @c.
+ * Return: 0, or -1 with errno EINVAL (NULL @c) or ENOMEM.
+ */
+CL_INLINE int cl_counter_init(struct cl_counter *c)
+{
+	return cl_counter_init_index(c, CL_RSEQ_INDEX_CPU_ID);
+}
+
+/* The shared slot: atomic adds only. */
+CL_INLINE void cl__counter_add_shared(struct cl_counter *c, int64_t v)
+{
+	CL_ATOMIC_FETCH_ADD(&c->slots[c->nr_slots].v, v, CL_RELAXED);
+}
+
+/**
+ * cl_counter_add() - add @v to the counter.
+ * @c: an initialised counter.
+ * @v: the addend (may be negative; the sum wraps like int64_t arithmetic
+ *     in two's complement).
+ *
+ * rseq path, per attempt:
+ *	cpu = rseq->cpu_id (or mm_cid);
+ *	critical section: if (rseq->cpu_id != cpu) abort; slot[cpu] += v;
+ * until it commits. Fallback: atomic add on slot[current CPU % slots].
+ *
+ * Context: any thread, concurrently with other adds and reads; also from a
+ * signal handler. Does nothing on a counter without slots.
+ */
+CL_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
+{
+	struct cl__counter_slot *slots = c->slots;
+	unsigned i;
+
+	if (CL_UNLIKELY(slots == NULL))
+		return;
+#if defined(CL_HAVE_RSEQ_ASM) && defined(CL__COUNTER_RSEQ)
+	{
+		struct cl_rseq_abi *abi;
+		int m = cl__rseq_ops_enter((enum cl_rseq_index)c->index, &abi);
+
+		if (CL_LIKELY(m > 0)) {
+			enum cl_rseq_index which = (enum cl_rseq_index)c->index;
+
+			for (;;) {
+				i = which == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
+								  : CL_READ_ONCE(abi->cpu_id);
+				if (CL_UNLIKELY(i >= c->nr_slots))
+					break;
+				CL_INJECT(10); /* stale index window */
+				if (CL_LIKELY(cl__rseq_add_asm(abi, which,
+							       (intptr_t *)(void *)&slots[i].v,
+							       (intptr_t)v, (int)i) == CL_RSEQ_OK))
+					return;
+			}
+		}
+		if (m != 0) {
+			/* Index out of range, or no rseq area in this thread. */
+			cl__counter_add_shared(c, v);
+			return;
+		}
+	}
+#endif
+	i = (unsigned)cl_rseq_current_index((enum cl_rseq_index)c->index) % c->nr_slots;
+	CL_ATOMIC_FETCH_ADD(&slots[i].v, v, CL_RELAXED);
+}
+
+/**
+ * cl_counter_read() - the sum of all slots.
+ * @c: an initialised counter.
+ *
+ * Exact for a quiescent counter; see the header comment for what a read
+ * concurrent with adds returns. Costs one load per possible CPU.
+ *
+ * Context: any thread, concurrently with adds.
+ * Return: the sum (0 for a counter without slots).
+ */
+CL_INLINE int64_t cl_counter_read(const struct cl_counter *c)
+{
+	uint64_t sum = 0;
+
+	if (c == NULL || c->slots == NULL)
+		return 0;
+	for (unsigned i = 0; i <= c->nr_slots; i++)
+		sum += (uint64_t)CL_ATOMIC_LOAD(&c->slots[i].v, CL_RELAXED);
+	return (int64_t)sum;
+}
+
+/**
+ * cl_counter_destroy() - free the slots.
+ * @c: a counter set up by cl_counter_init*() (or zeroed, or already destroyed).
+ *
+ * Context: no add or read may run concurrently or afterwards (until a new
+ * init).
+ */
+CL_INLINE void cl_counter_destroy(struct cl_counter *c)
+{
+	if (c == NULL)
+		return;
+	free(c->slots);
+	c->slots = NULL;
+	c->nr_slots = 0;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_COUNTER_H */

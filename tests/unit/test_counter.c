@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for cachelocal/counter.h: init errors, exact quiescent sums in
+ * both index modes, negative adds, monotonic concurrent reads, slot layout.
+ * Also built with -DCL_NO_RSEQ_ASM (test_counter.variants).
+ */
+#include <cachelocal/counter.h>
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "cl_test.h"
+
+#define NR_THREADS 4
+#define NR_ADDS 250000
+
+static const enum cl_rseq_index modes[2] = { CL_RSEQ_INDEX_CPU_ID, CL_RSEQ_INDEX_MM_CID };
+
+Test(counter, init_errors)
+{
+	struct cl_counter c;
+
+	errno = 0;
+	cr_assert_eq(cl_counter_init(NULL), -1);
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(cl_counter_init_index(&c, (enum cl_rseq_index)7), -1);
+	cr_assert_eq(errno, EINVAL);
+	cl_counter_destroy(NULL);
+}
+
+Test(counter, layout)
+{
+	struct cl_counter c;
+
+	cr_assert_eq(sizeof(struct cl__counter_slot), CL_FALSE_SHARING_SIZE);
+	cr_assert_eq(cl_counter_init(&c), 0);
+	cr_assert_eq((uintptr_t)c.slots % CL_FALSE_SHARING_SIZE, 0, "slots on guard units");
+	cr_assert_eq(c.nr_slots, cl_nr_possible_cpus());
+	cl_counter_destroy(&c);
+	cr_assert_null(c.slots);
+	cl_counter_destroy(&c); /* twice is harmless */
+	cr_assert_eq(cl_counter_read(&c), 0);
+	cl_counter_add(&c, 1); /* no slots: ignored, no crash */
+	cr_assert_eq(cl_counter_read(&c), 0);
+}
+
+Test(counter, single_thread)
+{
+	for (int k = 0; k < 2; k++) {
+		struct cl_counter c;
+
+		cr_assert_eq(cl_counter_init_index(&c, modes[k]), 0);
+		cr_assert_eq(cl_counter_read(&c), 0);
+		for (int i = 0; i < 1000; i++)
+			cl_counter_add(&c, 5);
+		cr_assert_eq(cl_counter_read(&c), 5000);
+		cl_counter_add(&c, -6000);
+		cr_assert_eq(cl_counter_read(&c), -1000);
+		cl_counter_add(&c, INT64_MAX);
+		cl_counter_add(&c, 1001);
+		cr_assert_eq(cl_counter_read(&c), INT64_MIN, "wraps like two's complement");
+		cl_counter_destroy(&c);
+	}
+}
+
+Test(counter, follows_the_cpu)
+{
+	int cpus[64], n = cl_test_allowed_cpus(cpus, 64);
+	struct cl_counter c;
+
+	cr_assert_eq(cl_counter_init(&c), 0);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(cl_test_pin(cpus[i]), 0);
+		cl_counter_add(&c, i + 1);
+		/* Pinned: the add went to this CPU's slot (either path). */
+		cr_assert_eq(c.slots[cpus[i]].v, i + 1, "cpu %d", cpus[i]);
+	}
+	cl_counter_destroy(&c);
+}
+
+struct add_arg {
+	struct cl_counter *c;
+	int pin; /* CPU to pin to, or -1 */
+};
+
+static void *add_thread(void *p)
+{
+	struct add_arg *a = p;
+
+	if (a->pin >= 0)
+		cl_test_pin(a->pin);
+	for (int i = 0; i < NR_ADDS; i++) {
+		cl_counter_add(a->c, 1);
+		if (i % 8192 == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void threads_exact(enum cl_rseq_index idx, int pinned)
+{
+	int cpus[64], n = cl_test_allowed_cpus(cpus, 64);
+	struct cl_counter c;
+	struct add_arg a[NR_THREADS];
+	pthread_t t[NR_THREADS];
+
+	cr_assert_eq(cl_counter_init_index(&c, idx), 0);
+	for (int i = 0; i < NR_THREADS; i++) {
+		a[i] = (struct add_arg){ &c, pinned ? cpus[i % n] : -1 };
+		cr_assert_eq(pthread_create(&t[i], NULL, add_thread, &a[i]), 0);
+	}
+	for (int i = 0; i < NR_THREADS; i++)
+		cr_assert_eq(pthread_join(t[i], NULL), 0);
+	cr_assert_eq(cl_counter_read(&c), (int64_t)NR_THREADS * NR_ADDS, "idx %d pinned %d: %lld",
+		     (int)idx, pinned, (long long)cl_counter_read(&c));
+	cl_counter_destroy(&c);
+}
+
+Test(counter, threads_exact_cpu_id)
+{
+	threads_exact(CL_RSEQ_INDEX_CPU_ID, 0);
+	threads_exact(CL_RSEQ_INDEX_CPU_ID, 1);
+}
+
+Test(counter, threads_exact_mm_cid)
+{
+	threads_exact(CL_RSEQ_INDEX_MM_CID, 0);
+	threads_exact(CL_RSEQ_INDEX_MM_CID, 1);
+}
+
+static volatile int reader_stop;
+
+static void *reader_thread(void *p)
+{
+	struct cl_counter *c = p;
+	int64_t last = 0;
+	long bad = 0;
+
+	while (!__atomic_load_n(&reader_stop, __ATOMIC_ACQUIRE)) {
+		int64_t v = cl_counter_read(c);
+
+		if (v < last)
+			bad++;
+		last = v;
+	}
+	return (void *)bad;
+}
+
+Test(counter, concurrent_reads_are_monotonic)
+{
+	struct cl_counter c;
+	struct add_arg a[2];
+	pthread_t t[2], r;
+	void *bad;
+
+	cr_assert_eq(cl_counter_init(&c), 0);
+	reader_stop = 0;
+	cr_assert_eq(pthread_create(&r, NULL, reader_thread, &c), 0);
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct add_arg){ &c, -1 };
+		cr_assert_eq(pthread_create(&t[i], NULL, add_thread, &a[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_join(t[i], NULL), 0);
+	__atomic_store_n(&reader_stop, 1, __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_join(r, &bad), 0);
+	cr_assert_null(bad, "positive adds: a later read never returns less");
+	cr_assert_eq(cl_counter_read(&c), 2 * NR_ADDS);
+	cl_counter_destroy(&c);
+}

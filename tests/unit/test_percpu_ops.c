@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for cachelocal/percpu_ops.h: the mode chosen in each test mode,
+ * the semantics and return codes of every operation in both index modes, and
+ * exact multi-threaded sums. Also built with -DCL_NO_RSEQ_ASM (.variants).
+ */
+#include <cachelocal/percpu_ops.h>
+#include <cachelocal/topology.h>
+
+#include <stdint.h>
+
+#include "cl_test.h"
+
+#define NR_THREADS 4
+#define NR_ADDS 200000
+
+/* A per-index word on its own guard unit. */
+struct slot {
+	intptr_t v CL_ALIGNED(CL_FALSE_SHARING_SIZE);
+};
+
+struct node {
+	long value;
+	void *next;
+};
+
+static const enum cl_rseq_index modes[2] = { CL_RSEQ_INDEX_CPU_ID, CL_RSEQ_INDEX_MM_CID };
+
+/* What cl_rseq_ops_mode() must say in this build and id mode. */
+static enum cl_rseq_ops_mode expected_mode(void)
+{
+#if defined(CL_NO_RSEQ_ASM)
+	return CL_RSEQ_OPS_ATOMIC_FORCED;
+#elif defined(CL_HAVE_TSAN)
+	return CL_RSEQ_OPS_ATOMIC_TSAN;
+#elif !defined(__x86_64__)
+	return CL_RSEQ_OPS_ATOMIC_NO_ASM;
+#else
+	if (!strcmp(cl_test_mode(), "no-rseq"))
+		return CL_RSEQ_OPS_ATOMIC_NO_RSEQ;
+	return CL_RSEQ_OPS_RSEQ;
+#endif
+}
+
+static int rseq_path(enum cl_rseq_index idx)
+{
+	return cl_rseq_ops_mode_index(idx) == CL_RSEQ_OPS_RSEQ;
+}
+
+Test(percpu_ops, mode_matches_build_and_id_mode)
+{
+	enum cl_rseq_ops_mode m = cl_rseq_ops_mode();
+
+	cr_log_info("test mode %s: ops mode %s, mm_cid index %s", cl_test_mode(),
+		    cl_rseq_ops_mode_name(m),
+		    cl_rseq_ops_mode_name(cl_rseq_ops_mode_index(CL_RSEQ_INDEX_MM_CID)));
+	cr_assert_eq(m, expected_mode(), "mode %s", cl_rseq_ops_mode_name(m));
+	cr_assert_eq(cl_rseq_ops_mode(), m, "the decision is stable");
+	if (m == CL_RSEQ_OPS_RSEQ)
+		cr_assert_eq(cl_rseq_ops_mode_index(CL_RSEQ_INDEX_MM_CID),
+			     cl_rseq_mm_cid_available() ? CL_RSEQ_OPS_RSEQ
+							: CL_RSEQ_OPS_ATOMIC_NO_MM_CID);
+	else
+		cr_assert_neq(cl_rseq_ops_mode_index(CL_RSEQ_INDEX_MM_CID), CL_RSEQ_OPS_RSEQ);
+}
+
+Test(percpu_ops, mode_names)
+{
+	cr_assert_str_eq(cl_rseq_ops_mode_name(CL_RSEQ_OPS_RSEQ), "rseq");
+	cr_assert_str_eq(cl_rseq_ops_mode_name(CL_RSEQ_OPS_ATOMIC_NO_RSEQ), "atomic-no-rseq");
+	cr_assert_str_eq(cl_rseq_ops_mode_name(CL_RSEQ_OPS_ATOMIC_FORCED), "atomic-forced");
+	cr_assert_str_eq(cl_rseq_ops_mode_name((enum cl_rseq_ops_mode)99), "?");
+}
+
+Test(percpu_ops, current_index_follows_pinning)
+{
+	int cpus[64], n = cl_test_allowed_cpus(cpus, 64);
+
+	cr_assert_gt(n, 0);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(cl_test_pin(cpus[i]), 0);
+		cr_assert_eq(cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID), cpus[i]);
+		cr_assert_geq(cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID), 0);
+		if (rseq_path(CL_RSEQ_INDEX_MM_CID))
+			cr_assert_lt((unsigned)cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID),
+				     cl_nr_possible_cpus());
+	}
+}
+
+/* Retry an operation until it does not abort (fresh index each time). */
+#define RETRY(idx, var, expr)                                                   \
+	({                                                                      \
+		int r_;                                                         \
+		do {                                                            \
+			var = cl_rseq_current_index(idx);                       \
+			r_ = (expr);                                            \
+		} while (r_ == CL_RSEQ_ABORT);                                  \
+		r_;                                                             \
+	})
+
+Test(percpu_ops, add_and_wrong_index)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		unsigned n = cl_nr_possible_cpus();
+		struct slot *s = aligned_alloc(CL_FALSE_SHARING_SIZE, n * sizeof(*s));
+		intptr_t lone = 7, total = 0;
+		int c;
+
+		cr_assert_not_null(s);
+		memset(s, 0, n * sizeof(*s));
+		for (int i = 0; i < 1000; i++)
+			cr_assert_eq(RETRY(idx, c, cl_rseq_add_index(idx, &s[c % n].v, 3, c)), 0);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_add_index(idx, &s[c % n].v, -1000, c)), 0);
+		for (unsigned i = 0; i < n; i++)
+			total += s[i].v;
+		cr_assert_eq(total, 2000, "sum of slots %ld", (long)total);
+		/* An index no thread ever has: the section aborts, nothing is stored. */
+		c = cl_rseq_add_index(idx, &lone, 1, 1 << 24);
+		if (rseq_path(idx)) {
+			cr_assert_eq(c, CL_RSEQ_ABORT);
+			cr_assert_eq(lone, 7);
+		} else {
+			cr_assert_eq(c, CL_RSEQ_OK);
+			cr_assert_eq(lone, 8);
+		}
+		free(s);
+	}
+}
+
+Test(percpu_ops, short_names_are_cpu_id)
+{
+	intptr_t v = 0, w = 5;
+	int c;
+
+	cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c, cl_rseq_add(&v, 2, c)), 0);
+	cr_assert_eq(v, 2);
+	cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c, cl_rseq_cmpstore(&w, 5, 6, c)), 0);
+	cr_assert_eq(w, 6);
+	cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c, cl_rseq_add_cpu_id(&v, 1, c)), 0);
+	cr_assert_eq(RETRY(CL_RSEQ_INDEX_MM_CID, c, cl_rseq_add_mm_cid(&v, 1, c)), 0);
+	cr_assert_eq(v, 4);
+}
+
+Test(percpu_ops, cmpstore)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t v = 10;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_index(idx, &v, 11, 20, c)),
+			     CL_RSEQ_CMPFAIL);
+		cr_assert_eq(v, 10, "a failed compare stores nothing");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_index(idx, &v, 10, 20, c)), CL_RSEQ_OK);
+		cr_assert_eq(v, 20);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_index(idx, &v, 20, -1, c)), CL_RSEQ_OK);
+		cr_assert_eq(v, -1);
+		c = cl_rseq_cmpstore_index(idx, &v, -1, 5, 1 << 24);
+		if (rseq_path(idx)) {
+			cr_assert_eq(c, CL_RSEQ_ABORT);
+			cr_assert_eq(v, -1);
+		} else {
+			cr_assert_eq(c, CL_RSEQ_OK);
+			cr_assert_eq(v, 5);
+		}
+	}
+}
+
+Test(percpu_ops, push_pop_lifo)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		struct node nodes[16];
+		void *head = NULL, *out = NULL;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_index(idx, &head, offsetof(struct node, next),
+							      &out, c)),
+			     CL_RSEQ_CMPFAIL, "empty list");
+		for (int i = 0; i < 16; i++) {
+			nodes[i].value = i;
+			cr_assert_eq(RETRY(idx, c,
+					   cl_rseq_push_index(idx, &head, offsetof(struct node, next),
+							      &nodes[i], c)),
+				     CL_RSEQ_OK);
+			cr_assert_eq(cl_rseq_list_first(&head), &nodes[i]);
+		}
+		for (int i = 15; i >= 0; i--) {
+			cr_assert_eq(RETRY(idx, c,
+					   cl_rseq_pop_index(idx, &head, offsetof(struct node, next),
+							     &out, c)),
+				     CL_RSEQ_OK);
+			cr_assert_eq(out, &nodes[i], "LIFO order");
+		}
+		cr_assert_null(head);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_index(idx, &head, offsetof(struct node, next),
+							      &out, c)),
+			     CL_RSEQ_CMPFAIL);
+	}
+}
+
+Test(percpu_ops, push_fails_when_head_moved)
+{
+	struct node a, b;
+	void *head = &a;
+
+	a.next = NULL;
+	/* A push whose snapshot of the head is stale must not commit: emulate it
+	 * with cmpstore, which push is built on. */
+	b.next = NULL;
+	for (;;) {
+		int c = cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID);
+		int r = cl_rseq_cmpstore((intptr_t *)(void *)&head, (intptr_t)(void *)&b,
+					 (intptr_t)(void *)&b, c);
+
+		if (r == CL_RSEQ_ABORT)
+			continue;
+		cr_assert_eq(r, CL_RSEQ_CMPFAIL);
+		break;
+	}
+	cr_assert_eq(head, (void *)&a);
+	{
+		void *out = NULL;
+		int c;
+
+		cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c,
+				   cl_rseq_pop(&head, offsetof(struct node, next), &out, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(out, (void *)&a);
+		cr_assert_null(head);
+	}
+}
+
+/* ---- threads: exact sums on per-index slots ---- */
+
+struct sum_arg {
+	struct slot *slots;
+	unsigned n;
+	enum cl_rseq_index idx;
+	long aborts;
+};
+
+static void *sum_thread(void *p)
+{
+	struct sum_arg *a = p;
+
+	for (int i = 0; i < NR_ADDS; i++) {
+		int r;
+
+		do {
+			int c = cl_rseq_current_index(a->idx);
+
+			r = cl_rseq_add_index(a->idx, &a->slots[(unsigned)c % a->n].v, 1, c);
+			if (r == CL_RSEQ_ABORT)
+				a->aborts++;
+		} while (r == CL_RSEQ_ABORT);
+		if (r != CL_RSEQ_OK)
+			return (void *)1;
+		if (i % 4096 == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+Test(percpu_ops, threads_sum_exact)
+{
+	for (int k = 0; k < 2; k++) {
+		unsigned n = cl_nr_possible_cpus();
+		struct slot *s = aligned_alloc(CL_FALSE_SHARING_SIZE, n * sizeof(*s));
+		struct sum_arg args[NR_THREADS];
+		pthread_t t[NR_THREADS];
+		long total = 0, aborts = 0;
+
+		cr_assert_not_null(s);
+		memset(s, 0, n * sizeof(*s));
+		for (int i = 0; i < NR_THREADS; i++) {
+			args[i] = (struct sum_arg){ s, n, modes[k], 0 };
+			cr_assert_eq(pthread_create(&t[i], NULL, sum_thread, &args[i]), 0);
+		}
+		for (int i = 0; i < NR_THREADS; i++) {
+			void *ret;
+
+			cr_assert_eq(pthread_join(t[i], &ret), 0);
+			cr_assert_null(ret, "an op returned an error");
+			aborts += args[i].aborts;
+		}
+		for (unsigned i = 0; i < n; i++)
+			total += s[i].v;
+		cr_log_info("index %d: %ld aborts", k, aborts);
+		cr_assert_eq(total, (long)NR_THREADS * NR_ADDS, "index mode %d: sum %ld", k, total);
+		free(s);
+	}
+}
