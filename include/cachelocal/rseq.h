@@ -572,6 +572,12 @@ CL_ALWAYS_INLINE int cl_mm_cid(void)
 		c = cl__rseq_load_cpu_id(a);
 		if (CL_LIKELY(c >= 0))
 			return (int)CL_ATOMIC_LOAD(&a->mm_cid, CL_RELAXED);
+		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
+			int cpu = sched_getcpu(); /* no rseq in this thread: the hot path */
+
+			if (CL_LIKELY(cpu >= 0))
+				return cpu;
+		}
 	}
 	return cl__mm_cid_slow(c);
 }
