@@ -101,16 +101,14 @@ CL_BEGIN_DECLS
  * @max_nr_cpus: CPU ids 0..max_nr_cpus-1 get a copy. 0: cl_nr_possible_cpus().
  *	At most CL_MAX_CPUS.
  * @flags: CL_PERCPU_ROBUST, CL_PERCPU_NUMA.
- * @topology: the CPU-to-node map for CL_PERCPU_NUMA; NULL: this machine's
- *	(read from /sys when the pool is created). Not used after create. An
- *	addition to DESIGN.md's three fields, placed last so that
- *	{stride, max_nr_cpus, flags} initialisers keep working.
+ *
+ * Exactly DESIGN.md's three fields. The CPU-to-node map for CL_PERCPU_NUMA
+ * is this machine's; cl_percpu_pool_create_topo() takes another one.
  */
 struct cl_percpu_pool_attr {
 	size_t stride;
 	unsigned max_nr_cpus;
 	unsigned flags;
-	const struct cl_topology *topology;
 };
 
 /**
@@ -448,18 +446,17 @@ CL_INLINE long cl__percpu_find_obj(const struct cl__percpu_range *r, size_t off)
 /* ---- pool ---- */
 
 /**
- * cl_percpu_pool_create() - make a pool of per-CPU objects.
- * @attr: stride, CPU count and flags (see struct cl_percpu_pool_attr); NULL:
- *	all defaults (CL_PERCPU_STRIDE, possible CPUs, no flags).
+ * cl_percpu_pool_create_topo() - cl_percpu_pool_create() with a given topology.
+ * @attr: as for cl_percpu_pool_create().
+ * @topo: the CPU-to-node map CL_PERCPU_NUMA binds by (e.g. a fake sysfs tree
+ *	loaded with cl_topology_load()); NULL: this machine's, read from /sys.
+ *	Only read during the call.
  *
- * Maps nothing yet: the first allocation maps the first range.
- *
- * Context: any thread; allocates.
- * Return: the pool, or NULL with errno EINVAL (stride not a power of two,
- * below the page size or above CL_PERCPU_STRIDE_MAX; max_nr_cpus above
- * CL_MAX_CPUS, or possible CPUs above it when 0; unknown flags) or ENOMEM.
+ * Context: any thread; allocates; reads /sys when CL_PERCPU_NUMA and !topo.
+ * Return: as cl_percpu_pool_create().
  */
-CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_pool_attr *attr)
+CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create_topo(const struct cl_percpu_pool_attr *attr,
+							    const struct cl_topology *topo)
 {
 	const size_t stride = attr && attr->stride ? attr->stride : (size_t)CL_PERCPU_STRIDE;
 	const unsigned nr_cpus = attr && attr->max_nr_cpus ? attr->max_nr_cpus : cl_nr_possible_cpus();
@@ -486,7 +483,7 @@ CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_po
 	pool->flags = flags;
 	if (flags & CL_PERCPU_NUMA) {
 		struct cl_topology own;
-		const struct cl_topology *t = attr ? attr->topology : NULL;
+		const struct cl_topology *t = topo;
 		unsigned nodes = 0, c;
 		int first = -1;
 
@@ -545,6 +542,24 @@ CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_po
 	cl__percpu_registry = pool;
 	pthread_mutex_unlock(&cl__percpu_registry_lock);
 	return pool;
+}
+
+/**
+ * cl_percpu_pool_create() - make a pool of per-CPU objects.
+ * @attr: stride, CPU count and flags (see struct cl_percpu_pool_attr); NULL:
+ *	all defaults (CL_PERCPU_STRIDE, possible CPUs, no flags).
+ *
+ * Maps nothing yet: the first allocation maps the first range. With
+ * CL_PERCPU_NUMA, reads this machine's topology once.
+ *
+ * Context: any thread; allocates.
+ * Return: the pool, or NULL with errno EINVAL (stride not a power of two,
+ * below the page size or above CL_PERCPU_STRIDE_MAX; max_nr_cpus above
+ * CL_MAX_CPUS, or possible CPUs above it when 0; unknown flags) or ENOMEM.
+ */
+CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_pool_attr *attr)
+{
+	return cl_percpu_pool_create_topo(attr, NULL);
 }
 
 /**

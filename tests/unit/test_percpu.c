@@ -43,7 +43,7 @@ static long rss_bytes(void)
 
 static struct cl_percpu_pool *pool_new(size_t stride, unsigned nr_cpus, unsigned flags)
 {
-	struct cl_percpu_pool_attr a = { stride, nr_cpus, flags, NULL };
+	struct cl_percpu_pool_attr a = { stride, nr_cpus, flags };
 	struct cl_percpu_pool *p = cl_percpu_pool_create(&a);
 
 	cr_assert_not_null(p, "create(stride %zu, cpus %u, flags %#x): %s", stride, nr_cpus, flags,
@@ -345,14 +345,14 @@ Test(percpu, bad_pool_attributes)
 	};
 
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct cl_percpu_pool_attr a = { bad[i].stride, bad[i].cpus, bad[i].flags, NULL };
+		struct cl_percpu_pool_attr a = { bad[i].stride, bad[i].cpus, bad[i].flags };
 
 		errno = 0;
 		cr_assert_null(cl_percpu_pool_create(&a), "case %u", i);
 		cr_assert_eq(errno, EINVAL, "case %u", i);
 	}
 	{
-		struct cl_percpu_pool_attr a = { 0, CL_MAX_CPUS, 0, NULL };
+		struct cl_percpu_pool_attr a = { 0, CL_MAX_CPUS, 0 };
 		struct cl_percpu_pool *p = cl_percpu_pool_create(&a);
 
 		cr_assert_not_null(p, "CL_MAX_CPUS itself is accepted");
@@ -517,7 +517,7 @@ Test(percpu, numa_flag_on_this_machine)
 Test(percpu, numa_two_nodes_fake_topology)
 {
 	struct cl_topology t, here;
-	struct cl_percpu_pool_attr a = { 0, 384, CL_PERCPU_NUMA, &t };
+	struct cl_percpu_pool_attr a = { 0, 384, CL_PERCPU_NUMA };
 	struct cl_percpu_pool *p;
 	struct cl_percpu_stats st = { 0 };
 	unsigned long mask[4] = { 0 };
@@ -526,7 +526,7 @@ Test(percpu, numa_two_nodes_fake_topology)
 
 	cr_assert_eq(cl_topology_load(&t, CL_TEST_DATA_DIR "/epyc9654-2s"), 0);
 	cr_assert_eq(cl_topology_load(&here, NULL), 0);
-	p = cl_percpu_pool_create(&a);
+	p = cl_percpu_pool_create_topo(&a, &t);
 	cl_topology_free(&t); /* not used after create */
 	cr_assert_not_null(p);
 	v = cl_percpu_alloc(p, 8, 8);
