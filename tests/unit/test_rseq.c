@@ -581,3 +581,41 @@ Test(rseq, thread_churn_balanced)
 	if (mode_is("glibc-off"))
 		cr_assert_eq(CL_READ_ONCE(cl__rseq_counters.registered) - reg0, (unsigned long)N);
 }
+
+/* ---- many threads race on the process-wide initialisation ---- */
+
+static atomic_int race_go;
+
+static void *race_thread(void *p)
+{
+	int *out = p;
+
+	while (!atomic_load(&race_go))
+		CL_CPU_RELAX();
+	out[0] = cl_mm_cid();
+	out[1] = cl_rseq_abi_get() != NULL;
+	return NULL;
+}
+
+Test(rseq, concurrent_first_use)
+{
+	enum { N = 16 };
+	pthread_t th[N];
+	int res[N][2];
+	int possible = nr_possible_cpus();
+
+	/* no cachelocal call in this thread before the race (fresh process under
+	 * Criterion's default isolation) */
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, race_thread, res[i]), 0);
+	atomic_store(&race_go, 1);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < N; i++) {
+		cr_assert_geq(res[i][0], 0);
+		cr_assert_lt(res[i][0], possible);
+		cr_assert_eq(res[i][1], !mode_is("no-rseq"), "thread %d live", i);
+	}
+	if (mode_is("glibc-off"))
+		cr_assert_geq(CL_READ_ONCE(cl__rseq_counters.registered), (unsigned long)N);
+}
