@@ -412,14 +412,17 @@ CL_ALWAYS_INLINE struct cl_rseq_abi *cl_rseq_abi_get(void)
 CL_INLINE int cl_rseq_register_current_thread(void)
 {
 	const struct cl__rseq_state *s = cl__rseq_init();
-	struct cl_rseq_abi *a;
 
-	if (cl_rseq_abi_get() != NULL)
-		return 0;
 	if (s->owner == CL__RSEQ_OWNER_SELF && s->offset) {
-		a = cl__rseq_area_at(s->offset);
-		if (cl__rseq_load_cpu_id(a) == CL_RSEQ_CPU_ID_UNINITIALIZED)
-			return cl__rseq_register_self(s, a);
+		struct cl_rseq_abi *a = cl__rseq_area_at(s->offset);
+		int32_t c = cl__rseq_load_cpu_id(a);
+
+		if (c >= 0)
+			return 0;
+		if (c == CL_RSEQ_CPU_ID_UNINITIALIZED)
+			return cl__rseq_register_self(s, a); /* the kernel's errno */
+	} else if (cl_rseq_abi_get() != NULL) {
+		return 0;
 	}
 	errno = ENOSYS;
 	return -1;

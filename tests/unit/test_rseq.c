@@ -619,3 +619,48 @@ Test(rseq, concurrent_first_use)
 	if (mode_is("glibc-off"))
 		cr_assert_geq(CL_READ_ONCE(cl__rseq_counters.registered), (unsigned long)N);
 }
+
+/* ---- somebody else registered this thread's rseq first ---- */
+
+static struct cl_rseq_abi foreign_area[64];
+
+static void *foreign_thread(void *p)
+{
+	int *out = p;
+	/* a different 32-byte aligned area than ours, per thread */
+	struct cl_rseq_abi *mine = &foreign_area[out[0]];
+
+	mine->cpu_id = (uint32_t)-1;
+	out[1] = (int)syscall(SYS_rseq, mine, 32, 0, CL_RSEQ_SIG);
+	errno = 0;
+	out[2] = cl_rseq_register_current_thread();
+	out[3] = errno;
+	out[4] = cl_cpu_id() == sched_getcpu();
+	out[5] = (int)cl_id_mode();
+	out[6] = cl_rseq_abi_get() == NULL;
+	if (out[1] == 0)
+		syscall(SYS_rseq, mine, 32, 1 /* unregister */, CL_RSEQ_SIG);
+	return NULL;
+}
+
+Test(rseq, foreign_registration_falls_back)
+{
+	int out[7] = { 3 };
+	pthread_t th;
+	int cpus[CPU_SETSIZE];
+	int n = cl_test_allowed_cpus(cpus, CPU_SETSIZE);
+
+	if (!mode_is("glibc-off"))
+		cr_skip_test("only meaningful when nobody else owns rseq");
+	(void)cl_cpu_id();
+	cr_assert_eq(cl_test_pin(cpus[0]), 0); /* the thread inherits it: ids stable */
+	cr_assert_eq(pthread_create(&th, NULL, foreign_thread, out), 0);
+	pthread_join(th, NULL);
+	restore_affinity(cpus, n);
+	cr_assert_eq(out[1], 0, "the foreign registration itself");
+	cr_assert_eq(out[2], -1);
+	cr_assert_eq(out[3], EINVAL, "the kernel refuses a second, different area: %d", out[3]);
+	cr_assert_eq(out[4], 1);
+	cr_assert_eq(out[5], CL_ID_GETCPU);
+	cr_assert_eq(out[6], 1);
+}
