@@ -196,6 +196,7 @@ struct cl_cid_domain {
 	unsigned users;
 	unsigned nr_allowed;
 	unsigned max_nr_cid;
+	int strong_release; /* no membarrier: releases use a full fence */
 	CL_GROUP_END_GUARDED(cl_cid_domain_read_fast);
 
 	CL_GROUP_BEGIN_GUARDED(cl_cid_domain_slow);
@@ -219,6 +220,7 @@ CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, policy);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, users);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, nr_allowed);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, max_nr_cid);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, strong_release);
 CL_ASSERT_GROUP_SIZE(struct cl_cid_domain, cl_cid_domain_read_fast, CL_CACHELINE_SIZE);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, nr_waiters);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, lock);
@@ -238,6 +240,15 @@ CL_ASSERT_APART_GUARD(struct cl_cid_domain, max_nr_cid, lock);
 CL_WEAK pthread_mutex_t cl__cid_list_lock = PTHREAD_MUTEX_INITIALIZER;
 CL_WEAK struct cl_cid_domain *cl__cid_list_head;
 CL_WEAK pthread_once_t cl__cid_atfork_once = PTHREAD_ONCE_INIT;
+/* Private expedited membarrier: 0 not tried, 1 registered, -1 unavailable. */
+CL_WEAK int cl__cid_membarrier_state;
+
+#define CL__MEMBARRIER_CMD_QUERY 0
+#define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+#define CL__CID_CLOCK_REALTIME 0
+/* A sleeping acquirer re-checks at least this often (a safety net only). */
+#define CL__CID_RECHECK_NS 10000000L
 
 #define CL__CID_BITS_PER_WORD (8 * (unsigned)sizeof(unsigned long))
 
@@ -298,6 +309,37 @@ CL_INLINE void cl__cid_atfork_register(void)
 	pthread_atfork(cl__cid_atfork_prepare, cl__cid_atfork_parent, cl__cid_atfork_child);
 }
 
+/* Register this process for private expedited membarrier; 1 or -1. */
+CL_INLINE int cl__cid_membarrier_register(void)
+{
+	int saved = errno, ok = -1;
+#ifdef SYS_membarrier
+	long need = CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED | CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+	long mask = syscall(SYS_membarrier, CL__MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (mask > 0 && (mask & need) == need &&
+	    syscall(SYS_membarrier, CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		ok = 1;
+#endif
+	CL_ATOMIC_STORE(&cl__cid_membarrier_state, ok, CL_RELAXED);
+	errno = saved;
+	return ok;
+}
+
+/* A full barrier on every CPU running a thread of this process: 0, or -1 if
+ * membarrier is unusable. */
+CL_INLINE int cl__cid_membarrier(void)
+{
+	int saved = errno, r = -1;
+#ifdef SYS_membarrier
+	r = (int)syscall(SYS_membarrier, CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	if (r != 0 && errno == EPERM && cl__cid_membarrier_register() == 1) /* e.g. after fork */
+		r = (int)syscall(SYS_membarrier, CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+#endif
+	errno = saved;
+	return r == 0 ? 0 : -1;
+}
+
 CL_INLINE unsigned cl__cid_bound(const struct cl_cid_domain *d)
 {
 	unsigned a = CL_ATOMIC_LOAD(&d->nr_allowed, CL_RELAXED);
@@ -310,7 +352,7 @@ CL_INLINE unsigned cl__cid_bound(const struct cl_cid_domain *d)
 CL_ALWAYS_INLINE int cl__cid_try(struct cl_cid_domain *d, unsigned c, int cpu)
 {
 	unsigned long *st = &d->slot[c].state;
-	unsigned long old = CL_ATOMIC_LOAD(st, CL_SEQ_CST);
+	unsigned long old = CL_ATOMIC_LOAD(st, CL_RELAXED);
 
 	if (old & CL__CID_HELD)
 		return 0;
@@ -391,18 +433,45 @@ CL_INLINE unsigned cl__cid_held(const struct cl_cid_domain *d)
 	unsigned i, n = 0;
 
 	for (i = 0; i < d->nr; i++)
-		n += (unsigned)(CL_ATOMIC_LOAD(&d->slot[i].state, CL_SEQ_CST) & CL__CID_HELD);
+		n += (unsigned)(CL_ATOMIC_LOAD(&d->slot[i].state, CL_RELAXED) & CL__CID_HELD);
 	return n;
 }
 
-/* Fallback: under the domain lock; sleeps until a cid below the bound is
- * free, or fails with EBUSY when the caller would exceed the users. */
+/* Sleep on d->cond for at most CL__CID_RECHECK_NS; caller holds d->lock. */
+CL_INLINE void cl__cid_sleep(struct cl_cid_domain *d)
+{
+	struct timespec ts;
+
+	clock_gettime(CL__CID_CLOCK_REALTIME, &ts);
+	ts.tv_nsec += CL__CID_RECHECK_NS;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+}
+
+/*
+ * Fallback: under the domain lock; sleeps until a cid below the bound is
+ * free, or fails with EBUSY when the caller would exceed the users.
+ *
+ * No lost wakeup: a release stores "free" (release order), then reads
+ * nr_waiters with only a compiler barrier between. The waiter increments
+ * nr_waiters, then runs membarrier(PRIVATE_EXPEDITED), a full barrier on
+ * every CPU running one of our threads, then scans. So a release either
+ * sees the waiter (and signals it) or its store is visible to the scan
+ * (asymmetric Dekker, as in liburcu's membarrier flavor). Without
+ * membarrier the domain switches to seq_cst releases; the timed sleep is a
+ * safety net for releases racing with that switch.
+ */
 static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_acquire_locked(struct cl_cid_domain *d, int cpu)
 {
 	int c = -1;
 
 	pthread_mutex_lock(&d->lock);
 	CL_ATOMIC_FETCH_ADD(&d->nr_waiters, 1u, CL_SEQ_CST);
+	if (!CL_ATOMIC_LOAD(&d->strong_release, CL_RELAXED) && cl__cid_membarrier() != 0)
+		CL_ATOMIC_STORE(&d->strong_release, 1, CL_SEQ_CST);
 	for (;;) {
 		unsigned bound = cl__cid_bound(d);
 		int r = d->policy != CL_CID_NAIVE ? CL_READ_ONCE(d->cpu[cpu].recent) : -1;
@@ -414,12 +483,12 @@ static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_acquire_locked(struct cl_cid_do
 		c = cl__cid_scan_lowest(d, bound, cpu);
 		if (c >= 0)
 			break;
-		if (cl__cid_held(d) >= CL_ATOMIC_LOAD(&d->users, CL_SEQ_CST)) {
+		if (cl__cid_held(d) >= CL_ATOMIC_LOAD(&d->users, CL_RELAXED)) {
 			CL_WRITE_ONCE(d->busy, d->busy + 1);
 			break;
 		}
 		CL_WRITE_ONCE(d->waits, d->waits + 1);
-		pthread_cond_wait(&d->cond, &d->lock);
+		cl__cid_sleep(d);
 	}
 	CL_ATOMIC_FETCH_SUB(&d->nr_waiters, 1u, CL_SEQ_CST);
 	pthread_mutex_unlock(&d->lock);
@@ -643,6 +712,9 @@ CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
 	cl__cid_domain_reset(d);
 	if (t == &own)
 		cl_topology_free(&own);
+	if (CL_ATOMIC_LOAD(&cl__cid_membarrier_state, CL_RELAXED) == 0)
+		cl__cid_membarrier_register();
+	d->strong_release = CL_ATOMIC_LOAD(&cl__cid_membarrier_state, CL_RELAXED) != 1;
 
 	pthread_once(&cl__cid_atfork_once, cl__cid_atfork_register);
 	pthread_mutex_lock(&cl__cid_list_lock);
@@ -931,10 +1003,14 @@ CL_INLINE void cl_cid_release(struct cl_cid_domain *d, int cid)
 		errno = EINVAL;
 		return;
 	}
-	/* seq_cst store, then seq_cst load of nr_waiters: pairs with the
-	 * waiter's increment before its scan (no lost wakeup). */
-	CL_ATOMIC_STORE(st, old & ~CL__CID_HELD, CL_SEQ_CST);
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&d->nr_waiters, CL_SEQ_CST) != 0))
+	/* Store, then read nr_waiters: pairs with the waiter's increment +
+	 * membarrier (see cl__cid_acquire_locked()). */
+	if (CL_LIKELY(!CL_ATOMIC_LOAD(&d->strong_release, CL_RELAXED)))
+		CL_ATOMIC_STORE(st, old & ~CL__CID_HELD, CL_RELEASE);
+	else
+		CL_ATOMIC_STORE(st, old & ~CL__CID_HELD, CL_SEQ_CST);
+	CL_BARRIER();
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&d->nr_waiters, CL_RELAXED) != 0))
 		cl__cid_wake(d, 0);
 }
 
