@@ -13,5 +13,7 @@
 #include "rseq.h"
 #include "topology.h"
 #include "percpu.h"
+#include "percpu_ops.h"
+#include "counter.h"
 
 #endif /* CACHELOCAL_CACHELOCAL_H */
