@@ -13,6 +13,7 @@
 #include "rseq.h"
 #include "topology.h"
 #include "percpu.h"
+#include "cid.h"
 #include "percpu_ops.h"
 #include "counter.h"
 
