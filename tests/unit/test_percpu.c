@@ -267,6 +267,36 @@ Test(percpu, zeroed_on_reuse_robust)
 	reuse_is_zero(CL_PERCPU_ROBUST);
 }
 
+/* Whole pages left free by cl_percpu_free() go back to the kernel on every
+ * CPU (mincore: not resident); a page shared with a live object stays. */
+Test(percpu, free_returns_whole_pages)
+{
+	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct cl_percpu_pool *p = pool_new(0, 4, 0);
+	char *keep = cl_percpu_alloc(p, 64, 8);
+	char *big = cl_percpu_alloc(p, 8 * pg, pg);
+	char *tail = cl_percpu_alloc(p, 64, 8);
+	unsigned char vec[8];
+
+	cr_assert(keep && big && tail);
+	for (unsigned c = 0; c < 4; c++) {
+		memset(cl_percpu_ptr(big, c), 0x44, 8 * pg);
+		memset(cl_percpu_ptr(tail, c), 0x55, 64);
+		cr_assert_eq(mincore(cl_percpu_ptr(big, c), 8 * pg, vec), 0);
+		cr_assert(all_bytes(vec, 1, 8), "cpu %u: written pages resident", c);
+	}
+	cr_assert_eq(cl_percpu_free(p, big), 0);
+	for (unsigned c = 0; c < 4; c++) {
+		cr_assert_eq(mincore(cl_percpu_ptr(big, c), 8 * pg, vec), 0);
+		cr_assert(all_bytes(vec, 0, 8), "cpu %u: freed pages still resident", c);
+		cr_assert(all_bytes(cl_percpu_ptr(tail, c), 0x55, 64), "cpu %u: neighbour lost", c);
+		cr_assert_eq(mincore(cl_percpu_ptr(keep, c), 64, vec), 0);
+		cr_assert_eq(vec[0] & 1, 1, "cpu %u: shared page released", c);
+	}
+	cr_assert_eq(cl_percpu_free(p, keep) | cl_percpu_free(p, tail), 0);
+	cl_percpu_pool_destroy(p);
+}
+
 /* Emptying a range gives it back and the next allocation is zero. */
 Test(percpu, empty_range_reset)
 {
