@@ -22,6 +22,10 @@
  * slot takes adds only atomically, from a thread that has no rseq area while
  * the process uses rseq, or an index beyond the slots.
  *
+ * Compact form (cl_counter_init_cid()): one slot per cid of a cid.h domain,
+ * min(allowed CPUs, users) slots instead of one per possible CPU. A thread
+ * holding a cid adds with cl_counter_add_cid(), a single-writer plain update.
+ *
  * Reads: cl_counter_read() sums all slots with untorn loads. For a quiescent
  * counter (every add happened before the read, e.g. after pthread_join) the
  * sum is exact. Concurrently with adds, it includes every add that completed
@@ -42,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cid.h"
 #include "compiler.h"
 #include "config.h"
 #include "percpu_ops.h"
@@ -65,9 +70,25 @@ CL_STATIC_ASSERT(sizeof(struct cl__counter_slot) == CL_FALSE_SHARING_SIZE,
 /* A per-CPU counter. Fields are private; use the functions. */
 struct cl_counter {
 	struct cl__counter_slot *slots; /* nr_slots + 1 (the last is shared) */
-	unsigned nr_slots;              /* index bound: possible CPUs */
-	int index;                      /* enum cl_rseq_index */
+	unsigned nr_slots;              /* index bound: possible CPUs, or cids */
+	int index;                      /* enum cl_rseq_index (rseq-indexed counters) */
+	struct cl_cid_domain *domain;   /* cid-indexed counters: the domain, else NULL */
 };
+
+/* Allocate n + 1 zeroed slots; 0, or -1 + errno. */
+CL_INLINE int cl__counter_alloc(struct cl_counter *c, unsigned n)
+{
+	size_t bytes = ((size_t)n + 1) * sizeof(struct cl__counter_slot);
+
+	c->slots = (struct cl__counter_slot *)aligned_alloc(CL_FALSE_SHARING_SIZE, bytes);
+	if (c->slots == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memset(c->slots, 0, bytes);
+	c->nr_slots = n;
+	return 0;
+}
 
 /**
  * cl_counter_init_index() - set up a counter indexed by cpu_id or mm_cid.
@@ -83,7 +104,6 @@ struct cl_counter {
 CL_INLINE int cl_counter_init_index(struct cl_counter *c, enum cl_rseq_index idx)
 {
 	unsigned n;
-	size_t bytes;
 
 	if (c == NULL || (idx != CL_RSEQ_INDEX_CPU_ID && idx != CL_RSEQ_INDEX_MM_CID)) {
 		errno = EINVAL;
@@ -92,17 +112,10 @@ CL_INLINE int cl_counter_init_index(struct cl_counter *c, enum cl_rseq_index idx
 	c->slots = NULL;
 	c->nr_slots = 0;
 	c->index = (int)idx;
+	c->domain = NULL;
 	n = cl_nr_possible_cpus();
-	if (n == 0)
-		n = 1;
-	bytes = ((size_t)n + 1) * sizeof(struct cl__counter_slot);
-	c->slots = (struct cl__counter_slot *)aligned_alloc(CL_FALSE_SHARING_SIZE, bytes);
-	if (c->slots == NULL) {
-		errno = ENOMEM;
+	if (cl__counter_alloc(c, n ? n : 1) != 0)
 		return -1;
-	}
-	memset(c->slots, 0, bytes);
-	c->nr_slots = n;
 	/* Decide the operations mode now, not on the first add. */
 	(void)cl_rseq_ops_mode_index(idx);
 	return 0;
@@ -120,10 +133,85 @@ CL_INLINE int cl_counter_init(struct cl_counter *c)
 	return cl_counter_init_index(c, CL_RSEQ_INDEX_CPU_ID);
 }
 
+/**
+ * cl_counter_init_cid() - set up a counter indexed by the cids of a domain.
+ * @c: the counter (uninitialised storage).
+ * @d: a cid domain (cid.h); it must outlive the counter.
+ * @nr_slots: number of per-cid slots; 0 means cl_cid_domain_bound(@d) now
+ *            (at least 1). Cids at or above it share the atomic last slot.
+ *
+ * The compact form for big machines: min(allowed CPUs, users) slots instead
+ * of one per possible CPU (8 threads on 384 CPUs: 9 slots, 1 KiB). A thread
+ * that holds a cid of @d adds with cl_counter_add_cid(), a plain single-writer
+ * update of its slot; cl_counter_add() on this counter acquires a cid,
+ * adds and releases it (correct, but two atomic operations per add).
+ *
+ * Context: any thread; not concurrently with other calls on @c.
+ * Return: 0, or -1 with errno EINVAL (NULL @c or @d) or ENOMEM.
+ */
+CL_INLINE int cl_counter_init_cid(struct cl_counter *c, struct cl_cid_domain *d,
+				  unsigned nr_slots)
+{
+	if (c == NULL || d == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	c->slots = NULL;
+	c->nr_slots = 0;
+	c->index = (int)CL_RSEQ_INDEX_CPU_ID;
+	c->domain = d;
+	if (nr_slots == 0)
+		nr_slots = cl_cid_domain_bound(d);
+	return cl__counter_alloc(c, nr_slots ? nr_slots : 1);
+}
+
 /* The shared slot: atomic adds only. */
 CL_INLINE void cl__counter_add_shared(struct cl_counter *c, int64_t v)
 {
 	CL_ATOMIC_FETCH_ADD(&c->slots[c->nr_slots].v, v, CL_RELAXED);
+}
+
+/**
+ * cl_counter_add_cid() - add @v as the holder of cid @cid.
+ * @c: a counter set up by cl_counter_init_cid().
+ * @cid: a cid of the counter's domain that the caller holds (from
+ *       cl_cid_acquire(), not yet released).
+ * @v: the addend.
+ *
+ * The holder is the only writer of slot[@cid] (cid uniqueness), so this is a
+ * plain load and store, no atomic read-modify-write; the domain's release
+ * and acquire order it before the next holder's. A @cid at or above the
+ * slot count goes to the shared slot atomically.
+ *
+ * Context: the thread holding @cid (or the one it handed the cid to);
+ * concurrently with reads and with other holders' adds.
+ */
+CL_INLINE void cl_counter_add_cid(struct cl_counter *c, int cid, int64_t v)
+{
+	int64_t *p;
+
+	if (CL_UNLIKELY(c->slots == NULL || cid < 0))
+		return;
+	if (CL_UNLIKELY((unsigned)cid >= c->nr_slots)) {
+		cl__counter_add_shared(c, v);
+		return;
+	}
+	p = &c->slots[cid].v;
+	CL_ATOMIC_STORE(p, (int64_t)((uint64_t)CL_ATOMIC_LOAD(p, CL_RELAXED) + (uint64_t)v),
+			CL_RELAXED);
+}
+
+/* cl_counter_add() on a cid-indexed counter: hold a cid for one add. */
+static CL_NOINLINE CL_UNUSED void cl__counter_add_acquire(struct cl_counter *c, int64_t v)
+{
+	int cid = cl_cid_acquire(c->domain);
+
+	if (cid < 0) { /* not a user of the domain, or one holder too many */
+		cl__counter_add_shared(c, v);
+		return;
+	}
+	cl_counter_add_cid(c, cid, v);
+	cl_cid_release(c->domain, cid);
 }
 
 /**
@@ -136,6 +224,7 @@ CL_INLINE void cl__counter_add_shared(struct cl_counter *c, int64_t v)
  *	cpu = rseq->cpu_id (or mm_cid);
  *	critical section: if (rseq->cpu_id != cpu) abort; slot[cpu] += v;
  * until it commits. Fallback: atomic add on slot[current CPU % slots].
+ * On a cid-indexed counter: acquire a cid, cl_counter_add_cid(), release.
  *
  * Context: any thread, concurrently with other adds and reads; also from a
  * signal handler. Does nothing on a counter without slots.
@@ -147,6 +236,10 @@ CL_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 
 	if (CL_UNLIKELY(slots == NULL))
 		return;
+	if (CL_UNLIKELY(c->domain != NULL)) {
+		cl__counter_add_acquire(c, v);
+		return;
+	}
 #if defined(CL_HAVE_RSEQ_ASM) && defined(CL__COUNTER_RSEQ)
 	{
 		struct cl_rseq_abi *abi;
@@ -213,6 +306,7 @@ CL_INLINE void cl_counter_destroy(struct cl_counter *c)
 	free(c->slots);
 	c->slots = NULL;
 	c->nr_slots = 0;
+	c->domain = NULL;
 }
 
 CL_END_DECLS

@@ -72,4 +72,72 @@ static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
 	return rc != 0 || got != expect;
 }
 
-STRESS_MAIN(run_index)
+static struct cl_cid_domain *domain;
+
+static void *cid_worker(struct stress_run *run, int id)
+{
+	int64_t mine = 0;
+	long i;
+
+	(void)id;
+	if (cl_cid_domain_join(domain) != 0) {
+		stress_fail(run, "cl_cid_domain_join failed");
+		return (void *)1;
+	}
+	stress_allow_signals();
+	for (i = 0;; i++) {
+		int cid = cl_cid_acquire(domain);
+
+		if (cid < 0) {
+			stress_fail(run, "cl_cid_acquire failed");
+			break;
+		}
+		for (int k = 0; k < 16; k++) {
+			int64_t v = (int64_t)((i + k) % 3) + 1;
+
+			cl_counter_add_cid(&counter, cid, v);
+			mine += v;
+		}
+		cl_cid_release(domain, cid);
+		if ((i & 63) == 0 && stress_should_stop(run, (i + 1) * 16))
+			break;
+	}
+	cl_cid_domain_leave(domain);
+	__atomic_fetch_add((int64_t *)run->priv, mine, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&run->ops, (unsigned long)(i + 1) * 16, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int run_cid(const struct stress_cfg *cfg)
+{
+	struct stress_run run;
+	int64_t expect = 0, got;
+	int rc;
+
+	domain = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	if (!domain || cl_counter_init_cid(&counter, domain, (unsigned)cfg->nr_allowed) != 0) {
+		perror("cid counter");
+		return 1;
+	}
+	rc = stress_run(&run, cfg, cid_worker, &expect, NULL);
+	got = cl_counter_read(&counter);
+	printf("counter_stress [cid domain, %u slots]: %d workers, %lu adds, %lu signals sent, "
+	       "%lu migrations: counter %lld, expected %lld: %s\n",
+	       counter.nr_slots, cfg->nr_workers, run.ops, run.signals, run.migrations,
+	       (long long)got, (long long)expect, rc == 0 && got == expect ? "PASS" : "FAIL");
+	cl_counter_destroy(&counter);
+	cl_cid_domain_destroy(domain);
+	return rc != 0 || got != expect;
+}
+
+int main(void)
+{
+	struct stress_cfg cfg;
+	int rc = 0;
+
+	stress_cfg_load(&cfg);
+	rc |= run_index(&cfg, CL_RSEQ_INDEX_CPU_ID);
+	rc |= run_index(&cfg, CL_RSEQ_INDEX_MM_CID);
+	rc |= run_cid(&cfg);
+	return rc ? 1 : 0;
+}

@@ -11,9 +11,9 @@
  *                          CAS loops: counts aborts (n = 20..22) and yields
  *                          every STRESS_YIELD_EVERY-th call
  *
- * Knobs (environment): DURATION seconds per test binary (default 1; each
- * of the two index modes gets half), ITERATIONS minimum operations per
- * worker thread (default 20000; workers go on until the time is up),
+ * Knobs (environment): DURATION (default 1): each pass of a test (one per
+ * index mode) runs DURATION / 2 seconds; ITERATIONS (default 20000): the
+ * minimum operations per worker (workers go on until the time is up);
  * CORES (default: allowed CPUs) -> 6 x CORES worker threads, INJECT_LOOPS
  * (default 64).
  * Disturbances while the workers run: a SIGUSR1 storm at random workers, a

@@ -169,3 +169,94 @@ Test(counter, concurrent_reads_are_monotonic)
 	cr_assert_eq(cl_counter_read(&c), 2 * NR_ADDS);
 	cl_counter_destroy(&c);
 }
+
+/* ---- cid-indexed counters (cid.h domains) ---- */
+
+Test(counter, cid_init_errors_and_bound)
+{
+	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	struct cl_counter c;
+
+	cr_assert_not_null(d);
+	errno = 0;
+	cr_assert_eq(cl_counter_init_cid(&c, NULL, 0), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_counter_init_cid(NULL, d, 0), -1);
+	/* No users yet: bound 0, still one slot. */
+	cr_assert_eq(cl_counter_init_cid(&c, d, 0), 0);
+	cr_assert_eq(c.nr_slots, 1);
+	cl_counter_destroy(&c);
+	cr_assert_eq(cl_cid_domain_join(d), 0);
+	cr_assert_eq(cl_counter_init_cid(&c, d, 0), 0);
+	cr_assert_eq(c.nr_slots, cl_cid_domain_bound(d), "slots = domain bound");
+	cr_assert_eq(c.nr_slots, 1, "one user: one slot");
+	cl_counter_add(&c, 3); /* acquires and releases a cid */
+	cr_assert_eq(c.slots[0].v, 3, "the only cid is 0");
+	cl_counter_add_cid(&c, 5, 4); /* beyond the slots: shared slot */
+	cr_assert_eq(c.slots[1].v, 4);
+	cr_assert_eq(cl_counter_read(&c), 7);
+	cl_counter_destroy(&c);
+	cr_assert_eq(cl_cid_domain_leave(d), 0);
+	cl_cid_domain_destroy(d);
+}
+
+struct cid_arg {
+	struct cl_counter *c;
+	struct cl_cid_domain *d;
+	pthread_barrier_t *joined;
+	int failed;
+};
+
+static void *cid_thread(void *p)
+{
+	struct cid_arg *a = p;
+
+	if (cl_cid_domain_join(a->d) != 0) {
+		a->failed = 1;
+		return NULL;
+	}
+	pthread_barrier_wait(a->joined); /* all users in: the bound is final */
+	for (int i = 0; i < NR_ADDS / 100; i++) {
+		int cid = cl_cid_acquire(a->d);
+
+		if (cid < 0) {
+			a->failed = 1;
+			break;
+		}
+		for (int k = 0; k < 100; k++)
+			cl_counter_add_cid(a->c, cid, 1);
+		cl_cid_release(a->d, cid);
+		if (i % 64 == 0)
+			sched_yield();
+	}
+	pthread_barrier_wait(a->joined);
+	cl_cid_domain_leave(a->d);
+	return NULL;
+}
+
+Test(counter, cid_threads_exact)
+{
+	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	struct cl_counter c;
+	struct cid_arg a[NR_THREADS];
+	pthread_t t[NR_THREADS];
+	pthread_barrier_t joined;
+
+	cr_assert_not_null(d);
+	/* Sized for the final bound: min(allowed CPUs, NR_THREADS). */
+	cr_assert_eq(cl_counter_init_cid(&c, d, NR_THREADS), 0);
+	pthread_barrier_init(&joined, NULL, NR_THREADS);
+	for (int i = 0; i < NR_THREADS; i++) {
+		a[i] = (struct cid_arg){ &c, d, &joined, 0 };
+		cr_assert_eq(pthread_create(&t[i], NULL, cid_thread, &a[i]), 0);
+	}
+	for (int i = 0; i < NR_THREADS; i++) {
+		cr_assert_eq(pthread_join(t[i], NULL), 0);
+		cr_assert_eq(a[i].failed, 0, "thread %d could not join or acquire", i);
+	}
+	pthread_barrier_destroy(&joined);
+	cr_assert_eq(cl_counter_read(&c), (int64_t)NR_THREADS * (NR_ADDS / 100) * 100);
+	cr_assert_eq(c.slots[c.nr_slots].v, 0, "every cid was below the bound: no shared adds");
+	cl_counter_destroy(&c);
+	cl_cid_domain_destroy(d);
+}
