@@ -434,8 +434,13 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 
 /* ---- walks (one CPU, under RCU) ---- */
 
-/* Next element of an RCU list, as cds_list_for_each_entry_rcu reads it. */
+/* Next element of an RCU list, as cds_list_for_each_entry_rcu reads it
+ * (under TSan: an acquire load, the reader side of cl__list_add_rcu()). */
+#ifdef CL_HAVE_TSAN
+#define CL__TG_NEXT_RCU(ptr) CL_ATOMIC_LOAD(&(ptr), CL_ACQUIRE)
+#else
 #define CL__TG_NEXT_RCU(ptr) rcu_dereference(ptr)
+#endif
 
 /**
  * cl_tg_update_blocked_load() - decay every group queue's load average on
