@@ -14,6 +14,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/*
+ * Variant build (test_cid.variants): CL_INJECT(n) yields at every 4th race
+ * point of cid.h (between reading a cid's state and the CAS that takes it,
+ * and before each CAS of the spread cursor), so the uniqueness and bound
+ * tests run with those windows widened.
+ */
+#ifdef CID_TEST_INJECT
+#include <sched.h>
+static atomic_uint cid_test_injections;
+static inline void cid_test_inject(int n)
+{
+	(void)n;
+	if ((atomic_fetch_add_explicit(&cid_test_injections, 1, memory_order_relaxed) & 3) == 0)
+		sched_yield();
+}
+#endif
+
 #include <cachelocal/cid.h>
 
 #include "cl_test.h"
