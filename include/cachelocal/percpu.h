@@ -15,8 +15,9 @@
  *	struct cl_demo_se *se = CL_SIBLING(&mine->rq, struct pair, rq, se);
  *	cl_percpu_free(pool, p);                                 // CPU 0's address
  *
- * Memory: ranges are private anonymous MAP_NORESERVE mappings, so a page of a
- * slice costs memory only once some CPU writes it; a pool sized for 384 CPUs
+ * Memory: ranges are private anonymous MAP_NORESERVE mappings without
+ * transparent huge pages (MADV_NOHUGEPAGE), so a page of a slice costs memory
+ * only once some CPU writes it; a pool sized for 384 CPUs
  * and used by 2 costs the memory of 2. Objects of one CPU lie together, in
  * first-fit order, with no padding beyond the requested alignment (sizes are
  * rounded up to CL_PERCPU_MIN_ALIGN bytes). Memory is zero on every CPU at
@@ -339,6 +340,9 @@ CL_INLINE long cl__percpu_add_range(struct cl_percpu_pool *pool)
 		munmap(map, (size_t)(base - map));
 	if (base + len != map + len + pool->stride)
 		munmap(base + len, (size_t)(map + len + pool->stride - (base + len)));
+	/* A transparent huge page would span several CPUs' slices and back all
+	 * of them on the first write of one (THP "always"): keep base pages. */
+	madvise(base, len, CL__MADV_NOHUGEPAGE);
 	if (pool->cpu_node) {
 		const size_t words = pool->max_node / (8 * sizeof(unsigned long)) + 1;
 		unsigned long *mask = (unsigned long *)calloc(words, sizeof(unsigned long));

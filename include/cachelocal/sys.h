@@ -65,6 +65,7 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 #define CL__MADV_DONTNEED 4
 #define CL__MADV_DONTFORK 10
 #define CL__MADV_DOFORK 11
+#define CL__MADV_NOHUGEPAGE 15
 #define CL__CLOCK_MONOTONIC 1
 
 /* Monotonic time in nanoseconds. Never fails on Linux. */

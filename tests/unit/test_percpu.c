@@ -297,6 +297,33 @@ Test(percpu, free_returns_whole_pages)
 	cl_percpu_pool_destroy(p);
 }
 
+/* Ranges are marked MADV_NOHUGEPAGE: smaps shows "nh" in their VmFlags. */
+Test(percpu, ranges_without_huge_pages)
+{
+	struct cl_percpu_pool *p = pool_new(0, 64, 0);
+	char *x = cl_percpu_alloc(p, 64, 64);
+	char line[512];
+	int in_range = 0, found = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	cr_assert(x && f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char c;
+
+		/* A mapping's header: "lo-hi perms ..."; key lines start with a name. */
+		if (sscanf(line, "%lx-%lx %c", &lo, &hi, &c) == 3)
+			in_range = (uintptr_t)x >= lo && (uintptr_t)x < hi;
+		if (in_range && strncmp(line, "VmFlags:", 8) == 0) {
+			found = 1;
+			cr_assert(strstr(line, " nh"), "%s", line);
+		}
+	}
+	fclose(f);
+	cr_assert(found, "mapping of %p not in smaps", (void *)x);
+	cl_percpu_pool_destroy(p);
+}
+
 /* Emptying a range gives it back and the next allocation is zero. */
 Test(percpu, empty_range_reset)
 {
