@@ -26,7 +26,8 @@
  *                  bound last used on a CPU of the same last-level cache.
  *
  * When all of 1-3 fail for CL_CID_SPIN_ROUNDS rounds (every cid below the
- * bound is held, e.g. by preempted holders), the caller moves to the
+ * bound is held, e.g. by preempted holders; the rounds after the second
+ * yield the CPU to them), the caller moves to the
  * fallback lock and sleeps on a condition variable until a release (or a
  * join, leave or refresh) lets it in: no livelock, no busy waiting.
  *
@@ -536,7 +537,13 @@ static CL_UNUSED CL_NOINLINE int cl__cid_acquire_slow(struct cl_cid_domain *d, i
 			CL__CID_COUNT(d, c, lowest);
 			goto got;
 		}
-		CL_CPU_RELAX();
+		/* Holders of every cid below the bound: first assume they are
+		 * running and about to release; then that they are preempted
+		 * (more threads than CPUs) and give them our CPU. */
+		if (round < 2)
+			CL_CPU_RELAX();
+		else
+			sched_yield();
 		bound = cl__cid_bound(d);
 	}
 	return cl__cid_acquire_locked(d, cpu);
