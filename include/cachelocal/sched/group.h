@@ -411,7 +411,7 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
 		const struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
 
-		if (CL_READ_ONCE(cfs_rq->h_nr_running) || CL_READ_ONCE(cfs_rq->nr_running)) {
+		if (CL_READ_ONCE(cfs_rq->h_nr_running)) {
 			errno = EBUSY;
 			return -1;
 		}

@@ -505,7 +505,7 @@ CL_INLINE void cl__throttle_cfs_rq(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
 			cl__dequeue_entity(qcfs, se, CL_DEQUEUE_SLEEP, now);
 		else if (se->my_q)
 			cl__update_cfs_group(se);
-		qcfs->h_nr_running -= task_delta;
+		CL_WRITE_ONCE(qcfs->h_nr_running, qcfs->h_nr_running - task_delta);
 		if (qcfs->throttled) {
 			stopped = 1;
 			break;
@@ -514,7 +514,7 @@ CL_INLINE void cl__throttle_cfs_rq(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
 			dequeue = 0;
 	}
 	if (!stopped)
-		rq->nr_running -= task_delta;
+		CL_WRITE_ONCE(rq->nr_running, rq->nr_running - task_delta);
 	cfs_rq->throttled = 1;
 	cfs_rq->nr_throttled++;
 }
@@ -542,14 +542,14 @@ CL_INLINE void cl__unthrottle_cfs_rq(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
 			cl__update_cfs_group(se);
 		if (enqueue)
 			cl__enqueue_entity(qcfs, se, CL_ENQUEUE_WAKEUP, now);
-		qcfs->h_nr_running += task_delta;
+		CL_WRITE_ONCE(qcfs->h_nr_running, qcfs->h_nr_running + task_delta);
 		if (qcfs->throttled) {
 			stopped = 1;
 			break;
 		}
 	}
 	if (!stopped)
-		rq->nr_running += task_delta;
+		CL_WRITE_ONCE(rq->nr_running, rq->nr_running + task_delta);
 }
 
 /**
@@ -597,7 +597,7 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 		if (se->my_q)
 			cl__update_cfs_group(se);
 		cl__enqueue_entity(cfs_rq, se, flags, now);
-		cfs_rq->h_nr_running++;
+		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running + 1);
 		if (cfs_rq->throttled) {
 			throttled = 1;
 			goto out;
@@ -609,7 +609,7 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 
 		if (se->my_q)
 			cl__update_cfs_group(se);
-		cfs_rq->h_nr_running++;
+		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running + 1);
 		if (cfs_rq->throttled) {
 			throttled = 1;
 			break;
@@ -617,7 +617,7 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 	}
 out:
 	if (!throttled)
-		rq->nr_running++;
+		CL_WRITE_ONCE(rq->nr_running, rq->nr_running + 1);
 	cds_list_add(&p->se.group_node, &rq->cfs_tasks);
 	return 0;
 }
@@ -648,7 +648,7 @@ CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
 
 		cl__dequeue_entity(cfs_rq, se, flags, now);
-		cfs_rq->h_nr_running--;
+		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running - 1);
 		if (cfs_rq->throttled) {
 			throttled = 1;
 			goto out;
@@ -664,7 +664,7 @@ CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 
 		if (se->my_q)
 			cl__update_cfs_group(se);
-		cfs_rq->h_nr_running--;
+		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running - 1);
 		if (cfs_rq->throttled) {
 			throttled = 1;
 			break;
@@ -672,7 +672,7 @@ CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 	}
 out:
 	if (!throttled)
-		rq->nr_running--;
+		CL_WRITE_ONCE(rq->nr_running, rq->nr_running - 1);
 	cds_list_del_init(&p->se.group_node);
 	return 0;
 }

@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/balance.h - load balancing between runqueues (T4) and
+ * CPU offline/online.
+ *
+ * cfs_tasks of each rq is kept most-recently-run first (rq.h moves the
+ * picked task to the head), so its tail holds the tasks that waited
+ * longest: the least cache-hot ones, the ones a migration costs least. The
+ * balancer:
+ *
+ *	1. reads every rq's nr_running without its lock (cl_rq_read_pick line,
+ *	   a hint) and picks the busiest;
+ *	2. locks both rqs in address order;
+ *	3. walks the busiest rq's cfs_tasks from the TAIL, skipping the running
+ *	   task, tasks that ran within the cache-hot window (default 500 us),
+ *	   tasks whose affinity excludes the destination (the scan continues
+ *	   past them: a pinned tail never stops it) and tasks in a throttled
+ *	   group; it looks at no more than nr_migrate tasks (default 32) and
+ *	   stops as soon as the imbalance is gone;
+ *	4. detaches them and attaches them to the destination.
+ *
+ * -DCL_DETACH_FROM_HEAD builds the "before": the same walk from the head
+ * (the most recently run, cache-hot end).
+ */
+#ifndef CACHELOCAL_SCHED_BALANCE_H
+#define CACHELOCAL_SCHED_BALANCE_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+
+#include "../compiler.h"
+#include "fair.h"
+#include "group.h"
+#include "rq.h"
+
+CL_BEGIN_DECLS
+
+/* What one balancing pass did (all counters are added to, not reset). */
+struct cl_balance_stats {
+	unsigned long scanned;           /* tasks looked at */
+	unsigned long moved;             /* tasks migrated */
+	unsigned long skipped_running;   /* the source's curr */
+	unsigned long skipped_hot;       /* ran within the cache-hot window */
+	unsigned long skipped_affinity;  /* destination not allowed */
+	unsigned long skipped_throttled; /* in a throttled group */
+};
+
+/**
+ * cl_balance_set_migration_cost() - set the cache-hot window.
+ * @s: the instance (NULL: no-op).
+ * @ns: a task that ran less than @ns ago is not migrated (0: never hot).
+ *
+ * Context: any; read racily by balancing passes.
+ */
+CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t ns)
+{
+	if (s)
+		CL_WRITE_ONCE(s->migration_cost_ns, ns);
+}
+
+/**
+ * cl_balance_set_nr_migrate() - set the scan bound.
+ * @s: the instance (NULL: no-op).
+ * @n: at most @n tasks are looked at per pass (0 is taken as 1).
+ *
+ * Context: any; read racily by balancing passes.
+ */
+CL_INLINE void cl_balance_set_nr_migrate(struct cl_sched *s, unsigned int n)
+{
+	if (s)
+		CL_WRITE_ONCE(s->nr_migrate, n ? n : 1U);
+}
+
+/**
+ * cl_balance_find_busiest() - the online rq with the most runnable tasks,
+ * read without locks.
+ * @s: the instance.
+ * @dst_cpu: the CPU that would pull (excluded).
+ *
+ * Context: any; lock-free (CL_READ_ONCE of each rq's nr_running, on its
+ * read-mostly line).
+ * Return: the busiest CPU if it has at least 2 more tasks than @dst_cpu
+ * (moving one helps), else -1.
+ */
+CL_INLINE int cl_balance_find_busiest(const struct cl_sched *s, unsigned int dst_cpu)
+{
+	unsigned int dst_nr, best_nr = 0;
+	int best = -1;
+
+	if (dst_cpu >= s->nr_cpus)
+		return -1;
+	dst_nr = CL_READ_ONCE(cl_sched_rq(s, dst_cpu)->nr_running);
+	for (unsigned int c = 0; c < s->nr_cpus; c++) {
+		struct cl_rq *rq = cl_sched_rq(s, c);
+		unsigned int nr;
+
+		if (c == dst_cpu || !CL_READ_ONCE(rq->online))
+			continue;
+		nr = CL_READ_ONCE(rq->nr_running);
+		if (nr > best_nr) {
+			best_nr = nr;
+			best = (int)c;
+		}
+	}
+	return best >= 0 && best_nr >= dst_nr + 2 ? best : -1;
+}
+
+/*
+ * cl__can_migrate_task() - may @p move from @src to @dst now? Counts the
+ * reason in @st when not.
+ */
+CL_INLINE int cl__can_migrate_task(const struct cl_sched *s, struct cl_rq *src, struct cl_rq *dst,
+				   struct cl_task *p, struct cl_balance_stats *st)
+{
+	uint64_t cost = CL_READ_ONCE(s->migration_cost_ns);
+
+	if (p->on_cpu || src->curr == p) {
+		st->skipped_running++;
+		return 0;
+	}
+	if (!cl_task_allowed_on(p, dst->cpu)) {
+		st->skipped_affinity++;
+		return 0;
+	}
+	if (cl_cfs_rq_throttled_hierarchy(p->se.cfs_rq)) {
+		st->skipped_throttled++;
+		return 0;
+	}
+	if (cost && p->se.exec_start && (int64_t)(src->clock_task - p->se.exec_start) < (int64_t)cost) {
+		st->skipped_hot++;
+		return 0;
+	}
+	return 1;
+}
+
+/**
+ * cl_balance_move() - move up to half the difference in runnable tasks from
+ * @src_cpu to @dst_cpu, coldest first.
+ * @s: the instance.
+ * @src_cpu: the busy CPU.
+ * @dst_cpu: the pulling CPU.
+ * @now: current time (both rqs' clocks are updated to it).
+ * @st: counters to add to (may be NULL).
+ *
+ * Context: holding no rq lock; takes both in address order.
+ * Return: the number of tasks moved (>= 0), or -1 with errno EINVAL (bad or
+ * equal CPUs, or a CPU offline).
+ */
+CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned int dst_cpu,
+			      uint64_t now, struct cl_balance_stats *st)
+{
+	struct cl_balance_stats dummy;
+	struct cl_rq *src, *dst;
+	struct cds_list_head detached, *pos, *next;
+	unsigned int limit, scanned = 0;
+	int imbalance, moved = 0;
+
+	if (src_cpu >= s->nr_cpus || dst_cpu >= s->nr_cpus || src_cpu == dst_cpu) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!st) {
+		memset(&dummy, 0, sizeof(dummy));
+		st = &dummy;
+	}
+	src = cl_sched_rq(s, src_cpu);
+	dst = cl_sched_rq(s, dst_cpu);
+	CDS_INIT_LIST_HEAD(&detached);
+	limit = CL_READ_ONCE(s->nr_migrate);
+	cl_rq_lock_two(src, dst);
+	if (!src->online || !dst->online) {
+		cl_rq_unlock_two(src, dst);
+		errno = EINVAL;
+		return -1;
+	}
+	cl_rq_update_clock(src, now);
+	cl_rq_update_clock(dst, now);
+	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
+#ifdef CL_DETACH_FROM_HEAD
+	for (pos = src->cfs_tasks.next; pos != &src->cfs_tasks && imbalance > 0 && scanned < limit;
+	     pos = next) {
+		next = pos->next;
+#else
+	for (pos = src->cfs_tasks.prev; pos != &src->cfs_tasks && imbalance > 0 && scanned < limit;
+	     pos = next) {
+		next = pos->prev;
+#endif
+		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+
+		scanned++;
+		if (!cl__can_migrate_task(s, src, dst, p, st))
+			continue;
+		/* relative vruntime: rebased on the destination's queue */
+		cl_rq_dequeue(src, p, 0);
+		cds_list_add_tail(&p->se.group_node, &detached);
+		imbalance--;
+	}
+	cds_list_for_each_safe(pos, next, &detached) {
+		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+
+		cds_list_del_init(pos);
+		cl_rq_enqueue(dst, p, 0);
+		p->se.nr_migrations++;
+		moved++;
+	}
+	src->nr_migrations_out += (uint64_t)moved;
+	dst->nr_migrations_in += (uint64_t)moved;
+	cl_rq_unlock_two(src, dst);
+	st->scanned += scanned;
+	st->moved += (unsigned long)moved;
+	return moved;
+}
+
+/**
+ * cl_balance_run() - one pass for @dst_cpu: find the busiest rq and pull
+ * from it.
+ * @s: the instance.
+ * @dst_cpu: the (idle or lightly loaded) CPU that pulls.
+ * @now: current time.
+ * @st: counters to add to (may be NULL).
+ *
+ * Context: holding no rq lock.
+ * Return: tasks moved (0 if balanced), or -1 with errno EINVAL.
+ */
+CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t now,
+			     struct cl_balance_stats *st)
+{
+	int src;
+
+	if (dst_cpu >= s->nr_cpus) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!CL_READ_ONCE(cl_sched_rq(s, dst_cpu)->online))
+		return 0;
+	src = cl_balance_find_busiest(s, dst_cpu);
+	if (src < 0)
+		return 0;
+	return cl_balance_move(s, (unsigned int)src, dst_cpu, now, st);
+}
+
+/*
+ * cl__balance_fallback_cpu() - where a task of an offline CPU goes: the
+ * allowed online CPU with the fewest tasks, else (affinity cannot be kept,
+ * as the kernel's select_fallback_rq) any online CPU with the fewest.
+ */
+CL_INLINE int cl__balance_fallback_cpu(const struct cl_sched *s, const struct cl_task *p)
+{
+	int best = -1, any = -1;
+	unsigned int best_nr = 0, any_nr = 0;
+
+	for (unsigned int c = 0; c < s->nr_cpus; c++) {
+		struct cl_rq *rq = cl_sched_rq(s, c);
+		unsigned int nr;
+
+		if (!CL_READ_ONCE(rq->online))
+			continue;
+		nr = CL_READ_ONCE(rq->nr_running);
+		if (any < 0 || nr < any_nr) {
+			any = (int)c;
+			any_nr = nr;
+		}
+		if (cl_task_allowed_on(p, c) && (best < 0 || nr < best_nr)) {
+			best = (int)c;
+			best_nr = nr;
+		}
+	}
+	return best >= 0 ? best : any;
+}
+
+/**
+ * cl_balance_cpu_offline() - take @cpu out: move every task queued on it
+ * (throttled ones included) to online CPUs and empty its groups' queues.
+ * @s: the instance.
+ * @cpu: the CPU; its running task is put back first (the caller has stopped
+ *       running it).
+ * @now: current time.
+ *
+ * Throttled group queues of @cpu are unthrottled, every task is detached
+ * and attached to the least loaded allowed online CPU (any online CPU if
+ * its affinity allows none), so that every group entity of @cpu leaves its
+ * parent queue; the queues' load contributions are withdrawn from their
+ * groups. Balancing skips an offline CPU until cl_balance_cpu_online().
+ *
+ * Context: holding no rq lock; an RCU-registered thread.
+ * Return: the number of tasks moved, or -1 with errno EINVAL (bad CPU,
+ * already offline) or EBUSY (it is the last online CPU and has tasks).
+ */
+CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint64_t now)
+{
+	struct cl_rq *rq;
+	struct cds_list_head drained, *pos, *next;
+	struct cl_task_group *root = &s->root;
+	int moved = 0, others = 0;
+
+	if (cpu >= s->nr_cpus || !CL_READ_ONCE(cl_sched_rq(s, cpu)->online)) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (unsigned int c = 0; c < s->nr_cpus; c++)
+		others += c != cpu && CL_READ_ONCE(cl_sched_rq(s, c)->online);
+	rq = cl_sched_rq(s, cpu);
+	CDS_INIT_LIST_HEAD(&drained);
+	cl_rq_lock(rq);
+	if (!others && !cds_list_empty(&rq->cfs_tasks)) {
+		cl_rq_unlock(rq);
+		errno = EBUSY;
+		return -1;
+	}
+	CL_WRITE_ONCE(rq->online, 0);
+	cl_rq_update_clock(rq, now);
+	cl_rq_put_prev(rq);
+	/* unthrottle first: every group entity of this CPU must leave its parent */
+	cl_sched_rcu_read_lock();
+	for (int again = 1; again;) {
+		again = 0;
+		for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
+		     pos = CL__TG_NEXT_RCU(pos->next)) {
+			struct cl_cfs_rq *q = cl_tg_cfs_rq(cl_container_of(pos, struct cl_task_group, list), cpu);
+
+			if (q->throttled) {
+				cl__unthrottle_cfs_rq(rq, q);
+				again = 1;
+			}
+		}
+	}
+	cl_sched_rcu_read_unlock();
+	cds_list_for_each_safe(pos, next, &rq->cfs_tasks) {
+		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+
+		cl_rq_dequeue(rq, p, 0);
+		cds_list_add_tail(&p->se.group_node, &drained);
+	}
+	/* withdraw the (now empty) queues' averages from their groups */
+	cl_sched_rcu_read_lock();
+	for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
+	     pos = CL__TG_NEXT_RCU(pos->next)) {
+		struct cl_task_group *tg = cl_container_of(pos, struct cl_task_group, list);
+		struct cl_cfs_rq *q = cl_tg_cfs_rq(tg, cpu);
+
+		if (q->tg_load_avg_contrib) {
+			CL_ATOMIC_FETCH_SUB(&tg->load_avg, q->tg_load_avg_contrib, CL_RELAXED);
+			q->tg_load_avg_contrib = 0;
+		}
+		memset(&q->avg, 0, sizeof(q->avg));
+	}
+	cl_sched_rcu_read_unlock();
+	cl_rq_unlock(rq);
+
+	cds_list_for_each_safe(pos, next, &drained) {
+		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		int to = cl__balance_fallback_cpu(s, p);
+		struct cl_rq *dst = cl_sched_rq(s, (unsigned int)(to < 0 ? 0 : to));
+
+		cds_list_del_init(pos);
+		cl_rq_lock(dst);
+		cl_rq_update_clock(dst, now);
+		cl_rq_enqueue(dst, p, 0);
+		p->se.nr_migrations++;
+		dst->nr_migrations_in++;
+		cl_rq_unlock(dst);
+		rq->nr_migrations_out++;
+		moved++;
+	}
+	return moved;
+}
+
+/**
+ * cl_balance_cpu_online() - bring @cpu back; balancing passes then pull
+ * tasks to it.
+ * @s: the instance.
+ * @cpu: an offline CPU.
+ * @now: current time (the rq clock restarts from it).
+ *
+ * Context: holding no rq lock.
+ * Return: 0, or -1 with errno EINVAL (bad CPU or already online).
+ */
+CL_INLINE int cl_balance_cpu_online(struct cl_sched *s, unsigned int cpu, uint64_t now)
+{
+	struct cl_rq *rq;
+
+	if (cpu >= s->nr_cpus) {
+		errno = EINVAL;
+		return -1;
+	}
+	rq = cl_sched_rq(s, cpu);
+	cl_rq_lock(rq);
+	if (rq->online) {
+		cl_rq_unlock(rq);
+		errno = EINVAL;
+		return -1;
+	}
+	cl_rq_update_clock(rq, now);
+	CL_WRITE_ONCE(rq->online, 1);
+	cl_rq_unlock(rq);
+	return 0;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_BALANCE_H */

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_sched_balance.c - T4 balancing: detach from the cold
+ * tail, cache-hot window, affinity, scan bound, stop at balance, lock-free
+ * busiest choice, CPU offline drain and online; and a threaded run (TSan).
+ * Built once per line of test_sched_balance.variants; the "before"
+ * (CL_DETACH_FROM_HEAD) walks from the head.
+ */
+#include "cl_test.h"
+#include "sched_sim.h"
+
+#include <stdatomic.h>
+
+#include <cachelocal/sched/balance.h>
+
+static void rcu_init(void)
+{
+	urcu_memb_register_thread();
+}
+
+static void rcu_fini(void)
+{
+	urcu_memb_unregister_thread();
+	urcu_memb_barrier();
+}
+
+#define US 1000ULL
+
+/*
+ * Queue n tasks on CPU 0 and run them once each in order t[0]..t[n-1],
+ * @gap ns apart: cfs_tasks is then t[n-1] (running, head) ... t[0] (tail).
+ */
+static uint64_t setup_mru(struct cl_sched *s, struct cl_task *t, int n, uint64_t gap)
+{
+	struct cl_rq *rq = cl_sched_rq(s, 0);
+	uint64_t now = 1000000000ULL;
+
+	for (int i = 0; i < n; i++) {
+		cl_task_init(&t[i], 0);
+		sim_enqueue(s, 0, &t[i], now);
+	}
+	cl_rq_lock(rq);
+	for (int i = 0; i < n; i++) {
+		now += gap;
+		cl_rq_update_clock(rq, now);
+		cl_rq_put_prev(rq);
+		/* force the order: make t[i] the leftmost by hand-picking it */
+		for (;;) {
+			struct cl_task *p = cl_rq_pick_next(rq);
+			cr_assert_not_null(p);
+			if (p == &t[i])
+				break;
+			/* not the one we want yet: charge nothing, try the next */
+			cl_rq_put_prev(rq);
+			p->se.vruntime += 1000000000ULL; /* push it right, keep the list sorted */
+			cl_rq_dequeue(rq, p, CL_DEQUEUE_SLEEP);
+			cl_rq_enqueue(rq, p, 0x0 | CL_ENQUEUE_WAKEUP);
+		}
+	}
+	cl_rq_unlock(rq);
+	/* check the MRU order we built */
+	struct cds_list_head *pos = rq->cfs_tasks.next;
+	for (int i = n - 1; i >= 0; i--, pos = pos->next)
+		cr_assert_eq(pos, &t[i].se.group_node, "MRU slot of t[%d]", i);
+	return now;
+}
+
+static int on_cpu(const struct cl_task *p)
+{
+	return p->cpu;
+}
+
+Test(sched_balance, tail_first_and_stop_at_balance, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task t[6];
+	struct cl_balance_stats st;
+	uint64_t now;
+
+	cl_balance_set_migration_cost(s, 0);
+	now = setup_mru(s, t, 6, 10 * US);
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_find_busiest(s, 1), 0);
+	cr_assert_eq(cl_balance_run(s, 1, now, &st), 3); /* (6 - 0) / 2 */
+	cr_assert_eq(st.moved, 3ul);
+#ifndef CL_DETACH_FROM_HEAD
+	/* least recently run first: t0, t1, t2 */
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(on_cpu(&t[i]), 1, "t[%d]", i);
+	for (int i = 3; i < 6; i++)
+		cr_assert_eq(on_cpu(&t[i]), 0, "t[%d]", i);
+	cr_assert_eq(st.scanned, 3ul);
+#else
+	/* from the head: t5 runs (skipped), then t4, t3, t2 */
+	cr_assert_eq(st.skipped_running, 1ul);
+	for (int i = 2; i < 5; i++)
+		cr_assert_eq(on_cpu(&t[i]), 1, "t[%d]", i);
+#endif
+	cr_assert_eq(cl_sched_rq(s, 0)->nr_running, 3u);
+	cr_assert_eq(cl_sched_rq(s, 1)->nr_running, 3u);
+	sim_validate(s);
+	/* balanced now: nothing more to do */
+	cr_assert_eq(cl_balance_find_busiest(s, 1), -1);
+	cr_assert_eq(cl_balance_run(s, 1, now, &st), 0);
+	errno = 0;
+	cr_assert_eq(cl_balance_move(s, 1, 1, now, NULL), -1);
+	cr_assert_eq(errno, EINVAL);
+	sim_drain(s, t, 6, now);
+	cl_sched_destroy(s);
+}
+
+Test(sched_balance, skips_cache_hot, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task t[8];
+	struct cl_balance_stats st;
+	uint64_t now, cost = CL_SCHED_MIGRATION_COST_NS;
+
+	cr_assert_eq(s->migration_cost_ns, 500 * US); /* the default window */
+	/*
+	 * Picked 100 us apart; each was last charged when the next was picked:
+	 * at the balance t0 ran 600 us ago, t1 500 us (not hot: the window is
+	 * strict), t2..t6 400..0 us (hot), t7 is running.
+	 */
+	now = setup_mru(s, t, 8, 100 * US);
+	memset(&st, 0, sizeof(st));
+	int moved = cl_balance_move(s, 0, 1, now, &st); /* imbalance 4, only 2 cold */
+	cr_assert_eq(moved, 2);
+	cr_assert_eq(st.skipped_hot, 5ul);
+	cr_assert_eq(st.skipped_running, 1ul);
+	cr_assert_eq(on_cpu(&t[0]), 1);
+	cr_assert_eq(on_cpu(&t[1]), 1);
+	for (int i = 0; i < 8; i++) {
+		if (on_cpu(&t[i]) == 1) /* every moved task was cold */
+			cr_assert_geq(now - t[i].se.exec_start, cost, "t[%d] moved while hot", i);
+	}
+	/* a wider window makes t0 hot as well; a zero window makes none hot */
+	cl_balance_set_migration_cost(s, 10000 * US);
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 0);
+	cl_balance_set_migration_cost(s, 0);
+	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 2); /* 6 vs 2: two more even it */
+	sim_validate(s);
+	sim_drain(s, t, 8, now);
+	cl_sched_destroy(s);
+}
+
+Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task t[6];
+	struct cl_balance_stats st;
+	unsigned long only_cpu0 = 1UL;
+	uint64_t now;
+
+	cl_balance_set_migration_cost(s, 0);
+	now = setup_mru(s, t, 6, 10 * US);
+	cl_task_set_affinity(&t[0], &only_cpu0, 2);
+	cl_task_set_affinity(&t[1], &only_cpu0, 2);
+	cr_assert(cl_task_allowed_on(&t[0], 0));
+	cr_assert_not(cl_task_allowed_on(&t[0], 1));
+	cr_assert_not(cl_task_allowed_on(&t[0], 7)); /* beyond the mask */
+	cr_assert(cl_task_allowed_on(&t[2], 1));
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 3);
+	cr_assert_eq(on_cpu(&t[0]), 0);
+	cr_assert_eq(on_cpu(&t[1]), 0);
+#ifndef CL_DETACH_FROM_HEAD
+	cr_assert_eq(st.skipped_affinity, 2ul);
+	for (int i = 2; i < 5; i++)
+		cr_assert_eq(on_cpu(&t[i]), 1, "t[%d]", i);
+#endif
+	sim_validate(s);
+	sim_drain(s, t, 6, now);
+	cl_sched_destroy(s);
+}
+
+Test(sched_balance, scan_bound, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task t[10];
+	struct cl_balance_stats st;
+	unsigned long only_cpu0 = 1UL;
+	uint64_t now;
+
+	cr_assert_eq(s->nr_migrate, 32u); /* the default bound */
+	cl_balance_set_migration_cost(s, 0);
+	cl_balance_set_nr_migrate(s, 2);
+	now = setup_mru(s, t, 10, 10 * US);
+	for (int i = 0; i < 10; i++)
+		if (i != 5)
+			cl_task_set_affinity(&t[i], &only_cpu0, 1);
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 0); /* t5 is beyond the bound */
+	cr_assert_eq(st.scanned, 2ul);
+	cl_balance_set_nr_migrate(s, 32);
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 1);
+	cr_assert_eq(on_cpu(&t[5]), 1);
+	cr_assert_leq(st.scanned, 10ul);
+	sim_validate(s);
+	sim_drain(s, t, 10, now);
+	cl_sched_destroy(s);
+}
+
+Test(sched_balance, busiest_is_read_without_locks, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(3, NULL);
+	struct cl_task t[9];
+	uint64_t now = 0;
+	int where[9] = { 0, 1, 1, 1, 1, 1, 2, 2, 2 };
+
+	for (int i = 0; i < 9; i++) {
+		cl_task_init(&t[i], 0);
+		sim_enqueue(s, (unsigned int)where[i], &t[i], now);
+	}
+	/* the lock of the busiest is held elsewhere: finding it must not wait */
+	cl_rq_lock(cl_sched_rq(s, 1));
+	cr_assert_eq(cl_balance_find_busiest(s, 0), 1);
+	cl_rq_unlock(cl_sched_rq(s, 1));
+	cr_assert_eq(cl_balance_find_busiest(s, 2), 1);
+	cr_assert_eq(cl_balance_find_busiest(s, 1), -1); /* nobody has 2 more than 5 */
+	cr_assert_eq(cl_balance_find_busiest(s, 7), -1);
+	sim_drain(s, t, 9, now);
+	cl_sched_destroy(s);
+}
+
+/* Offline drains every task (throttled groups included) and loses none; online pulls back. */
+Test(sched_balance, offline_drain_and_online, .init = rcu_init, .fini = rcu_fini)
+{
+	enum { N = 12 };
+	struct cl_sched *s = cl_sched_create(3, NULL);
+	struct cl_task_group *root = cl_sched_root_group(s);
+	struct cl_task_group *g = cl_task_group_create(root, 1024), *g2 = cl_task_group_create(g, 512);
+	struct cl_task t[N];
+	unsigned long only_cpu1 = 2UL;
+	uint64_t now = 0;
+
+	cr_assert_eq(cl_tg_set_bandwidth(g, 2000000, 10000000), 0);
+	for (int i = 0; i < N; i++) {
+		cl_task_init(&t[i], i % 3);
+		cl_task_set_group(&t[i], i % 3 == 0 ? NULL : i % 3 == 1 ? g : g2);
+		sim_enqueue(s, i < 8 ? 1 : (unsigned int)(i % 3), &t[i], now);
+	}
+	cl_task_set_affinity(&t[0], &only_cpu1, 3); /* can only run on the CPU going away */
+	int saw_throttled = 0;
+	for (int k = 0; k < 40 && !saw_throttled; k++) {
+		sim_run(s, &now, 1, 1);
+		saw_throttled = cl_tg_cfs_rq(g, 1)->throttled;
+	}
+	cr_assert(saw_throttled, "set-up: g throttled on CPU 1");
+	int moved = cl_balance_cpu_offline(s, 1, now);
+	cr_assert_geq(moved, 8);
+	struct cl_rq *rq1 = cl_sched_rq(s, 1);
+	cr_assert_eq(rq1->nr_running, 0u);
+	cr_assert(cds_list_empty(&rq1->cfs_tasks));
+	cr_assert_null(rq1->curr);
+	for (int i = 0; i < N; i++) {
+		cr_assert(t[i].se.on_rq, "t[%d] lost", i);
+		cr_assert_neq(on_cpu(&t[i]), 1, "t[%d] still on CPU 1", i);
+	}
+	struct cl_task_group *gs[2] = { g, g2 };
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(cl_tg_cfs_rq(gs[k], 1)->nr_running, 0u);
+		cr_assert_eq(cl_tg_cfs_rq(gs[k], 1)->h_nr_running, 0u);
+		cr_assert_not(cl_tg_cfs_rq(gs[k], 1)->throttled);
+		cr_assert_not(cl_tg_se(gs[k], 1)->on_rq);
+	}
+	sim_validate(s);
+	errno = 0;
+	cr_assert_eq(cl_balance_cpu_offline(s, 1, now), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_balance_run(s, 1, now, NULL), 0); /* offline CPUs do not pull */
+	sim_run(s, &now, 50, 1);
+	unsigned int total = 0;
+	for (unsigned int c = 0; c < 3; c++)
+		total += cl_sched_rq(s, c)->cfs.h_nr_running;
+	cr_assert_leq(total, (unsigned)N);
+	/* back online: balancing moves tasks to it */
+	cr_assert_eq(cl_balance_cpu_online(s, 1, now), 0);
+	cr_assert_eq(cl_balance_cpu_online(s, 1, now), -1);
+	for (int k = 0; k < 5; k++)
+		cl_balance_run(s, 1, now, NULL);
+	cr_assert_gt(rq1->nr_running, 0u);
+	sim_run(s, &now, 20, 1);
+	int n_queued = 0;
+	for (int i = 0; i < N; i++)
+		n_queued += t[i].se.on_rq;
+	cr_assert_eq(n_queued, N);
+	sim_drain(s, t, N, now);
+	cl_task_group_destroy(g2);
+	cl_task_group_destroy(g);
+	cl_sched_destroy(s);
+}
+
+/* The last online CPU cannot go offline while it has tasks. */
+Test(sched_balance, last_cpu_stays, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task t;
+	uint64_t now = 0;
+
+	cl_task_init(&t, 0);
+	sim_enqueue(s, 0, &t, now);
+	cr_assert_eq(cl_balance_cpu_offline(s, 1, now), 0);
+	errno = 0;
+	cr_assert_eq(cl_balance_cpu_offline(s, 0, now), -1);
+	cr_assert_eq(errno, EBUSY);
+	cr_assert_eq(cl_balance_cpu_online(s, 1, now), 0);
+	cr_assert_eq(cl_balance_cpu_offline(s, 0, now), 1);
+	cr_assert_eq(on_cpu(&t), 1);
+	sim_drain(s, &t, 1, now);
+	cl_sched_destroy(s);
+}
+
+/* ---- threads: each drives its CPU and pulls from the other (TSan) ---- */
+
+struct duo {
+	struct cl_sched *s;
+	atomic_uint next_cpu;
+	atomic_ulong moved;
+	unsigned long iters;
+};
+
+static void *cpu_thread(void *arg)
+{
+	struct duo *d = arg;
+	unsigned int cpu = atomic_fetch_add(&d->next_cpu, 1);
+	struct cl_rq *rq = cl_sched_rq(d->s, cpu);
+	uint64_t now = 0;
+	unsigned long moved = 0;
+
+	urcu_memb_register_thread();
+	for (unsigned long i = 0; i < d->iters; i++) {
+		now += 100 * US;
+		cl_rq_lock(rq);
+		if (cl_rq_tick(rq, now) || !rq->curr)
+			cl_rq_pick_next(rq);
+		/* every 7th step the running task blocks and wakes up again at once */
+		if (i % 7 == 0 && rq->curr) {
+			struct cl_task *p = rq->curr;
+			cl_rq_dequeue(rq, p, CL_DEQUEUE_SLEEP);
+			cl_rq_put_prev(rq);
+			cl_rq_enqueue(rq, p, CL_ENQUEUE_WAKEUP);
+		}
+		cl_rq_unlock(rq);
+		if (i % 3 == 0) {
+			int r = cl_balance_run(d->s, cpu, now, NULL);
+			cr_assert_geq(r, 0);
+			moved += (unsigned long)r;
+		}
+	}
+	cl_rq_lock(rq);
+	cl_rq_put_prev(rq);
+	cl_rq_unlock(rq);
+	urcu_memb_unregister_thread();
+	atomic_fetch_add(&d->moved, moved);
+	return NULL;
+}
+
+Test(sched_balance, threads_balance_concurrently, .init = rcu_init, .fini = rcu_fini)
+{
+	enum { N = 16 };
+	struct duo d;
+	struct cl_task t[N];
+	pthread_t th[2];
+
+	memset(&d, 0, sizeof(d));
+	d.s = cl_sched_create(2, NULL);
+	d.iters = 20000;
+	cl_balance_set_migration_cost(d.s, 0);
+	for (int i = 0; i < N; i++) {
+		cl_task_init(&t[i], i % 4);
+		sim_enqueue(d.s, 0, &t[i], 0);
+	}
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, cpu_thread, &d), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_gt(atomic_load(&d.moved), 0ul);
+	sim_validate(d.s);
+	unsigned int sum = cl_sched_rq(d.s, 0)->nr_running + cl_sched_rq(d.s, 1)->nr_running;
+	cr_assert_eq(sum, (unsigned)N); /* none lost, none duplicated */
+	for (int i = 0; i < N; i++)
+		cr_assert(t[i].se.on_rq);
+	sim_drain(d.s, t, N, 0);
+	cl_sched_destroy(d.s);
+}
