@@ -1,9 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for cachelocal/percpu_ops.h: the mode chosen in each test mode,
- * the semantics and return codes of every operation in both index modes, and
- * exact multi-threaded sums. Also built with -DCL_NO_RSEQ_ASM (.variants).
+ * the semantics and return codes of every operation in both index modes,
+ * exact multi-threaded sums, and the emitted rseq descriptors. Also built
+ * (test_percpu_ops.variants) with -DCL_NO_RSEQ_ASM, and with
+ * -DCL_TEST_TRAP_INJECT: an int3 inside the critical sections, armed by a
+ * flag, proves that the kernel aborts a section interrupted by a signal.
  */
+#ifdef CL_TEST_TRAP_INJECT
+/* At inject point 2 (after the index check): trap if test_trap_armed. */
+int test_trap_armed;
+#define CL_TEST_INJECT_ASM_2                      \
+	"cmpl $0, test_trap_armed(%%rip)\n\t"    \
+	"je 7f\n\t"                               \
+	"int3\n\t"                                \
+	"7:\n\t"
+#define CL_TEST_INJECT_ASM_1 ""
+#define CL_TEST_INJECT_ASM_3 ""
+#define CL_TEST_INJECT_ASM_4 ""
+#define CL_RSEQ_INJECT_ASM(n) CL_TEST_INJECT_ASM_##n
+#endif
+
 #include <cachelocal/percpu_ops.h>
 #include <cachelocal/topology.h>
 
@@ -292,3 +309,108 @@ Test(percpu_ops, threads_sum_exact)
 		free(s);
 	}
 }
+
+/* ---- the emitted descriptors (x86_64 asm builds) ---- */
+
+#if defined(CL_HAVE_RSEQ_ASM) && defined(__x86_64__)
+/* GNU ld defines these for sections named like C identifiers. */
+extern const struct cl_rseq_cs __start___rseq_cs[] __attribute__((weak));
+extern const struct cl_rseq_cs __stop___rseq_cs[] __attribute__((weak));
+
+Test(percpu_ops, descriptors_are_well_formed)
+{
+	const struct cl_rseq_cs *cs = __start___rseq_cs, *end = __stop___rseq_cs;
+	long n = 0;
+
+	cr_assert_not_null(cs, "no __rseq_cs section in this binary");
+	cr_assert_eq((uintptr_t)cs % 32, 0, "descriptors 32-byte aligned");
+	for (; cs < end; cs++, n++) {
+		const unsigned char *abort_ip = (const unsigned char *)(uintptr_t)cs->abort_ip;
+		uint32_t sig;
+
+		cr_assert_eq(cs->version, 0);
+		cr_assert_eq(cs->flags, 0);
+		cr_assert_gt(cs->post_commit_offset, 0);
+		cr_assert_lt(cs->post_commit_offset, 256, "sections are short");
+		cr_assert(cs->abort_ip < cs->start_ip ||
+				  cs->abort_ip >= cs->start_ip + cs->post_commit_offset,
+			  "abort handler outside [start, post_commit)");
+		memcpy(&sig, abort_ip - 4, 4);
+		cr_assert_eq(sig, (uint32_t)CL_RSEQ_SIG, "signature before abort_ip");
+		cr_assert(abort_ip[-7] == 0x0f && abort_ip[-6] == 0xb9 && abort_ip[-5] == 0x3d,
+			  "ud1 opcode around the signature");
+	}
+	cr_log_info("%ld descriptors checked", n);
+	cr_assert_gt(n, 0);
+}
+#endif
+
+#ifdef CL_TEST_TRAP_INJECT
+#include <signal.h>
+
+static volatile sig_atomic_t traps;
+
+static void on_trap(int sig)
+{
+	(void)sig;
+	traps++;
+	test_trap_armed = 0; /* the retry runs through */
+}
+
+/*
+ * An int3 inside the section raises SIGTRAP. On return from the handler the
+ * kernel must resume at the abort handler, not after the int3 (which would
+ * commit): the first attempt returns CL_RSEQ_ABORT with nothing stored.
+ */
+Test(percpu_ops, signal_inside_section_aborts)
+{
+	struct sigaction sa;
+	intptr_t v = 40, w = 1;
+	int c;
+
+	if (!rseq_path(CL_RSEQ_INDEX_CPU_ID)) {
+		cr_log_info("no critical sections in this mode: nothing to trap");
+		cr_assert_eq(cl_rseq_add(&v, 2, 0), CL_RSEQ_OK);
+		cr_assert_eq(v, 42);
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_trap;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGTRAP, &sa, NULL), 0);
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+
+		if (!rseq_path(idx))
+			continue;
+		traps = 0;
+		test_trap_armed = 1;
+		c = cl_rseq_current_index(idx);
+		cr_assert_eq(cl_rseq_add_index(idx, &v, 2, c), CL_RSEQ_ABORT, "trapped add aborts");
+		cr_assert_eq(traps, 1);
+		cr_assert_eq(v, 40, "an aborted add stores nothing");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_add_index(idx, &v, 2, c)), CL_RSEQ_OK);
+		cr_assert_eq(v, 42);
+		v = 40;
+
+		test_trap_armed = 1;
+		c = cl_rseq_current_index(idx);
+		cr_assert_eq(cl_rseq_cmpstore_index(idx, &w, 1, 2, c), CL_RSEQ_ABORT);
+		cr_assert_eq(w, 1);
+
+		{
+			struct node n1 = { 1, NULL };
+			void *head = &n1, *out = NULL;
+
+			test_trap_armed = 1;
+			c = cl_rseq_current_index(idx);
+			cr_assert_eq(cl_rseq_pop_index(idx, &head, offsetof(struct node, next), &out,
+						       c),
+				     CL_RSEQ_ABORT);
+			cr_assert_eq(head, (void *)&n1, "an aborted pop leaves the list alone");
+		}
+		cr_assert_eq(traps, 3);
+	}
+	test_trap_armed = 0;
+}
+#endif
