@@ -63,8 +63,12 @@ CL_BEGIN_DECLS
 #define CL_TOPO_FALLBACK_NODE 0x40u     /* no NUMA information: every CPU on node 0 */
 #define CL_TOPO_FALLBACK_PARTIAL 0x80u  /* some CPUs lacked per-CPU files (see above) */
 
-/* Largest CPU id + 1 the parser accepts; a list naming a larger id is malformed. */
-#define CL_TOPO_MAX_CPU_IDS (1u << 20)
+/*
+ * Largest CPU id + 1 the parser accepts; a list naming a larger id is
+ * malformed. Linux's NR_CPUS tops out at 8192 (x86 MAXSMP, powerpc); this
+ * matches CL_MAX_CPUS's ceiling.
+ */
+#define CL_TOPO_MAX_CPU_IDS (1u << 16)
 /* Node numbers probed when the node lists are missing. */
 #define CL__TOPO_PROBE_NODES 64u
 
@@ -475,6 +479,9 @@ CL_INLINE int cl__topo_load_caches(struct cl_topology *t, const char *root)
 		if (!t->cpu[c].possible)
 			continue;
 		nr_possible++;
+		/* No cpuN directory (a hotplug slot): one check instead of ~20 opens. */
+		if (!cl__topo_exists(root, "devices/system/cpu/cpu%u", c))
+			continue;
 		if (cl__topo_int(cl__topo_slurp(root, "devices/system/cpu/cpu%u/topology/physical_package_id", c),
 				 &pkg) == 0)
 			t->cpu[c].package = (int)pkg;

@@ -5,6 +5,7 @@
  * machine) and on this machine's /sys.
  */
 #include <errno.h>
+#include <sys/stat.h>
 
 #include <cachelocal/topology.h>
 
@@ -258,7 +259,7 @@ Test(topology, list_parser)
 		{ "0,2,4-4,1000", 4, 0, 1000 }, { "7-9,1\n", 4, 1, 9 },
 	};
 	static const char *const bad[] = { "1-", "3-2", ",1", "0,,1", "0 1", "a", "0-1,",
-					   "1048576", "0-2000000", "-1" };
+					   "65536", "0-70000", "1048576", "-1" };
 	int flags[16];
 
 	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -295,6 +296,93 @@ Test(topology, this_machine)
 	cr_log_info("this machine: %u CPU ids, %u online, %u cores, %u L2, %u LLC, %u nodes, fallback %#x",
 		    t.nr_cpu_ids, t.nr_online, t.nr_cores, t.nr_l2s, t.nr_llcs, t.nr_nodes, t.fallback);
 	cl_topology_free(&t);
+}
+
+/* Random and malformed content in every file of a small tree: the load
+ * succeeds and the result stays consistent (dense ids, flags), never a crash. */
+static void put(const char *root, const char *rel, const char *content)
+{
+	char path[4096], dir[4096], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (slash = dir + strlen(root) + 1; (slash = strchr(slash, '/')); slash++) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(content, f);
+	fclose(f);
+}
+
+static const char *garbage(unsigned *seed, char *buf, size_t len)
+{
+	static const char *const pool[] = { "0-3", "0-3,5", "", "\n", "-1", "1-", "3-2", ",", "0,,1",
+					    "Unified", "Data", "Instruction", "2", "3", "99999999999999",
+					    "0-7\n", "abc", "1,2,3,4,5,6,7", "0-65535", "7" };
+	unsigned r = (unsigned)rand_r(seed);
+
+	if (r % 5 == 0) { /* raw bytes */
+		size_t n = (size_t)(r / 5) % (len - 1);
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (char)(1 + rand_r(seed) % 255);
+		buf[n] = '\0';
+		return buf;
+	}
+	return pool[r % (sizeof(pool) / sizeof(pool[0]))];
+}
+
+Test(topology, random_garbage_never_crashes, .timeout = 120)
+{
+	static const char *const cpu_files[] = {
+		"topology/core_cpus_list", "topology/thread_siblings_list", "topology/core_id",
+		"topology/physical_package_id", "cache/index0/level", "cache/index0/type",
+		"cache/index0/shared_cpu_list", "cache/index1/level", "cache/index1/type",
+		"cache/index1/shared_cpu_list", "node0/x",
+	};
+	unsigned seed = 12345;
+	char buf[64], rel[256];
+
+	for (int iter = 0; iter < 60; iter++) {
+		char root[] = "/tmp/cl_topo_XXXXXX";
+		char cmd[128];
+		struct cl_topology t;
+
+		cr_assert_not_null(mkdtemp(root));
+		for (int k = 0; k < 3; k++) {
+			static const char *const lists[] = { "possible", "present", "online" };
+
+			/* Mostly sane CPU lists so per-CPU files get read; sometimes garbage. */
+			snprintf(rel, sizeof(rel), "devices/system/cpu/%s", lists[k]);
+			put(root, rel, rand_r(&seed) % 4 ? "0-5" : garbage(&seed, buf, sizeof(buf)));
+		}
+		for (int c = 0; c < 6; c++)
+			for (unsigned k = 0; k < sizeof(cpu_files) / sizeof(cpu_files[0]); k++) {
+				if (rand_r(&seed) % 3 == 0)
+					continue;
+				snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/%s", c, cpu_files[k]);
+				put(root, rel, garbage(&seed, buf, sizeof(buf)));
+			}
+		put(root, "devices/system/node/online", rand_r(&seed) % 2 ? "0-1" : garbage(&seed, buf, sizeof(buf)));
+		put(root, "devices/system/node/node0/cpulist", garbage(&seed, buf, sizeof(buf)));
+		put(root, "devices/system/node/node1/cpulist", garbage(&seed, buf, sizeof(buf)));
+
+		cr_assert_eq(cl_topology_load(&t, root), 0, "iteration %d", iter);
+		cr_assert_geq(t.nr_cpu_ids, 1u);
+		cr_assert_geq(t.nr_nodes, 1u);
+		cr_assert_geq(t.nr_llcs, 1u);
+		cr_assert_eq(t.fallback & ~0xffu, 0u);
+		check_dense(&t);
+		for (unsigned c = 0; c < t.nr_cpu_ids; c++)
+			cr_assert_geq(t.cpu[c].node, 0);
+		cl_topology_free(&t);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+		cr_assert_eq(system(cmd), 0);
+	}
 }
 
 /* Many threads loading at once (each its own struct): no shared state but the cache. */
