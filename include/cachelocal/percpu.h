@@ -8,12 +8,14 @@
  * copy is that address plus n x stride, so reaching it is one multiply-add,
  * with no pointer array and no memory load (technique T5 in DESIGN.md):
  *
- *	struct pair { struct cl_demo_rq rq; struct cl_demo_se se CL_CACHELINE_ALIGNED; };
+ *	struct pair { struct my_rq rq; _Alignas(64) struct my_se se; };
  *	struct cl_percpu_pool *pool = cl_percpu_pool_create(NULL);
  *	struct pair *p = cl_percpu_alloc(pool, sizeof(*p), _Alignof(struct pair));
  *	struct pair *mine = cl_percpu_ptr(p, cl_cpu_id());       // this CPU's copy
- *	struct cl_demo_se *se = CL_SIBLING(&mine->rq, struct pair, rq, se);
+ *	struct my_se *se = CL_SIBLING(&mine->rq, struct pair, rq, se);
  *	cl_percpu_free(pool, p);                                 // CPU 0's address
+ *
+ * (cl_cpu_id() is in rseq.h; any CPU number below cl_percpu_pool_nr_cpus() works.)
  *
  * Memory: ranges are private anonymous MAP_NORESERVE mappings without
  * transparent huge pages (MADV_NOHUGEPAGE), so a page of a slice costs memory
