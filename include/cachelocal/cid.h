@@ -27,9 +27,10 @@
  *
  * When all of 1-3 fail for CL_CID_SPIN_ROUNDS rounds (every cid below the
  * bound is held, e.g. by preempted holders; the rounds after the second
- * yield the CPU to them), the caller moves to the
- * fallback lock and sleeps on a condition variable until a release (or a
- * join, leave or refresh) lets it in: no livelock, no busy waiting.
+ * yield the CPU to them), the caller moves to the fallback lock and sleeps
+ * on a condition variable until a release (or a join, leave or refresh)
+ * lets it in: no livelock, no busy waiting. Release has no fence: the
+ * sleeping side pays with membarrier() (see cl__cid_acquire_locked()).
  *
  * bound = min(number of CPUs in the grow-only union of the users' allowed
  * CPUs, number of users): cl_cid_domain_bound().
@@ -586,6 +587,8 @@ CL_INLINE unsigned long *cl__cid_getaffinity(unsigned *nwords)
 			return buf;
 		}
 		free(buf);
+		if (r == 0)
+			errno = EINVAL;
 		if (r == 0 || errno != EINVAL || len >= ((size_t)1 << 20))
 			return NULL;
 		len *= 2; /* the kernel's mask is larger than ours */
