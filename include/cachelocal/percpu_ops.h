@@ -598,8 +598,8 @@ CL_ALWAYS_INLINE int cl__rseq_push(enum cl_rseq_index which, void **head, size_t
  *	*v += count;                     commit
  * Fallback: atomic fetch-add (relaxed) on @v; @cpu is ignored.
  *
- * Context: any thread, not from a signal handler that interrupted an
- * operation on the same word with the fallback.
+ * Context: any thread, also a signal handler once the thread has used an
+ * operation (its rseq area is then live; the first use may register it).
  * Return: CL_RSEQ_OK; CL_RSEQ_ABORT (retry with a fresh index);
  * CL_RSEQ_NO_AREA (errno ENOSYS) if this thread has no rseq area.
  */
@@ -681,6 +681,8 @@ CL_INLINE int cl_rseq_cmpstore_mm_cid(intptr_t *v, intptr_t expect, intptr_t new
  *
  * Context: any thread; nodes must not be freed while another thread may still
  * pop them from this list (they may be reused, pushed again: that is safe).
+ * Not from a signal handler that may interrupt a pop or push of the same
+ * list: in the fallback the handler would wait for the lock bit forever.
  * Return: CL_RSEQ_OK (*@out set); CL_RSEQ_CMPFAIL the list is empty;
  * CL_RSEQ_ABORT (retry with a fresh index); CL_RSEQ_NO_AREA (errno ENOSYS).
  */
@@ -719,6 +721,8 @@ CL_INLINE int cl_rseq_pop_mm_cid(void **head, size_t next_offset, void **out, in
  *	cmpstore(head, first, node, cpu);
  *
  * Context: any thread; @node is owned by the caller until the push commits.
+ * Not from a signal handler that may interrupt a pop of the same list (see
+ * cl_rseq_pop_cpu_id()).
  * Return: CL_RSEQ_OK pushed; CL_RSEQ_CMPFAIL the head changed (retry);
  * CL_RSEQ_ABORT (retry with a fresh index); CL_RSEQ_NO_AREA (errno ENOSYS).
  */
