@@ -97,6 +97,17 @@ Test(sched_group, create_destroy_errors, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(errno, EBUSY);
 	cr_assert_eq(cl_task_group_destroy(b), -1);
 	cr_assert_eq(errno, EBUSY);
+	/* dequeued while current: the group's entity is still in use until put */
+	struct cl_rq *rq1 = cl_sched_rq(s, 1);
+	cl_rq_lock(rq1);
+	cr_assert_eq(cl_rq_pick_next(rq1), &p);
+	cr_assert_eq(cl_rq_dequeue(rq1, &p, CL_DEQUEUE_SLEEP), 0);
+	cl_rq_unlock(rq1);
+	cr_assert_eq(cl_task_group_destroy(b), -1);
+	cr_assert_eq(errno, EBUSY);
+	cl_rq_lock(rq1);
+	cl_rq_put_prev(rq1);
+	cl_rq_unlock(rq1);
 	sim_drain(s, &p, 1, now);
 	cr_assert_eq(cl_task_group_destroy(b), 0);
 	cr_assert_eq(cl_task_group_destroy(b), -1); /* already dead */

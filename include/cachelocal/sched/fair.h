@@ -648,7 +648,7 @@ CL_INLINE void cl__set_next_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_ent
 {
 	if (se->on_rq)
 		cl__timeline_remove(se);
-	cfs_rq->curr = se;
+	CL_WRITE_ONCE(cfs_rq->curr, se);
 	se->exec_start = now;
 	se->prev_sum_exec_runtime = se->sum_exec_runtime;
 	se->slice = cl_sched_slice(cfs_rq, se);
@@ -662,7 +662,7 @@ CL_INLINE void cl__put_prev_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_ent
 		cl__update_se_avg(prev, now);
 		cl__timeline_insert(cfs_rq, prev);
 	}
-	cfs_rq->curr = NULL;
+	CL_WRITE_ONCE(cfs_rq->curr, (struct cl_sched_entity *)NULL);
 }
 
 /*

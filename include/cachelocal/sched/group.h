@@ -397,7 +397,8 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
  * Context: any thread; takes the root's groups_lock. The caller guarantees
  * that no task is attached to @tg (moved or exited).
  * Return: 0, or -1 with errno EINVAL (NULL, root or already destroyed) or
- * EBUSY (children, or tasks still queued on some CPU).
+ * EBUSY (children, tasks still queued on some CPU, or one of its tasks
+ * still current: put it with cl_rq_put_prev() first).
  */
 CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 {
@@ -411,7 +412,8 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
 		const struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
 
-		if (CL_READ_ONCE(cfs_rq->h_nr_running)) {
+		/* queued tasks, or a task of the group still current (dequeued, not yet put) */
+		if (CL_READ_ONCE(cfs_rq->h_nr_running) || CL_READ_ONCE(cfs_rq->curr)) {
 			errno = EBUSY;
 			return -1;
 		}
