@@ -149,9 +149,13 @@ build-tests: $(UNIT_BIN) $(VARIANT_BIN) $(STRESS_BIN) $(NORSEQ)
 
 # ---------------------------------------------------------------- checks
 
+# Builds run in parallel (one job per CPU); tests run one binary at a time.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-headers
 	$(Q)$(MAKE) --no-print-directory check-compile-fail
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory check-unit
 	$(Q)$(MAKE) --no-print-directory check-stress
 	@echo "make check ($(CC)): all passed"
@@ -178,19 +182,22 @@ stress:
 	$(Q)$(MAKE) --no-print-directory check-stress STRESS_ENV="DURATION=$${DURATION:-30} ITERATIONS=$${ITERATIONS:-2000000}"
 
 check-asan: deps
+	$(Q)$(MAKE) --no-print-directory SAN=asan -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress
 
 check-tsan: deps
+	$(Q)$(MAKE) --no-print-directory SAN=tsan -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory SAN=tsan check-unit check-stress
 
 # ---------------------------------------------------------------- examples, bench
 
-examples: deps $(EXAMPLE_BIN)
+examples: deps
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(EXAMPLE_BIN)
 	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e >/dev/null || { echo "example $$e failed"; exit 1; }; done
 	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory OPT=-O2 SAN= $(BENCH_BIN)
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)sh scripts/bench.sh $(BUILD)/bench $(BENCH_BIN)
 
 # ---------------------------------------------------------------- install

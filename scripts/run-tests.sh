@@ -37,9 +37,11 @@ for bin in "$@"; do
 		esac
 		args=""
 		case "$bin" in */unit/*) args="--jobs=1" ;; esac
+		t0=$(date +%s)
 		# shellcheck disable=SC2086
 		env $env CL_TEST_MODE=$mode timeout 900 $wrapper $pre "$bin" $args
 		rc=$?
+		echo "     ($(basename "$bin") [$mode]: exit $rc, $(($(date +%s) - t0)) s)"
 		if [ $rc -eq 0 ]; then
 			pass=$((pass + 1))
 		elif [ $rc -eq 77 ]; then
