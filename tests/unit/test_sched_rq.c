@@ -330,3 +330,40 @@ Test(sched_rq, pelt_converges_and_decays, .init = rcu_init, .fini = rcu_fini)
 	double half = (double)sa.load_sum / (double)before;
 	cr_assert(half > 0.45 && half < 0.55, "decay over 32 periods %f", half);
 }
+
+/* The invariant checker itself catches corrupted counts, orders and lists. */
+Test(sched_rq, validate_detects_corruption, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(1, NULL);
+	struct cl_rq *rq = cl_sched_rq(s, 0);
+	struct cl_task t[3];
+	const char *why = NULL;
+	uint64_t now = 0;
+
+	for (int i = 0; i < 3; i++) {
+		cl_task_init(&t[i], 0);
+		sim_enqueue(s, 0, &t[i], now);
+	}
+	cl_rq_lock(rq);
+	cr_assert_eq(cl_rq_validate(rq, &why), 0);
+	cr_assert_null(why);
+	rq->nr_running++;
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_not_null(why);
+	rq->nr_running--;
+	t[0].se.vruntime += 1000000; /* t0 is first on the timeline: now out of order */
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_str_eq(why, "timeline not sorted by vruntime");
+	t[0].se.vruntime -= 1000000;
+	rq->cfs.load.weight++;
+	cr_assert_eq(cl_rq_validate(rq, NULL), -1);
+	rq->cfs.load.weight--;
+	cds_list_del_init(&t[1].se.group_node); /* queued but missing from cfs_tasks */
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_str_eq(why, "fewer tasks on cfs_tasks than queued");
+	cds_list_add(&t[1].se.group_node, &rq->cfs_tasks);
+	cr_assert_eq(cl_rq_validate(rq, &why), 0);
+	cl_rq_unlock(rq);
+	sim_drain(s, t, 3, now);
+	cl_sched_destroy(s);
+}
