@@ -327,12 +327,25 @@ struct cl_task_group {
 
 /* ---- small helpers ---- */
 
-/* The task that embeds @se (only for entities with my_q == NULL). */
+/**
+ * cl_task_of() - the task that embeds @se.
+ * @se: a task's entity (my_q == NULL; see cl_entity_is_task()).
+ *
+ * Context: any.
+ * Return: the task.
+ */
 CL_INLINE struct cl_task *cl_task_of(struct cl_sched_entity *se)
 {
 	return cl_container_of(se, struct cl_task, se);
 }
 
+/**
+ * cl_entity_is_task() - is @se a task's entity (not a group's)?
+ * @se: an entity.
+ *
+ * Context: any.
+ * Return: 1 for a task, 0 for a group entity.
+ */
 CL_INLINE int cl_entity_is_task(const struct cl_sched_entity *se)
 {
 	return se->my_q == NULL;
