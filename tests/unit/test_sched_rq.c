@@ -67,6 +67,24 @@ Test(sched_rq, create_percpu_and_errors, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_null(cl_sched_create(0, NULL));
 	cr_assert_eq(errno, EINVAL);
 	cl_sched_destroy(NULL);
+	/* a caller's pool: used if big enough and of the default stride */
+	struct cl_percpu_pool_attr attr = { CL_PERCPU_STRIDE, 3, 0 };
+	struct cl_percpu_pool *pool = cl_percpu_pool_create(&attr);
+	cr_assert_not_null(pool);
+	errno = 0;
+	cr_assert_null(cl_sched_create(4, pool));
+	cr_assert_eq(errno, EINVAL);
+	s = cl_sched_create(3, pool);
+	cr_assert_not_null(s);
+	cr_assert_eq(s->pool, pool);
+	cl_sched_destroy(s);
+	cl_percpu_pool_destroy(pool); /* still ours after the instance is gone */
+	attr.stride = 2 * CL_PERCPU_STRIDE;
+	pool = cl_percpu_pool_create(&attr);
+	cr_assert_not_null(pool);
+	cr_assert_null(cl_sched_create(2, pool));
+	cr_assert_eq(errno, EINVAL);
+	cl_percpu_pool_destroy(pool);
 }
 
 Test(sched_rq, enqueue_dequeue_errors, .init = rcu_init, .fini = rcu_fini)

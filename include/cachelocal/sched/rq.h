@@ -204,15 +204,16 @@ CL_INLINE struct cl_task_group *cl_sched_root_group(struct cl_sched *s)
  *
  * Context: any thread. Threads that call the group walks or create/destroy
  * groups must be registered with urcu_memb_register_thread().
- * Return: the instance, or NULL with errno EINVAL (bad @nr_cpus, pool too
- * small) or ENOMEM.
+ * Return: the instance, or NULL with errno EINVAL (bad @nr_cpus; @pool with
+ * fewer CPUs or another stride) or ENOMEM.
  */
 CL_INLINE struct cl_sched *cl_sched_create(unsigned int nr_cpus, struct cl_percpu_pool *pool)
 {
 	struct cl_sched *s;
 
 	if (nr_cpus == 0 || nr_cpus > CL_MAX_CPUS ||
-	    (pool && cl_percpu_pool_nr_cpus(pool) < nr_cpus)) {
+	    (pool && (cl_percpu_pool_nr_cpus(pool) < nr_cpus ||
+		      cl_percpu_pool_stride(pool) != (size_t)CL_PERCPU_STRIDE))) {
 		errno = EINVAL;
 		return NULL;
 	}
