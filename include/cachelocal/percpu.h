@@ -638,6 +638,7 @@ CL_INLINE void *cl_percpu_alloc(struct cl_percpu_pool *pool, size_t size, size_t
 {
 	struct cl__percpu_range *r = NULL;
 	size_t off = (size_t)-1, at = 0, i;
+	void *ret;
 
 	if (!pool || size == 0 || size > pool->stride || !cl__percpu_is_pow2(align) ||
 	    align > pool->stride) {
@@ -703,8 +704,11 @@ CL_INLINE void *cl_percpu_alloc(struct cl_percpu_pool *pool, size_t size, size_t
 	pool->stats.nr_live++;
 	pool->stats.bytes_live += size;
 	pool->stats.nr_allocs++;
+	/* r points into pool->ranges, which another allocator may realloc once
+	 * the lock is dropped: compute the result while holding it. */
+	ret = r->base + off;
 	pthread_mutex_unlock(&pool->lock);
-	return r->base + off;
+	return ret;
 }
 
 /**

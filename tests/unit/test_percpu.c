@@ -773,3 +773,63 @@ Test(percpu, concurrent_alloc_free, .timeout = 120)
 	free(wa);
 	cl_percpu_pool_destroy(p);
 }
+
+/*
+ * Threads that all need new ranges at once: every allocation is larger than
+ * half a stride, so each one maps a range and the pool's range table grows
+ * (realloc) while other allocators are between their unlock and return. The
+ * returned object must be computed under the pool lock (ASan reported a
+ * use-after-free of the old range table before that was fixed).
+ */
+struct growth_arg {
+	struct cl_percpu_pool *pool;
+	int id;
+	unsigned char *objs[24];
+	int ok;
+};
+
+static void *growth_worker(void *arg)
+{
+	struct growth_arg *g = arg;
+	size_t sz = CL_PERCPU_STRIDE / 2 + 64;
+
+	g->ok = 1;
+	for (int i = 0; i < 24; i++) {
+		g->objs[i] = cl_percpu_alloc(g->pool, sz, 64);
+		if (!g->objs[i]) {
+			g->ok = 0;
+			return NULL;
+		}
+		g->objs[i][0] = (unsigned char)(g->id + 1);
+		cl_percpu_ptr(g->objs[i], 1)[sz - 1] = (unsigned char)(g->id + 1);
+	}
+	return NULL;
+}
+
+Test(percpu, concurrent_range_growth, .timeout = 120)
+{
+	enum { NT = 12 };
+	struct cl_percpu_pool *p = pool_new(0, 2, 0);
+	struct growth_arg ga[NT];
+	pthread_t th[NT];
+	struct cl_percpu_stats st = { 0 };
+	size_t sz = CL_PERCPU_STRIDE / 2 + 64;
+
+	for (int i = 0; i < NT; i++) {
+		ga[i] = (struct growth_arg){ .pool = p, .id = i };
+		cr_assert_eq(pthread_create(&th[i], NULL, growth_worker, &ga[i]), 0);
+	}
+	for (int i = 0; i < NT; i++)
+		pthread_join(th[i], NULL);
+	cl_percpu_pool_stats(p, &st);
+	cr_assert_eq(st.nr_ranges, (size_t)NT * 24, "one range per object: %zu", st.nr_ranges);
+	for (int i = 0; i < NT; i++) {
+		cr_assert(ga[i].ok, "thread %d: allocation failed", i);
+		for (int j = 0; j < 24; j++) {
+			cr_assert_eq(ga[i].objs[j][0], (unsigned char)(i + 1));
+			cr_assert_eq(cl_percpu_ptr(ga[i].objs[j], 1)[sz - 1], (unsigned char)(i + 1));
+			cr_assert_eq(cl_percpu_free(p, ga[i].objs[j]), 0);
+		}
+	}
+	cl_percpu_pool_destroy(p);
+}

@@ -289,14 +289,6 @@ struct race {
 	atomic_ulong visits;
 	unsigned long iterations;
 	atomic_uint seed;
-	/*
-	 * Serializes cl_task_group_create() between the two churners only: the
-	 * committed percpu.h reads r->base after dropping the pool lock in
-	 * cl_percpu_alloc() (use-after-free under ASan when another thread grows
-	 * the range array). Reported; creation still races the walks and the
-	 * destructions (frees from the call_rcu thread).
-	 */
-	pthread_mutex_t create_lock;
 };
 
 static void *walker(void *arg)
@@ -332,9 +324,7 @@ static void *churner(void *arg)
 		struct cl_task_group *parent = cl_sched_root_group(r->s);
 
 		for (int d = 0; d < depth; d++) {
-			pthread_mutex_lock(&r->create_lock);
 			chain[d] = cl_task_group_create(parent, 1 + (unsigned long)(rand_r(&seed) % 4096));
-			pthread_mutex_unlock(&r->create_lock);
 			cr_assert_not_null(chain[d]);
 			parent = chain[d];
 		}
@@ -352,7 +342,6 @@ Test(sched_group, rcu_walks_race_create_destroy, .init = rcu_init, .fini = rcu_f
 	struct cl_task_group *keep;
 
 	memset(&r, 0, sizeof(r));
-	pthread_mutex_init(&r.create_lock, NULL);
 	r.s = cl_sched_create(2, NULL);
 	r.iterations = 3000;
 	keep = cl_task_group_create(cl_sched_root_group(r.s), 0); /* always one to visit */
