@@ -31,7 +31,7 @@ URCU_CFLAGS := $(shell pkg-config --cflags liburcu-memb liburcu-cds 2>/dev/null)
 URCU_LIBS := $(shell pkg-config --libs liburcu-memb liburcu-cds 2>/dev/null)
 CRITERION_LIBS := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
-# Warnings the headers must pass (STYLE.md); tests and benches use a subset
+# Warnings the headers must pass (house style); tests and benches use a subset
 # (Criterion's macros are not -pedantic clean).
 HDR_WARN := -Wall -Wextra -Werror -pedantic -Wshadow -Wundef -Wcast-align \
 	-Wstrict-prototypes -Wmissing-prototypes

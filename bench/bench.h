@@ -2,7 +2,7 @@
 /*
  * bench/bench.h - the harness every cachelocal benchmark uses.
  *
- * Rules it enforces (STYLE.md §Benchmarks): variants of one experiment are
+ * Rules it enforces (the house style, README.md §Benchmarks): variants of one experiment are
  * measured in the same run and reported as ratios; each number is the median
  * of >= 5 runs with min-max; every report names the id mode, the placement
  * (pinned/unpinned) and `uname -r`.

@@ -27,7 +27,7 @@
  *     "warm" = the walk repeated back to back; "cold" = each walk after
  *     streaming over 64 MiB (evicts the caches of this VM; L3 is 32 MiB).
  * (b) Simulated misses (cachegrind, D1 32K/8-way, LL 1M/8-way, 64 B lines,
- *     the geometry of DESIGN.md §Measuring). The benchmark re-executes
+ *     the explicit geometry of README.md §Benchmarks). The benchmark re-executes
  *     itself under valgrind with --child=VARIANT,...; D1 = D1mr + D1mw and
  *     LL = DLmr + DLmw from valgrind's summary on stderr.
  *     Set-up costs are removed by subtraction rather than --toggle-collect

@@ -1,6 +1,6 @@
 #!/bin/sh
 # check-headers.sh - every public header compiles alone, warning-free:
-# as C11 with the STYLE.md flags and as C++17, with gcc and clang.
+# as C11 with the house-style warning flags and as C++17, with gcc and clang.
 # Usage: check-headers.sh  (env: EXTRA_CFLAGS, e.g. the liburcu cflags)
 set -u
 cd "$(dirname "$0")/.."

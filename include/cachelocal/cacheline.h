@@ -3,7 +3,7 @@
  * cachelocal/cacheline.h - cache-line groups with build-time proof of layout.
  *
  * A struct that several CPUs touch is laid out by access pattern (technique
- * T1/T2 in DESIGN.md): the fields one hot path reads go together on one line,
+ * T1/T2 in README.md): the fields one hot path reads go together on one line,
  * an atomic RMW target (a lock) sits alone on its own line, and fields written
  * on every update move off the read-mostly lines. This header names those
  * groups inside the struct and proves the layout at compile time:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cachelocal/cid.h - userspace concurrency-ID (cid) domains with cache-local
- * reuse (technique T3 in DESIGN.md).
+ * reuse (technique T3 in README.md).
  *
  * A domain is the set of threads that share cid-indexed data (an array with
  * one slot per cid). A thread that joins becomes a "user". While it works on

@@ -6,7 +6,7 @@
  * starts n x stride bytes after CPU 0's. An allocation reserves the same
  * offset in every slice and returns the address in CPU 0's slice; CPU n's
  * copy is that address plus n x stride, so reaching it is one multiply-add,
- * with no pointer array and no memory load (technique T5 in DESIGN.md):
+ * with no pointer array and no memory load (technique T5 in README.md):
  *
  *	struct pair { struct my_rq rq; _Alignas(64) struct my_se se; };
  *	struct cl_percpu_pool *pool = cl_percpu_pool_create(NULL);
@@ -105,7 +105,7 @@ CL_BEGIN_DECLS
  *	At most CL_MAX_CPUS.
  * @flags: CL_PERCPU_ROBUST, CL_PERCPU_NUMA.
  *
- * Exactly DESIGN.md's three fields. The CPU-to-node map for CL_PERCPU_NUMA
+ * Exactly the three documented fields (a fixed API). The CPU-to-node map for CL_PERCPU_NUMA
  * is this machine's; cl_percpu_pool_create_topo() takes another one.
  */
 struct cl_percpu_pool_attr {

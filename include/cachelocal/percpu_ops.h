@@ -16,7 +16,7 @@
  *           rseq cpu_id (ABI offset 4) with the index it was given.
  *   mm_cid  data indexed by the kernel's concurrency ID; the section compares
  *           mm_cid (ABI offset 24) itself, because an mm_cid can change
- *           without the thread changing CPU (DESIGN.md).
+ *           without the thread changing CPU (docs/rseq.md).
  * The index passed to an operation comes from cl_rseq_current_index() (or
  * cl_cpu_id() / cl_mm_cid()); a stale index only costs an abort.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * issue3_percpu.c - issue 3's "must show", as a program outside the project:
- * written only against DESIGN.md's percpu.h signatures, built against the
+ * written only against the documented percpu.h signatures, built against the
  * installed headers (make install-check).
  *
  * A 384-CPU pool on this (2-CPU) machine; 3,000 co-allocated objects

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * issue5_counter.c - issue 5's "must show", as a program outside the
- * project: written only against DESIGN.md's counter.h signatures, built
+ * project: written only against the documented counter.h signatures, built
  * against the installed headers (make install-check), which runs it once
  * normally and once with GLIBC_TUNABLES=glibc.pthread.rseq=0.
  *

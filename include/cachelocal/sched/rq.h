@@ -9,7 +9,7 @@
  * the root task group whose queue on CPU n is rq(n)->cfs. The core is a data
  * structure: no threads, no timers. The caller supplies time with
  * cl_rq_update_clock() (or cl_rq_tick()) and calls the operations with the
- * rq lock held; runtime.h drives it with real threads.
+ * rq lock held (a threaded M:N runtime on top of it is planned, not written).
  *
  * Locking order (docs/sched.md): rq locks in address order (cl_rq_lock_two())
  * -> a group's bw_lock. The root's groups_lock (group create/destroy) is a
