@@ -12,7 +12,7 @@ extra="${EXTRA_CFLAGS:-}"
 fail=0
 n=0
 for h in $(cd include && find cachelocal -name '*.h' ! -path '*/arch/*' | sort); do
-	printf '#include <%s>\n#include <%s>\nint cl_header_check_dummy;\n' "$h" "$h" >"$tmp/t.c"
+	printf '#include <%s>\n#include <%s>\n' "$h" "$h" >"$tmp/t.c"
 	cp "$tmp/t.c" "$tmp/t.cpp"
 	for cc in gcc clang; do
 		n=$((n + 1))

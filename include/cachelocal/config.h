@@ -76,6 +76,19 @@
 #error "cachelocal: CL_MAX_CPUS must be in [1, 65536]"
 #endif
 
+/*
+ * Checks the preprocessor cannot make: each CPU's per-CPU slice must start on
+ * its own false-sharing unit. (Also keeps a translation unit that includes
+ * only this header non-empty, which ISO C requires.)
+ */
+#ifdef __cplusplus
+static_assert(CL_PERCPU_STRIDE % CL_FALSE_SHARING_SIZE == 0,
+	      "cachelocal: CL_PERCPU_STRIDE must be a multiple of CL_FALSE_SHARING_SIZE");
+#else
+_Static_assert(CL_PERCPU_STRIDE % CL_FALSE_SHARING_SIZE == 0,
+	       "cachelocal: CL_PERCPU_STRIDE must be a multiple of CL_FALSE_SHARING_SIZE");
+#endif
+
 /* ---- test hooks ---- */
 /*
  * CL_INJECT(n): an empty statement at numbered race windows (rseq critical

@@ -22,4 +22,13 @@
 #define CL_VERSION_NUM(maj, min, pat) ((maj) * 10000 + (min) * 100 + (pat))
 #define CL_VERSION CL_VERSION_NUM(CL_VERSION_MAJOR, CL_VERSION_MINOR, CL_VERSION_PATCH)
 
+/* CL_VERSION_NUM packs minor and patch in two decimal digits each. */
+#ifdef __cplusplus
+static_assert(CL_VERSION_MINOR < 100 && CL_VERSION_PATCH < 100,
+	      "cachelocal: CL_VERSION_NUM needs minor and patch below 100");
+#else
+_Static_assert(CL_VERSION_MINOR < 100 && CL_VERSION_PATCH < 100,
+	       "cachelocal: CL_VERSION_NUM needs minor and patch below 100");
+#endif
+
 #endif /* CACHELOCAL_VERSION_H */
