@@ -119,6 +119,52 @@ Test(sched_group, create_destroy_errors, .init = rcu_init, .fini = rcu_fini)
 	cl_sched_destroy(s);
 }
 
+/*
+ * A task dequeued while current is still its old group's curr until put:
+ * moving it to another group then would leave the old queue's curr
+ * pointing at it (a task counted in two queues, the old group never
+ * destroyable). cl_task_set_group() refuses until cl_rq_put_prev().
+ */
+Test(sched_group, set_group_refused_while_current, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(1, NULL);
+	struct cl_task_group *root = cl_sched_root_group(s);
+	struct cl_task_group *a = cl_task_group_create(root, 0), *b = cl_task_group_create(root, 0);
+	struct cl_rq *rq = cl_sched_rq(s, 0);
+	struct cl_task p, q;
+	uint64_t now = 0;
+
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cl_task_init(&p, 0);
+	cl_task_init(&q, 0);
+	cr_assert_eq(cl_task_set_group(&p, b), 0);
+	sim_enqueue(s, 0, &p, now);
+	sim_enqueue(s, 0, &q, now);
+	cl_rq_lock(rq);
+	cr_assert_eq(cl_rq_pick_next(rq), &p);
+	cr_assert_eq(cl_rq_dequeue(rq, &p, CL_DEQUEUE_SLEEP), 0);
+	errno = 0;
+	cr_assert_eq(cl_task_set_group(&p, a), -1); /* still b's curr */
+	cr_assert_eq(errno, EBUSY);
+	cr_assert_eq(p.tg, b);
+	cl_rq_put_prev(rq);
+	cr_assert_eq(cl_task_set_group(&p, a), 0);
+	cr_assert_eq(cl_rq_enqueue(rq, &p, CL_ENQUEUE_WAKEUP), 0);
+	cr_assert_null(cl_tg_cfs_rq(b, 0)->curr);
+	cl_rq_unlock(rq);
+	sim_validate(s);
+	sim_run(s, &now, 20, 1);
+	cl_rq_lock(rq);
+	cl_rq_put_prev(rq);
+	cr_assert_eq(cl_rq_dequeue(rq, &p, CL_DEQUEUE_SLEEP), 0);
+	cr_assert_eq(cl_rq_dequeue(rq, &q, CL_DEQUEUE_SLEEP), 0);
+	cl_rq_unlock(rq);
+	cr_assert_eq(cl_task_group_destroy(b), 0);
+	cr_assert_eq(cl_task_group_destroy(a), 0);
+	cl_sched_destroy(s);
+}
+
 /* Two groups with equal shares get equal time whatever their task counts. */
 Test(sched_group, equal_shares_equal_time, .init = rcu_init, .fini = rcu_fini)
 {

@@ -337,15 +337,17 @@ CL_INLINE int cl_task_set_weight(struct cl_task *p, unsigned long weight)
 
 /**
  * cl_task_set_group() - put @p in @tg for its next enqueue.
- * @p: a task that is not queued.
+ * @p: a task that is not queued and not current.
  * @tg: the group, NULL for the root.
  *
- * Context: @p not queued (move = dequeue, set, enqueue).
- * Return: 0, or -1 with errno EBUSY if @p is queued.
+ * Context: @p not queued (move = dequeue, put if it was running, set,
+ * enqueue); @p's rq lock held if it has one.
+ * Return: 0, or -1 with errno EBUSY if @p is queued or still its rq's curr
+ * (dequeued but not yet put: its old group's queues still run it).
  */
 CL_INLINE int cl_task_set_group(struct cl_task *p, struct cl_task_group *tg)
 {
-	if (p->se.on_rq) {
+	if (p->se.on_rq || p->on_cpu) {
 		errno = EBUSY;
 		return -1;
 	}
