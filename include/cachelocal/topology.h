@@ -535,16 +535,20 @@ out:
 	return rc;
 }
 
-/* NUMA nodes. 0 or -1 (ENOMEM). */
+/* NUMA nodes. 0 or -1 (ENOMEM). Each node's cpulist is read once; a
+ * malformed one assigns no CPU and lists none (they fall back to nodeK). */
 CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
 {
 	unsigned n = t->nr_cpu_ids, c, k, nr_found = 0, nn;
 	int *nodes = NULL, *seen = (int *)calloc(n ? n : 1, sizeof(int));
+	int *listed = (int *)calloc(n ? n : 1, sizeof(int));
 	char *b;
 	long max = -1;
 	int rc = -1;
 
-	if (!seen) {
+	if (!seen || !listed) {
+		free(seen);
+		free(listed);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -575,9 +579,13 @@ CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
 		for (c = 0; c < n; c++)
 			seen[c] = 0;
 		if (b && cl__topo_parse_list(b, seen, n, NULL, NULL) >= 0) {
-			for (c = 0; c < n; c++)
-				if (seen[c] && t->cpu[c].possible)
+			for (c = 0; c < n; c++) {
+				if (!seen[c])
+					continue;
+				listed[c] = 1;
+				if (t->cpu[c].possible)
 					t->cpu[c].node = (int)k;
+			}
 		}
 		free(b);
 	}
@@ -589,18 +597,8 @@ CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
 	}
 	t->nr_nodes = nr_found;
 	/* CPUs in no cpulist (offline ones, on some kernels): their nodeK link. */
-	for (c = 0; c < n; c++)
-		seen[c] = 0;
-	for (k = 0; k < nn; k++) {
-		if (!nodes[k])
-			continue;
-		b = cl__topo_slurp(root, "devices/system/node/node%u/cpulist", k);
-		if (b)
-			cl__topo_parse_list(b, seen, n, NULL, NULL);
-		free(b);
-	}
 	for (c = 0; c < n; c++) {
-		if (!t->cpu[c].possible || seen[c])
+		if (!t->cpu[c].possible || listed[c])
 			continue;
 		for (k = 0; k < nn; k++)
 			if (nodes[k] && cl__topo_exists(root, "devices/system/cpu/cpu%u/node%u", c, k))
@@ -614,6 +612,7 @@ CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
 out:
 	free(nodes);
 	free(seen);
+	free(listed);
 	return rc;
 }
 
