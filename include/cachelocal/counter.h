@@ -201,12 +201,17 @@ CL_INLINE void cl_counter_add_cid(struct cl_counter *c, int cid, int64_t v)
 			CL_RELAXED);
 }
 
-/* cl_counter_add() on a cid-indexed counter: hold a cid for one add. */
+/*
+ * cl_counter_add() on a cid-indexed counter: hold a cid for one add. The add
+ * never fails, so a failed acquire (EBUSY) must not leak into errno.
+ */
 static CL_NOINLINE CL_UNUSED void cl__counter_add_acquire(struct cl_counter *c, int64_t v)
 {
+	int saved = errno;
 	int cid = cl_cid_acquire(c->domain);
 
 	if (cid < 0) { /* not a user of the domain, or one holder too many */
+		errno = saved;
 		cl__counter_add_shared(c, v);
 		return;
 	}
@@ -227,7 +232,9 @@ static CL_NOINLINE CL_UNUSED void cl__counter_add_acquire(struct cl_counter *c, 
  * On a cid-indexed counter: acquire a cid, cl_counter_add_cid(), release.
  *
  * Context: any thread, concurrently with other adds and reads; also from a
- * signal handler. Does nothing on a counter without slots.
+ * signal handler, except on a cid-indexed counter (cl_cid_acquire() may
+ * take the domain lock and sleep). Does nothing on a counter without slots.
+ * errno is not changed.
  */
 CL_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 {

@@ -200,6 +200,27 @@ Test(counter, cid_init_errors_and_bound)
 	cl_cid_domain_destroy(d);
 }
 
+/*
+ * cl_counter_add() returns nothing and never fails: when the caller is not a
+ * user of the domain, cl_cid_acquire() fails (EBUSY) and the add goes to the
+ * shared slot, but the caller's errno must not change.
+ */
+Test(counter, cid_add_without_a_cid_keeps_errno)
+{
+	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	struct cl_counter c;
+
+	cr_assert_not_null(d);
+	cr_assert_eq(cl_counter_init_cid(&c, d, 4), 0);
+	errno = 4242;
+	cl_counter_add(&c, 6); /* no user joined: acquire fails */
+	cr_assert_eq(errno, 4242, "errno changed to %d", errno);
+	cr_assert_eq(c.slots[c.nr_slots].v, 6, "the add went to the shared slot");
+	cr_assert_eq(cl_counter_read(&c), 6);
+	cl_counter_destroy(&c);
+	cl_cid_domain_destroy(d);
+}
+
 struct cid_arg {
 	struct cl_counter *c;
 	struct cl_cid_domain *d;
