@@ -9,6 +9,7 @@
 #include "sched_sim.h"
 
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include <cachelocal/sched/group.h>
 #include <cachelocal/sched/rq.h>
@@ -324,6 +325,64 @@ Test(sched_group, blocked_load_decays, .init = rcu_init, .fini = rcu_fini)
 	cl_rq_unlock(rq);
 	cl_task_group_destroy(g2);
 	cl_task_group_destroy(g);
+	cl_sched_destroy(s);
+}
+
+/* ---- two threads destroy the same group: exactly one succeeds ---- */
+
+struct destroy_race {
+	struct cl_task_group *tg;
+	int ret, err;
+};
+
+static void *destroyer(void *arg)
+{
+	struct destroy_race *d = arg;
+
+	urcu_memb_register_thread();
+	cl_sched_rcu_read_lock(); /* the group stays allocated for the loser */
+	errno = 0;
+	d->ret = cl_task_group_destroy(d->tg);
+	d->err = errno;
+	cl_sched_rcu_read_unlock();
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+/*
+ * Both calls pass the unlocked "dead" check while the test holds
+ * groups_lock; the loser must see the group dead under the lock (a second
+ * unlink and call_rcu would corrupt the list and free it twice).
+ */
+Test(sched_group, concurrent_destroy_once, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task_group *root = cl_sched_root_group(s);
+	struct cl_task_group *keep = cl_task_group_create(root, 0);
+	struct destroy_race d[2];
+	pthread_t th[2];
+	int ok = 0, inval = 0;
+
+	cr_assert_not_null(keep);
+	d[0].tg = d[1].tg = cl_task_group_create(root, 0);
+	cr_assert_not_null(d[0].tg);
+	cr_assert_eq(root->nr_groups, 2ul);
+	cl_spin_lock(&root->groups_lock);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, destroyer, &d[i]), 0);
+	usleep(100000); /* let both reach the lock (no timing is asserted) */
+	cl_spin_unlock(&root->groups_lock);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		ok += d[i].ret == 0;
+		inval += d[i].ret == -1 && d[i].err == EINVAL;
+	}
+	cr_assert_eq(ok, 1);
+	cr_assert_eq(inval, 1);
+	cr_assert_eq(root->nr_groups, 1ul);
+	cr_assert_eq(root->groups.next, &keep->list);
+	cr_assert_eq(keep->list.next, &root->groups);
+	cr_assert_eq(cl_task_group_destroy(keep), 0);
 	cl_sched_destroy(s);
 }
 

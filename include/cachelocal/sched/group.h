@@ -419,6 +419,11 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 		}
 	}
 	cl_spin_lock(&root->groups_lock);
+	if (tg->dead) { /* another destroy won the lock first: unlinked already */
+		cl_spin_unlock(&root->groups_lock);
+		errno = EINVAL;
+		return -1;
+	}
 	if (!cds_list_empty(&tg->children)) {
 		cl_spin_unlock(&root->groups_lock);
 		errno = EBUSY;
