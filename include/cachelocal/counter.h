@@ -181,7 +181,8 @@ CL_INLINE void cl__counter_add_shared(struct cl_counter *c, int64_t v)
  * The holder is the only writer of slot[@cid] (cid uniqueness), so this is a
  * plain load and store, no atomic read-modify-write; the domain's release
  * and acquire order it before the next holder's. A @cid at or above the
- * slot count goes to the shared slot atomically.
+ * slot count, or negative (a failed cl_cid_acquire() passed on), goes to
+ * the shared slot atomically: the add is never lost.
  *
  * Context: the thread holding @cid (or the one it handed the cid to);
  * concurrently with reads and with other holders' adds.
@@ -190,9 +191,9 @@ CL_INLINE void cl_counter_add_cid(struct cl_counter *c, int cid, int64_t v)
 {
 	int64_t *p;
 
-	if (CL_UNLIKELY(c->slots == NULL || cid < 0))
+	if (CL_UNLIKELY(c->slots == NULL))
 		return;
-	if (CL_UNLIKELY((unsigned)cid >= c->nr_slots)) {
+	if (CL_UNLIKELY(cid < 0 || (unsigned)cid >= c->nr_slots)) {
 		cl__counter_add_shared(c, v);
 		return;
 	}

@@ -221,6 +221,27 @@ Test(counter, cid_add_without_a_cid_keeps_errno)
 	cl_cid_domain_destroy(d);
 }
 
+/*
+ * A negative cid (a failed cl_cid_acquire() passed on unchecked) is not a
+ * slot: the add goes to the shared slot, it is not dropped.
+ */
+Test(counter, cid_add_negative_cid_is_not_lost)
+{
+	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	struct cl_counter c;
+
+	cr_assert_not_null(d);
+	cr_assert_eq(cl_counter_init_cid(&c, d, 2), 0);
+	cl_counter_add_cid(&c, -1, 5);
+	cl_counter_add_cid(&c, -7, -2);
+	cr_assert_eq(c.slots[0].v, 0);
+	cr_assert_eq(c.slots[1].v, 0);
+	cr_assert_eq(c.slots[c.nr_slots].v, 3, "negative cids go to the shared slot");
+	cr_assert_eq(cl_counter_read(&c), 3);
+	cl_counter_destroy(&c);
+	cl_cid_domain_destroy(d);
+}
+
 struct cid_arg {
 	struct cl_counter *c;
 	struct cl_cid_domain *d;
