@@ -386,6 +386,70 @@ Test(sched_group, concurrent_destroy_once, .init = rcu_init, .fini = rcu_fini)
 	cl_sched_destroy(s);
 }
 
+/* ---- create under a parent that another thread destroys ---- */
+
+struct create_race {
+	struct cl_task_group *parent, *child;
+	int create_err;
+	struct destroy_race d; /* destroyer() of the parent */
+};
+
+static void *race_creator(void *arg)
+{
+	struct create_race *c = arg;
+
+	urcu_memb_register_thread();
+	cl_sched_rcu_read_lock(); /* the parent stays allocated if it loses */
+	errno = 0;
+	c->child = cl_task_group_create(c->parent, 0);
+	c->create_err = errno;
+	cl_sched_rcu_read_unlock();
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+/*
+ * Both calls pass their unlocked checks while the test holds groups_lock;
+ * whichever takes the lock second must fail: a child created under a
+ * parent already unlinked would be published with a freed parent. Either
+ * order is possible, so the trial is repeated.
+ */
+Test(sched_group, create_under_dying_parent, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task_group *root = cl_sched_root_group(s);
+
+	for (int trial = 0; trial < 10; trial++) {
+		struct create_race c;
+		pthread_t th[2];
+
+		memset(&c, 0, sizeof(c));
+		c.parent = c.d.tg = cl_task_group_create(root, 0);
+		cr_assert_not_null(c.parent);
+		cl_spin_lock(&root->groups_lock);
+		cr_assert_eq(pthread_create(&th[0], NULL, race_creator, &c), 0);
+		cr_assert_eq(pthread_create(&th[1], NULL, destroyer, &c.d), 0);
+		usleep(20000); /* let both reach the lock (no timing is asserted) */
+		cl_spin_unlock(&root->groups_lock);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		/* exactly one of the two succeeded */
+		cr_assert_eq((c.child != NULL) + (c.d.ret == 0), 1, "trial %d", trial);
+		if (c.child) {
+			cr_assert_eq(c.child->parent, c.parent);
+			cr_assert_eq(cl_task_group_destroy(c.child), 0);
+			cr_assert_eq(cl_task_group_destroy(c.parent), 0);
+		} else {
+			cr_assert_eq(c.create_err, EINVAL);
+		}
+		if (c.d.ret)
+			cr_assert_eq(c.d.err, EBUSY, "trial %d", trial);
+		cr_assert_eq(root->nr_groups, 0ul, "trial %d", trial);
+		cr_assert(cds_list_empty(&root->groups));
+	}
+	cl_sched_destroy(s);
+}
+
 /* ---- RCU: walks on two CPUs while two threads create and destroy groups ---- */
 
 struct race {

@@ -328,7 +328,8 @@ CL_INLINE int cl__task_group_alloc_percpu(struct cl_task_group *tg)
  * or may not see it.
  *
  * Context: any thread; takes the root's groups_lock (not an rq lock). The
- * parent must stay alive during the call.
+ * parent's memory must stay valid during the call (an RCU read section if
+ * another thread may destroy it: the call then fails with EINVAL).
  * Return: the group, or NULL with errno EINVAL (@parent NULL or dead) or
  * ENOMEM.
  */
@@ -380,6 +381,12 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
 		se->depth = tg->depth - 1;
 	}
 	cl_spin_lock(&root->groups_lock);
+	if (parent->dead) { /* destroyed since the check above: do not publish under it */
+		cl_spin_unlock(&root->groups_lock);
+		cl__task_group_free(tg);
+		errno = EINVAL;
+		return NULL;
+	}
 	cl__list_add_rcu(&tg->siblings, &parent->children);
 	cl__list_add_rcu(&tg->list, &root->groups);
 	root->nr_groups++;
