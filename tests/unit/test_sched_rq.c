@@ -385,3 +385,36 @@ Test(sched_rq, validate_detects_corruption, .init = rcu_init, .fini = rcu_fini)
 	sim_drain(s, t, 3, now);
 	cl_sched_destroy(s);
 }
+
+/* A task that is not queued on this rq is bad input: EINVAL, not a crash. */
+Test(sched_rq, preempt_wakeup_rejects_unqueued_task, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_rq *rq0 = cl_sched_rq(s, 0), *rq1 = cl_sched_rq(s, 1);
+	struct cl_task a, b, idle;
+	uint64_t now = 0;
+
+	cl_task_init(&a, 0);
+	cl_task_init(&b, 0);
+	cl_task_init(&idle, 0);
+	sim_enqueue(s, 0, &a, now);
+	sim_enqueue(s, 1, &b, now);
+	cl_rq_lock(rq0);
+	cr_assert_eq(cl_rq_pick_next(rq0), &a);
+	errno = 0;
+	cr_assert_eq(cl_rq_check_preempt_wakeup(rq0, &idle), -1, "never enqueued");
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(cl_rq_check_preempt_wakeup(rq0, &b), -1, "queued on another rq");
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(cl_rq_check_preempt_wakeup(NULL, &b), -1);
+	cr_assert_eq(errno, EINVAL);
+	cl_rq_put_prev(rq0);
+	cr_assert_eq(cl_rq_dequeue(rq0, &a, CL_DEQUEUE_SLEEP), 0);
+	cl_rq_unlock(rq0);
+	cl_rq_lock(rq1);
+	cr_assert_eq(cl_rq_dequeue(rq1, &b, CL_DEQUEUE_SLEEP), 0);
+	cl_rq_unlock(rq1);
+	cl_sched_destroy(s);
+}

@@ -836,15 +836,22 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now)
  * weight) of vruntime ahead.
  *
  * Context: @rq's lock held.
- * Return: 1 (reschedule) or 0.
+ * Return: 1 (reschedule) or 0; -1 with errno EINVAL if @rq or @p is NULL or
+ * @p is not queued on @rq.
  */
 CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 {
-	struct cl_task *curr = rq->curr;
-	struct cl_sched_entity *se = &p->se, *cse;
+	struct cl_task *curr;
+	struct cl_sched_entity *se, *cse;
 	uint64_t gran;
 	int64_t d;
 
+	if (!rq || !p || !p->se.on_rq || p->cpu != (int)rq->cpu) {
+		errno = EINVAL;
+		return -1;
+	}
+	curr = rq->curr;
+	se = &p->se;
 	if (!curr)
 		return 1;
 	if (curr == p)
