@@ -171,6 +171,17 @@ struct cl_sched {
 #define CL_SCHED_MIGRATION_COST_NS 500000ULL
 #define CL_SCHED_NR_MIGRATE 32U
 
+/*
+ * cl__for_each_curr_level(p, pos, q): every level of @p's entity chain
+ * (task entity, then its group entities up to the root queue) at which the
+ * level's entity is its queue's curr, i.e. the levels charged for @p running.
+ * @pos (entity) and @q (its queue) are caller variables set on each step.
+ */
+#define cl__for_each_curr_level(p, pos, q) \
+	for ((pos) = &(p)->se; (pos) && (((q) = (pos)->cfs_rq), 1); (pos) = (pos)->parent) \
+		if ((q)->curr != (pos)) { \
+		} else
+
 /**
  * cl_sched_rq() - CPU @cpu's runqueue.
  * @s: the instance.
@@ -709,14 +720,12 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
 {
 	struct cl_task *p = rq->curr;
 	uint64_t now = rq->clock_task;
+	struct cl_sched_entity *se;
+	struct cl_cfs_rq *cfs_rq;
 
 	if (!p)
 		return NULL;
-	for (struct cl_sched_entity *se = &p->se; se; se = se->parent) {
-		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
-
-		if (cfs_rq->curr != se)
-			continue;
+	cl__for_each_curr_level(p, se, cfs_rq) {
 		cl__update_curr(cfs_rq, now);
 		cl__check_cfs_rq_runtime(rq, cfs_rq);
 		cl__put_prev_entity(cfs_rq, se, now);
@@ -797,6 +806,8 @@ CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_e
 CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now)
 {
 	struct cl_task *p;
+	struct cl_sched_entity *se;
+	struct cl_cfs_rq *cfs_rq;
 	int resched = 0;
 
 	cl_rq_update_clock(rq, now);
@@ -806,11 +817,7 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now)
 	now = rq->clock_task;
 	if (!p->se.on_rq)
 		resched = 1;
-	for (struct cl_sched_entity *se = &p->se; se; se = se->parent) {
-		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
-
-		if (cfs_rq->curr != se)
-			continue;
+	cl__for_each_curr_level(p, se, cfs_rq) {
 		cl__update_curr(cfs_rq, now);
 		cl__update_cfs_rq_avg(cfs_rq, now);
 		cl__update_se_avg(se, now);
@@ -843,6 +850,7 @@ CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 {
 	struct cl_task *curr;
 	struct cl_sched_entity *se, *cse;
+	struct cl_cfs_rq *cfs_rq;
 	uint64_t gran;
 	int64_t d;
 
@@ -856,9 +864,8 @@ CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 		return 1;
 	if (curr == p)
 		return 0;
-	for (cse = &curr->se; cse; cse = cse->parent)
-		if (cse->cfs_rq->curr == cse)
-			cl__update_curr(cse->cfs_rq, rq->clock_task);
+	cl__for_each_curr_level(curr, cse, cfs_rq)
+		cl__update_curr(cfs_rq, rq->clock_task);
 	cse = &curr->se;
 	while (se->depth > cse->depth)
 		se = se->parent;
