@@ -87,6 +87,7 @@ STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 .PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
 	check-asan check-tsan stress examples bench install uninstall install-check layout \
 	build-tests clean
+.PHONY: librseq check-interop bench-librseq FORCE
 
 all: build-tests $(EXAMPLE_BIN)
 
@@ -99,6 +100,9 @@ help:
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
 	@echo "  examples       build and run examples/"
 	@echo "  bench          run the benchmark suite and write the report"
+	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
+	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
+	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
 	@echo "  install        headers + cachelocal.pc under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build a C and a C++ consumer via pkg-config"
@@ -147,6 +151,51 @@ $(NORSEQ): tests/tools/norseq.c
 
 build-tests: $(UNIT_BIN) $(VARIANT_BIN) $(STRESS_BIN) $(NORSEQ)
 
+# ---------------------------------------------------------------- librseq (comparison, interop)
+
+# librseq is not a dependency of cachelocal. bench/counter, bench/ids and
+# tests/interop link it when scripts/librseq.sh finds it (LIBRSEQ_PREFIX=<dir>,
+# pkg-config librseq, or the vendored snapshot once `make librseq` built it);
+# without it they build anyway and report the comparison SKIPPED.
+LIBRSEQ_CFLAGS := $(shell sh scripts/librseq.sh --cflags)
+LIBRSEQ_LIBS := $(shell sh scripts/librseq.sh --libs)
+LIBRSEQ_FOUND := $(if $(strip $(LIBRSEQ_LIBS)),1)
+LIBRSEQ_BENCH_BIN := $(BUILD)/bench/counter $(BUILD)/bench/ids
+# Not under the sanitizers: the interop test is about the rseq paths.
+INTEROP_BIN := $(if $(LIBRSEQ_FOUND),$(if $(SAN),,$(BUILD)/tests/interop/test_librseq_interop))
+# Changes when librseq appears or moves, so the binaries above are relinked.
+LIBRSEQ_STAMP := $(BUILD)/librseq.flags
+
+FORCE:
+
+$(LIBRSEQ_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LIBRSEQ_CFLAGS) $(LIBRSEQ_LIBS)' | cmp -s - $@ || echo '$(LIBRSEQ_CFLAGS) $(LIBRSEQ_LIBS)' > $@
+
+librseq:
+	$(Q)sh scripts/librseq.sh
+
+$(LIBRSEQ_BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench.h bench/librseq_cmp.h $(HEADERS) $(LIBRSEQ_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@$(if $(LIBRSEQ_FOUND), (with librseq), (without librseq))")
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench $(if $(LIBRSEQ_FOUND),-DBENCH_HAVE_LIBRSEQ $(LIBRSEQ_CFLAGS)) \
+		-o $@ $< $(LIBRSEQ_LIBS) $(LDLIBS_PROG)
+
+$(BUILD)/tests/interop/%: tests/interop/%.c $(HEADERS) tests/unit/cl_test.h $(LIBRSEQ_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Itests/unit $(LIBRSEQ_CFLAGS) -o $@ $< $(CRITERION_LIBS) \
+		$(LIBRSEQ_LIBS) $(LDLIBS_PROG)
+
+check-interop: $(INTEROP_BIN) $(NORSEQ)
+	@echo "== librseq interop test ($(CC))"
+	$(Q)$(if $(INTEROP_BIN),sh scripts/run-tests.sh -m "$(TEST_MODES)" $(NORSEQ) $(INTEROP_BIN),\
+		echo "librseq: not found, interop test SKIPPED (make librseq, or LIBRSEQ_PREFIX=)")
+
+bench-librseq: librseq
+	$(Q)$(MAKE) --no-print-directory OPT=-O2 SAN= $(LIBRSEQ_BENCH_BIN)
+	$(Q)for b in $(LIBRSEQ_BENCH_BIN); do echo "== $$b --quick"; $$b --quick || exit 1; done
+
 # ---------------------------------------------------------------- checks
 
 # Builds run in parallel (one job per CPU); tests run one binary at a time.
@@ -158,6 +207,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory check-unit
 	$(Q)$(MAKE) --no-print-directory check-stress
+	$(Q)$(MAKE) --no-print-directory check-interop
 	@echo "make check ($(CC)): all passed"
 
 check-headers:
@@ -196,7 +246,7 @@ examples: deps
 	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e >/dev/null || { echo "example $$e failed"; exit 1; }; done
 	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
 
-bench: deps
+bench: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)sh scripts/bench.sh $(BUILD)/bench $(BENCH_BIN)
 

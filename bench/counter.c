@@ -14,8 +14,14 @@
  * (>= 5) and min-max; ratios rseq-counter / others. The issue's goals with 2
  * threads: >= 3x shared-atomic, >= 1.3x percpu-atomic. Each run checks that
  * the counter holds exactly threads x ops.
+ *
+ * Then, per operation, cachelocal beside librseq (bench/librseq_cmp.h):
+ * cl_counter_add, the raw add and the list pop+push pair against librseq's
+ * operations, cpu_id and mm_cid index, 1 and 2 threads; SKIPPED when built
+ * without librseq.
  */
 #include "bench.h"
+#include "librseq_cmp.h"
 
 #include <cachelocal/counter.h>
 #include <cachelocal/percpu_ops.h>
@@ -193,6 +199,7 @@ int main(int argc, char **argv)
 		bench_ratio(&b, case_name, "rseq-counter / per-thread", med[V_RSEQ],
 			    med[V_PER_THREAD]);
 	}
+	lr_counter_compare(&b);
 	free(slots);
 	return bench_finish(&b);
 }

@@ -23,6 +23,10 @@
  *                       when all cids share one line (the design cid.h
  *                       avoids with one word per cid).
  *
+ * Part 1b, the getters beside librseq's (bench/librseq_cmp.h), interleaved:
+ *   cl_cpu_id() vs rseq_current_cpu_raw(), cl_mm_cid() vs rseq_current_mm_cid();
+ *   ratios cachelocal / librseq (goal <= 1.1x). SKIPPED without librseq.
+ *
  * Every case: median, min and max of --runs runs (>= 5). Each run times a
  * loop of at least 40 ms (10 ms with --quick). Progress on stderr.
  */
@@ -36,6 +40,7 @@
 #include <cachelocal/rseq.h>
 
 #include "bench.h"
+#include "librseq_cmp.h"
 
 #define BATCH 1000
 
@@ -253,6 +258,7 @@ int main(int argc, char **argv)
 		    med[SRC_CPU_ID]);
 	bench_ratio(&b, "id per call", "cl_cpu_id() / TLS thread id", med[SRC_CPU_ID],
 		    med[SRC_TLS]);
+	lr_ids_compare(&b, run_ns);
 
 	/* Part 2 */
 	for (int p = CL_CID_NAIVE; p <= CL_CID_LLC; p++) {

@@ -12,6 +12,18 @@
  *    process-wide weak __thread object, lazily in each thread on the first
  *    id request, with glibc's signature, and unregisters it at thread exit
  *    (pthread key destructor).
+ *  - Same case, but librseq is linked into the process (it exports
+ *    rseq_offset, rseq_size and rseq_register_current_thread()): librseq
+ *    owns the areas (its own per-thread area at thread pointer +
+ *    rseq_offset). cachelocal uses that area: when a thread already
+ *    registered it through librseq, cachelocal finds it live (cpu_id >= 0)
+ *    and never calls the syscall; otherwise cachelocal registers it by
+ *    calling librseq's rseq_register_current_thread(), so librseq's own
+ *    bookkeeping (rseq_size) is what it would be had the thread called it.
+ *    Either way one area per thread, the one both libraries read. librseq
+ *    aborts when a thread registers twice through it: in a thread where
+ *    cachelocal registered first, do not call rseq_register_current_thread()
+ *    again (docs/rseq.md, "librseq in the same process").
  *  - When that fails (ENOSYS: old kernel or a seccomp filter; EINVAL/EBUSY:
  *    somebody else registered), the thread remembers it (cpu_id = -2 in its
  *    own area) and every getter falls back, without retrying the syscall.
@@ -180,11 +192,26 @@ CL_STATIC_ASSERT(sizeof(struct cl_rseq_cs) == 32, "rseq ABI: rseq_cs size");
 extern const unsigned int cl__glibc_rseq_size __asm__("__rseq_size") CL_WEAK;
 extern const ptrdiff_t cl__glibc_rseq_offset __asm__("__rseq_offset") CL_WEAK;
 
+/*
+ * librseq's exports (rseq_offset, rseq_size, rseq_register_current_thread)
+ * are looked up with dlsym() once, only when glibc does not own rseq: a weak
+ * reference from this header would make the symbols weak in a program that
+ * also uses librseq's inline getters, and the linker then rejects their
+ * PC-relative accesses in a PIE. dlsym itself is referenced weakly (in libc
+ * since glibc 2.34). cl__librseq_register is set before the offset is
+ * published, like the rest of cl__rseq_state.
+ */
+extern void *cl__dlsym(void *handle, const char *name) __asm__("dlsym") CL_WEAK;
+CL_WEAK int (*cl__librseq_register)(void);
+
 /* Who owns the rseq areas of this process (cl__rseq_state.owner). */
 #define CL__RSEQ_OWNER_UNKNOWN 0
 #define CL__RSEQ_OWNER_GLIBC 1 /* glibc registered; never register */
 #define CL__RSEQ_OWNER_SELF 2  /* cachelocal registers cl__rseq_area lazily */
 #define CL__RSEQ_OWNER_NONE 3  /* no thread pointer on this arch: fallbacks only */
+#define CL__RSEQ_OWNER_LIBRSEQ 4 /* librseq's areas; registered through librseq lazily */
+/* Owners whose areas a thread registers on its first id request. */
+#define CL__RSEQ_OWNER_REGISTERS(o) ((o) == CL__RSEQ_OWNER_SELF || (o) == CL__RSEQ_OWNER_LIBRSEQ)
 
 /*
  * Process-wide, written once under @once, then read-only: one line that
@@ -211,9 +238,10 @@ struct cl__rseq_counters {
 	unsigned long registered;   /* our area registered in a thread */
 	unsigned long unregistered; /* ... and unregistered at thread exit */
 	unsigned long failed;       /* registration attempts that failed */
+	unsigned long delegated;    /* librseq's area registered by calling librseq */
 } CL_ALIGNED(CL_CACHELINE_SIZE);
 
-CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0};
+CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0, 0};
 
 /*
  * Our own area, used only when glibc does not own rseq. One definition per
@@ -264,6 +292,29 @@ CL_INLINE void cl__rseq_thread_exit(void *arg)
 	errno = saved;
 }
 
+/*
+ * Is librseq in the process and initialised (its constructor ran: rseq_size
+ * is no longer -1U)? Then *off = its rseq_offset and cl__librseq_register is
+ * set. Called only when glibc does not own rseq (RTLD_DEFAULT is NULL).
+ */
+CL_INLINE int cl__librseq_find(ptrdiff_t *off)
+{
+	const ptrdiff_t *o;
+	const unsigned int *size;
+	void *reg;
+
+	if (cl__dlsym == NULL)
+		return 0;
+	o = (const ptrdiff_t *)cl__dlsym(NULL, "rseq_offset");
+	size = (const unsigned int *)cl__dlsym(NULL, "rseq_size");
+	reg = cl__dlsym(NULL, "rseq_register_current_thread");
+	if (o == NULL || size == NULL || reg == NULL || *size == (unsigned)-1 || *o == 0)
+		return 0;
+	__builtin_memcpy(&cl__librseq_register, &reg, sizeof(reg));
+	*off = *o;
+	return 1;
+}
+
 CL_INLINE void cl__rseq_init_once(void)
 {
 	struct cl__rseq_state *s = &cl__rseq_state;
@@ -282,6 +333,10 @@ CL_INLINE void cl__rseq_init_once(void)
 		s->owner = CL__RSEQ_OWNER_GLIBC;
 		s->feature_size = cl__rseq_size_rule(cl__glibc_rseq_size, aux);
 		off = cl__glibc_rseq_offset;
+	} else if (cl__librseq_find(&off)) {
+		/* librseq owns the areas (its constructor ran and found no glibc area). */
+		s->owner = CL__RSEQ_OWNER_LIBRSEQ;
+		s->feature_size = cl__rseq_size_rule(0, aux);
 	} else {
 		s->owner = CL__RSEQ_OWNER_SELF;
 		s->feature_size = cl__rseq_size_rule(0, aux);
@@ -310,7 +365,14 @@ CL_INLINE int cl__rseq_register_self(const struct cl__rseq_state *s, struct cl_r
 {
 	int e;
 
-	if (syscall(CL__NR_RSEQ, a, (unsigned)CL_RSEQ_ABI_LEN, 0, (unsigned)CL_RSEQ_SIG) == 0) {
+	if (s->owner == CL__RSEQ_OWNER_LIBRSEQ) {
+		/* librseq's area: register it through librseq (errno from the kernel). */
+		errno = ENOSYS;
+		if (cl__librseq_register() == 0 && cl__rseq_load_cpu_id(a) >= 0) {
+			CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.delegated, 1ul, CL_RELAXED);
+			return 0;
+		}
+	} else if (syscall(CL__NR_RSEQ, a, (unsigned)CL_RSEQ_ABI_LEN, 0, (unsigned)CL_RSEQ_SIG) == 0) {
 		CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.registered, 1ul, CL_RELAXED);
 		if (s->key_ok)
 			(void)pthread_setspecific(s->key, a);
@@ -341,7 +403,7 @@ CL_NOINLINE CL_COLD CL_UNUSED static struct cl_rseq_abi *cl__rseq_abi_slow(void)
 	c = cl__rseq_load_cpu_id(a);
 	if (c >= 0)
 		return a;
-	if (s->owner != CL__RSEQ_OWNER_SELF || c != CL_RSEQ_CPU_ID_UNINITIALIZED)
+	if (!CL__RSEQ_OWNER_REGISTERS(s->owner) || c != CL_RSEQ_CPU_ID_UNINITIALIZED)
 		return NULL; /* glibc's failed here, or ours failed or was unregistered */
 	saved = errno;
 	if (cl__rseq_register_self(s, a) != 0) {
@@ -371,7 +433,8 @@ CL_INLINE int cl__thread_hash_id(void)
  * cl_rseq_abi_get() - this thread's registered rseq area.
  *
  * glibc's area (thread pointer + __rseq_offset) when glibc owns rseq, else
- * cachelocal's own, registered lazily by this call in this thread.
+ * librseq's when librseq is in the process, else cachelocal's own; the
+ * latter two registered lazily by this call in this thread if not yet.
  *
  * Context: any thread; async-signal-safe once the thread's area is live
  * (the first call may call pthread_once and the rseq syscall). The pointer
@@ -413,7 +476,7 @@ CL_INLINE int cl_rseq_register_current_thread(void)
 {
 	const struct cl__rseq_state *s = cl__rseq_init();
 
-	if (s->owner == CL__RSEQ_OWNER_SELF && s->offset) {
+	if (CL__RSEQ_OWNER_REGISTERS(s->owner) && s->offset) {
 		struct cl_rseq_abi *a = cl__rseq_area_at(s->offset);
 		int32_t c = cl__rseq_load_cpu_id(a);
 

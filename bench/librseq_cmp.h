@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/librseq_cmp.h - cachelocal beside librseq, per operation, in one run.
+ *
+ * Included by bench/counter.c (operations) and bench/ids.c (id getters).
+ * librseq is the field's reference per-CPU operations library; the issue's
+ * goal is per-op parity: cachelocal within 1.1x of librseq.
+ *
+ * Built with BENCH_HAVE_LIBRSEQ (the Makefile defines it and links -lrseq
+ * when scripts/librseq.sh finds librseq: LIBRSEQ_PREFIX, pkg-config, or the
+ * vendored snapshot built into build/librseq). Without it, or when rseq is
+ * not usable in this process (seccomp, old kernel), every comparison prints
+ * one "SKIPPED" line (and a JSON object with "skipped") instead of numbers.
+ *
+ * Operations (lr_counter_compare), index kind cpu_id and mm_cid, 1 and 2
+ * threads pinned to distinct allowed CPUs, per thread ns per operation:
+ *   cl_counter_add      cl_counter_add(&c, 1) on a counter of that index kind
+ *   cl raw add          index = cl_rseq_current_index(); cl_rseq_add_index()
+ *   librseq add         index = rseq_cpu_start() / rseq_current_mm_cid();
+ *                       rseq_load_add_store__ptr()  (as librseq's param_test)
+ *   cl list pop+push    cl_rseq_pop_index() then cl_rseq_push_index() of that node
+ *   librseq list pop+push
+ *                       our own per-CPU list calling librseq's operations as its
+ *                       param_test does: pop = rseq_load_cbeq_store_add_load_store__ptr,
+ *                       push = rseq_load_cbne_store__ptr
+ * The raw adds use one array of 128-byte slots (one per index), the lists one
+ * array of 128-byte heads, shared by both libraries and reset before each run;
+ * cl_counter's own slots are 128 bytes too. Variants alternate inside each
+ * repetition (interleaved), so load from other processes hits all of them.
+ * Each run checks its result: the slots sum to threads x ops, the lists hold
+ * every node. Ratios: cachelocal / librseq (lower is better; goal <= 1.1).
+ *
+ * Getters (lr_ids_compare), one thread pinned, ns per call:
+ *   cl_cpu_id() vs rseq_current_cpu_raw(), cl_mm_cid() vs rseq_current_mm_cid().
+ *
+ * Every thread calls lr_thread_init() before any cachelocal call: librseq's
+ * rseq_register_current_thread() when the thread's librseq area is not live
+ * yet (with glibc's registration both use glibc's area and that call only
+ * returns 0). The cachelocal calls are in lr_cl_*() only, so an API rename
+ * touches those few lines.
+ */
+#ifndef CACHELOCAL_BENCH_LIBRSEQ_CMP_H
+#define CACHELOCAL_BENCH_LIBRSEQ_CMP_H
+
+#include "bench.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef BENCH_HAVE_LIBRSEQ
+#include <cachelocal/counter.h>
+#include <cachelocal/percpu_ops.h>
+#include <cachelocal/rseq.h>
+#include <cachelocal/topology.h>
+#include <rseq/rseq.h>
+#endif
+
+#define LR_GOAL 1.1
+
+/* One "SKIPPED" line (table) and one JSON object, never a number. */
+static inline void lr_skip(struct bench *b, const char *what, const char *why)
+{
+	if (!b->json_only)
+		printf("# librseq comparison (%s): SKIPPED: %s\n", what, why);
+	if (b->json) {
+		fprintf(b->json,
+			"{\"bench\":\"%s\",\"case\":\"librseq comparison: %s\",\"skipped\":\"%s\","
+			"\"id_mode\":\"%s\",\"kernel\":\"%s\"}\n",
+			b->name, what, why, b->id_mode, b->kernel);
+		fflush(b->json);
+	}
+	fflush(stdout);
+}
+
+/* A cachelocal / librseq ratio, labelled with the goal. */
+static inline void lr_ratio(struct bench *b, const char *case_name, const char *what, double cl,
+			    double lr)
+{
+	char label[96];
+
+	snprintf(label, sizeof(label), "%s (goal <= %.1fx)", what, LR_GOAL);
+	bench_ratio(b, case_name, label, cl, lr);
+}
+
+#ifndef BENCH_HAVE_LIBRSEQ
+
+static inline void lr_counter_compare(struct bench *b)
+{
+	lr_skip(b, "operations", "built without librseq (scripts/librseq.sh: not found)");
+}
+
+static inline void lr_ids_compare(struct bench *b, unsigned long long run_ns)
+{
+	(void)run_ns;
+	lr_skip(b, "id getters", "built without librseq (scripts/librseq.sh: not found)");
+}
+
+#else /* BENCH_HAVE_LIBRSEQ */
+
+/* ---- the cachelocal calls (the only ones in this file) ---- */
+
+static inline int lr_cl_index(enum cl_rseq_index k)
+{
+	return cl_rseq_current_index(k);
+}
+
+static inline int lr_cl_add(enum cl_rseq_index k, intptr_t *v, intptr_t n, int i)
+{
+	return cl_rseq_add_index(k, v, n, i);
+}
+
+static inline int lr_cl_pop(enum cl_rseq_index k, void **head, void **out, int i)
+{
+	return cl_rseq_pop_index(k, head, 0, out, i);
+}
+
+static inline int lr_cl_push(enum cl_rseq_index k, void **head, void *node, int i)
+{
+	return cl_rseq_push_index(k, head, 0, node, i);
+}
+
+/* ---- librseq per thread ---- */
+
+/* Register librseq's view of this thread unless its area is already live. */
+static inline int lr_thread_init(void)
+{
+	if (rseq_current_cpu_raw() >= 0)
+		return 0;
+	return rseq_register_current_thread();
+}
+
+static inline int lr_index(enum rseq_percpu_mode m)
+{
+	return m == RSEQ_PERCPU_MM_CID ? (int)rseq_current_mm_cid() : (int)rseq_cpu_start();
+}
+
+/* ---- shared data: 128-byte slots and list heads ---- */
+
+#define LR_LINE 128
+#define LR_NODES_PER_LIST 8
+
+struct lr_slot {
+	_Alignas(LR_LINE) intptr_t v;
+};
+
+struct lr_head {
+	_Alignas(LR_LINE) void *head;
+};
+
+struct lr_node {
+	struct lr_node *next; /* offset 0: both libraries' "next" */
+};
+
+enum lr_variant { LR_CL_COUNTER, LR_CL_ADD, LR_LR_ADD, LR_CL_LIST, LR_LR_LIST, LR_NR_VARIANTS };
+
+static const char *const lr_variant_name[LR_NR_VARIANTS] = {
+	"cl_counter_add", "cl raw add", "librseq add", "cl list pop+push", "librseq list pop+push",
+};
+
+struct lr_ctx {
+	enum cl_rseq_index k;
+	enum rseq_percpu_mode m;
+	enum lr_variant v;
+	long ops;
+	unsigned nr;             /* slots and lists: one per possible index */
+	struct lr_slot *slots;
+	struct lr_head *lists;
+	struct lr_node *nodes;   /* nr * LR_NODES_PER_LIST */
+	struct cl_counter counter;
+	pthread_barrier_t go;
+	double ns[2];            /* per thread: ns per operation */
+	int errors;
+};
+
+struct lr_arg {
+	struct lr_ctx *x;
+	int idx;
+};
+
+static inline void lr_list_pair_cl(struct lr_ctx *x)
+{
+	enum cl_rseq_index k = x->k;
+
+	for (long n = 0; n < x->ops; n++) {
+		void *node = NULL;
+		int i, r;
+
+		do {
+			i = lr_cl_index(k);
+			r = lr_cl_pop(k, &x->lists[i].head, &node, i);
+		} while (r < 0);
+		if (r != 0)
+			continue; /* empty (only if another thread took this list's nodes) */
+		do
+			i = lr_cl_index(k);
+		while (lr_cl_push(k, &x->lists[i].head, node, i) != 0);
+	}
+}
+
+static inline void lr_list_pair_lr(struct lr_ctx *x)
+{
+	enum rseq_percpu_mode m = x->m;
+
+	for (long n = 0; n < x->ops; n++) {
+		struct lr_node *node = NULL;
+		int i, r;
+
+		do {
+			i = lr_index(m);
+			r = rseq_load_cbeq_store_add_load_store__ptr(
+				RSEQ_MO_RELAXED, m, (intptr_t *)(void *)&x->lists[i].head,
+				(intptr_t)NULL, (long)offsetof(struct lr_node, next),
+				(intptr_t *)(void *)&node, i);
+		} while (r < 0);
+		if (r != 0)
+			continue;
+		for (;;) {
+			intptr_t expect;
+
+			i = lr_index(m);
+			expect = (intptr_t)__atomic_load_n(&x->lists[i].head, __ATOMIC_RELAXED);
+			node->next = (struct lr_node *)expect;
+			if (rseq_load_cbne_store__ptr(RSEQ_MO_RELAXED, m,
+						      (intptr_t *)(void *)&x->lists[i].head, expect,
+						      (intptr_t)node, i) == 0)
+				break;
+		}
+	}
+}
+
+static void *lr_worker(void *p)
+{
+	struct lr_arg *a = p;
+	struct lr_ctx *x = a->x;
+	unsigned long long t0, t1;
+	long n = x->ops;
+
+	bench_pin(bench_allowed_cpu(a->idx));
+	if (lr_thread_init() != 0 || rseq_current_cpu_raw() < 0)
+		__atomic_fetch_add(&x->errors, 1, __ATOMIC_RELAXED);
+	(void)lr_cl_index(x->k);
+	pthread_barrier_wait(&x->go);
+	t0 = bench_now_ns();
+	switch (x->v) {
+	case LR_CL_COUNTER:
+		for (long i = 0; i < n; i++)
+			cl_counter_add(&x->counter, 1);
+		break;
+	case LR_CL_ADD:
+		for (long i = 0; i < n; i++) {
+			int c;
+
+			do
+				c = lr_cl_index(x->k);
+			while (lr_cl_add(x->k, &x->slots[c].v, 1, c) != 0);
+		}
+		break;
+	case LR_LR_ADD:
+		for (long i = 0; i < n; i++) {
+			int c;
+
+			do
+				c = lr_index(x->m);
+			while (rseq_load_add_store__ptr(RSEQ_MO_RELAXED, x->m, &x->slots[c].v, 1, c) !=
+			       0);
+		}
+		break;
+	case LR_CL_LIST:
+		lr_list_pair_cl(x);
+		break;
+	case LR_LR_LIST:
+		lr_list_pair_lr(x);
+		break;
+	default:
+		break;
+	}
+	t1 = bench_now_ns();
+	x->ns[a->idx] = (double)(t1 - t0) / (double)n;
+	return NULL;
+}
+
+/* Put LR_NODES_PER_LIST nodes on every list. */
+static inline void lr_lists_reset(struct lr_ctx *x)
+{
+	for (unsigned i = 0; i < x->nr; i++) {
+		x->lists[i].head = NULL;
+		for (unsigned j = 0; j < LR_NODES_PER_LIST; j++) {
+			struct lr_node *nd = &x->nodes[i * LR_NODES_PER_LIST + j];
+
+			nd->next = (struct lr_node *)x->lists[i].head;
+			x->lists[i].head = nd;
+		}
+	}
+}
+
+/* The run's result is exact: 0, or -1 with a message. */
+static inline int lr_check(struct lr_ctx *x, int threads)
+{
+	long long want = (long long)threads * x->ops, got = 0;
+	unsigned long nodes = 0;
+
+	switch (x->v) {
+	case LR_CL_COUNTER:
+		got = (long long)cl_counter_read(&x->counter);
+		break;
+	case LR_CL_ADD:
+	case LR_LR_ADD:
+		for (unsigned i = 0; i < x->nr; i++)
+			got += x->slots[i].v;
+		break;
+	default:
+		for (unsigned i = 0; i < x->nr; i++)
+			for (struct lr_node *nd = (struct lr_node *)x->lists[i].head; nd; nd = nd->next)
+				nodes++;
+		if (nodes == (unsigned long)x->nr * LR_NODES_PER_LIST)
+			return 0;
+		fprintf(stderr, "librseq cmp: %s: lists hold %lu nodes, expected %lu\n",
+			lr_variant_name[x->v], nodes, (unsigned long)x->nr * LR_NODES_PER_LIST);
+		return -1;
+	}
+	if (got == want)
+		return 0;
+	fprintf(stderr, "librseq cmp: %s with %d threads counted %lld, expected %lld\n",
+		lr_variant_name[x->v], threads, got, want);
+	return -1;
+}
+
+/* One run of variant v: mean over threads of ns per operation. Exits on a wrong result. */
+static inline double lr_run(struct lr_ctx *x, enum lr_variant v, int threads)
+{
+	struct lr_arg args[2];
+	pthread_t th[2];
+
+	x->v = v;
+	x->errors = 0;
+	memset(x->slots, 0, x->nr * sizeof(*x->slots));
+	lr_lists_reset(x);
+	if (v == LR_CL_COUNTER && cl_counter_init_index(&x->counter, x->k) != 0) {
+		perror("cl_counter_init_index");
+		exit(1);
+	}
+	pthread_barrier_init(&x->go, NULL, (unsigned)threads);
+	for (int i = 0; i < threads; i++) {
+		args[i].x = x;
+		args[i].idx = i;
+		if (pthread_create(&th[i], NULL, lr_worker, &args[i]) != 0) {
+			perror("pthread_create");
+			exit(1);
+		}
+	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&x->go);
+	if (x->errors || lr_check(x, threads) != 0) {
+		fprintf(stderr, "librseq cmp: %s failed (%d thread errors)\n", lr_variant_name[v],
+			x->errors);
+		exit(1);
+	}
+	if (v == LR_CL_COUNTER)
+		cl_counter_destroy(&x->counter);
+	return threads == 2 ? (x->ns[0] + x->ns[1]) / 2 : x->ns[0];
+}
+
+/*
+ * lr_counter_compare() - the operations, cachelocal beside librseq (see the
+ * top of this file). Prints one row per variant and the ratios.
+ */
+static inline void lr_counter_compare(struct bench *b)
+{
+	static const struct {
+		enum cl_rseq_index k;
+		enum rseq_percpu_mode m;
+		const char *name;
+	} kinds[2] = {
+		{CL_RSEQ_INDEX_CPU_ID, RSEQ_PERCPU_CPU_ID, "cpu_id"},
+		{CL_RSEQ_INDEX_MM_CID, RSEQ_PERCPU_MM_CID, "mm_cid"},
+	};
+	double samples[LR_NR_VARIANTS][BENCH_MAX_RUNS], med[LR_NR_VARIANTS];
+	struct lr_ctx x;
+	int max_threads = bench_nr_allowed_cpus() >= 2 ? 2 : 1;
+	unsigned nr;
+
+	if (lr_thread_init() != 0 || rseq_current_cpu_raw() < 0) {
+		lr_skip(b, "operations", "librseq could not register rseq in this thread");
+		return;
+	}
+	nr = cl_nr_possible_cpus();
+	if ((unsigned)rseq_get_max_nr_cpus() > nr)
+		nr = (unsigned)rseq_get_max_nr_cpus();
+	memset(&x, 0, sizeof(x));
+	x.nr = nr ? nr : 1;
+	x.ops = b->quick ? 1000000 : 10000000;
+	x.slots = aligned_alloc(LR_LINE, x.nr * sizeof(*x.slots));
+	x.lists = aligned_alloc(LR_LINE, x.nr * sizeof(*x.lists));
+	x.nodes = calloc((size_t)x.nr * LR_NODES_PER_LIST, sizeof(*x.nodes));
+	if (!x.slots || !x.lists || !x.nodes) {
+		perror("librseq cmp: alloc");
+		exit(1);
+	}
+	if (!b->json_only)
+		printf("# librseq side by side: rseq owner %s (librseq rseq_size %u), %ld ops per thread per run, "
+		       "128-byte slots, variants interleaved, ns/op per thread (lower is better)\n",
+		       cl_rseq_owned_by_glibc() ? "glibc" : "librseq", rseq_size, x.ops);
+	if (max_threads < 2)
+		lr_skip(b, "operations, 2 threads", "fewer than 2 allowed CPUs");
+	for (int kk = 0; kk < 2; kk++) {
+		x.k = kinds[kk].k;
+		x.m = kinds[kk].m;
+		if (cl_rseq_ops_mode_index(x.k) != CL_RSEQ_OPS_RSEQ ||
+		    (x.m == RSEQ_PERCPU_MM_CID && !rseq_mm_cid_available())) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "operations, %s index", kinds[kk].name);
+			lr_skip(b, what,
+				x.m == RSEQ_PERCPU_MM_CID && !rseq_mm_cid_available()
+					? "librseq: no mm_cid (feature size < 28)"
+					: cl_rseq_ops_mode_name(cl_rseq_ops_mode_index(x.k)));
+			continue;
+		}
+		for (int threads = 1; threads <= max_threads; threads++) {
+			char case_name[48];
+
+			snprintf(case_name, sizeof(case_name), "op %s %d thread%s", kinds[kk].name,
+				 threads, threads > 1 ? "s" : "");
+			bench_progress(b, "%s: %d runs x %d variants (librseq side by side)", case_name,
+				       b->runs, LR_NR_VARIANTS);
+			for (int v = 0; v < LR_NR_VARIANTS; v++)
+				(void)lr_run(&x, (enum lr_variant)v, threads); /* warm-up */
+			for (int r = 0; r < b->runs; r++)
+				for (int v = 0; v < LR_NR_VARIANTS; v++)
+					samples[v][r] = lr_run(&x, (enum lr_variant)v, threads);
+			for (int v = 0; v < LR_NR_VARIANTS; v++)
+				med[v] = bench_report(b, case_name, lr_variant_name[v], "pinned", threads,
+						      samples[v], b->runs, "ns/op");
+			lr_ratio(b, case_name, "cl_counter_add / librseq add", med[LR_CL_COUNTER],
+				 med[LR_LR_ADD]);
+			lr_ratio(b, case_name, "cl raw add / librseq add", med[LR_CL_ADD],
+				 med[LR_LR_ADD]);
+			lr_ratio(b, case_name, "cl list pop+push / librseq list", med[LR_CL_LIST],
+				 med[LR_LR_LIST]);
+		}
+	}
+	free(x.slots);
+	free(x.lists);
+	free(x.nodes);
+}
+
+/* ---- getters ---- */
+
+enum lr_getter { LR_G_CL_CPU, LR_G_LR_CPU, LR_G_CL_CID, LR_G_LR_CID, LR_NR_GETTERS };
+
+static const char *const lr_getter_name[LR_NR_GETTERS] = {
+	"cl_cpu_id()", "rseq_current_cpu_raw()", "cl_mm_cid()", "rseq_current_mm_cid()",
+};
+
+#define LR_BATCH 1000
+#define LR_GETTER_LOOP(expr)                                          \
+	do {                                                          \
+		t0 = bench_now_ns();                                  \
+		do {                                                  \
+			for (int i = 0; i < LR_BATCH; i++)            \
+				BENCH_KEEP(expr);                     \
+			calls += LR_BATCH;                            \
+			t1 = bench_now_ns();                          \
+		} while (t1 - t0 < run_ns);                           \
+	} while (0)
+
+/* ns per call of getter g over at least run_ns; each getter its own loop. */
+static inline double lr_time_getter(enum lr_getter g, unsigned long long run_ns)
+{
+	unsigned long long t0 = 0, t1 = 0, calls = 0;
+
+	switch (g) {
+	case LR_G_CL_CPU:
+		LR_GETTER_LOOP(cl_cpu_id());
+		break;
+	case LR_G_LR_CPU:
+		LR_GETTER_LOOP(rseq_current_cpu_raw());
+		break;
+	case LR_G_CL_CID:
+		LR_GETTER_LOOP(cl_mm_cid());
+		break;
+	case LR_G_LR_CID:
+		LR_GETTER_LOOP(rseq_current_mm_cid());
+		break;
+	default:
+		return 0;
+	}
+	return calls ? (double)(t1 - t0) / (double)calls : 0;
+}
+
+/*
+ * lr_ids_compare() - the id getters, cachelocal beside librseq, on the
+ * calling thread (pinned by the caller), interleaved per repetition.
+ */
+static inline void lr_ids_compare(struct bench *b, unsigned long long run_ns)
+{
+	double samples[LR_NR_GETTERS][BENCH_MAX_RUNS], med[LR_NR_GETTERS];
+	int ng = LR_NR_GETTERS;
+
+	if (lr_thread_init() != 0 || rseq_current_cpu_raw() < 0) {
+		lr_skip(b, "id getters", "librseq could not register rseq in this thread");
+		return;
+	}
+	if (cl_cpu_id() != rseq_current_cpu_raw()) {
+		/* Both read one area, so on one pinned CPU they agree. */
+		fprintf(stderr, "librseq cmp: cl_cpu_id() %d != rseq_current_cpu_raw() %d\n",
+			cl_cpu_id(), (int)rseq_current_cpu_raw());
+		exit(1);
+	}
+	if (!rseq_mm_cid_available() || cl_id_mode() != CL_ID_MM_CID) {
+		lr_skip(b, "cl_mm_cid() vs rseq_current_mm_cid()", "no mm_cid in this process");
+		ng = LR_G_CL_CID;
+	}
+	if (!b->json_only)
+		printf("# librseq side by side: id getters, rseq owner %s, ns/call (lower is better)\n",
+		       cl_rseq_owned_by_glibc() ? "glibc" : "librseq");
+	bench_progress(b, "id getters: %d runs x %d getters (librseq side by side)", b->runs, ng);
+	for (int g = 0; g < ng; g++)
+		(void)lr_time_getter((enum lr_getter)g, run_ns); /* warm-up */
+	for (int r = 0; r < b->runs; r++)
+		for (int g = 0; g < ng; g++)
+			samples[g][r] = lr_time_getter((enum lr_getter)g, run_ns);
+	for (int g = 0; g < ng; g++)
+		med[g] = bench_report(b, "id getter vs librseq", lr_getter_name[g], "pinned", 1,
+				      samples[g], b->runs, "ns/call");
+	lr_ratio(b, "id getter vs librseq", "cl_cpu_id() / rseq_current_cpu_raw()",
+		 med[LR_G_CL_CPU], med[LR_G_LR_CPU]);
+	if (ng == LR_NR_GETTERS)
+		lr_ratio(b, "id getter vs librseq", "cl_mm_cid() / rseq_current_mm_cid()",
+			 med[LR_G_CL_CID], med[LR_G_LR_CID]);
+}
+
+#endif /* BENCH_HAVE_LIBRSEQ */
+
+#endif /* CACHELOCAL_BENCH_LIBRSEQ_CMP_H */
