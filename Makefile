@@ -181,10 +181,11 @@ $(LIBRSEQ_BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench.h bench/librseq_cm
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench $(if $(LIBRSEQ_FOUND),-DBENCH_HAVE_LIBRSEQ $(LIBRSEQ_CFLAGS)) \
 		-o $@ $< $(LIBRSEQ_LIBS) $(LDLIBS_PROG)
 
-$(BUILD)/tests/interop/%: tests/interop/%.c $(HEADERS) tests/unit/cl_test.h $(LIBRSEQ_STAMP)
+$(BUILD)/tests/interop/%: tests/interop/%.c $(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h \
+		$(LIBRSEQ_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) -Itests/unit $(LIBRSEQ_CFLAGS) -o $@ $< $(CRITERION_LIBS) \
+	$(Q)$(CC) $(CFLAGS_PROG) $(TEST_CPPFLAGS) -Itests/unit $(LIBRSEQ_CFLAGS) -o $@ $< $(TEST_LIBS) \
 		$(LIBRSEQ_LIBS) $(LDLIBS_PROG)
 
 check-interop: $(INTEROP_BIN) $(NORSEQ)
