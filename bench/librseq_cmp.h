@@ -177,38 +177,61 @@ struct lr_arg {
 	int idx;
 };
 
-static inline void lr_list_pair_cl(struct lr_ctx *x)
+/*
+ * The timed loops. Each takes the index kind as an argument and is compiled
+ * with a constant (LR_LOOPS below), so neither library pays a run-time switch
+ * on the kind, and the data pointers live in registers (as in a user's loop).
+ */
+static inline void lr_loop_cl_add(struct lr_slot *slots, long n, enum cl_rseq_index k)
 {
-	enum cl_rseq_index k = x->k;
+	for (long j = 0; j < n; j++) {
+		int c;
 
-	for (long n = 0; n < x->ops; n++) {
+		do
+			c = lr_cl_index(k);
+		while (lr_cl_add(k, &slots[c].v, 1, c) != 0);
+	}
+}
+
+static inline void lr_loop_lr_add(struct lr_slot *slots, long n, enum rseq_percpu_mode m)
+{
+	for (long j = 0; j < n; j++) {
+		int c;
+
+		do
+			c = lr_index(m);
+		while (rseq_load_add_store__ptr(RSEQ_MO_RELAXED, m, &slots[c].v, 1, c) != 0);
+	}
+}
+
+static inline void lr_loop_cl_list(struct lr_head *lists, long n, enum cl_rseq_index k)
+{
+	for (long j = 0; j < n; j++) {
 		void *node = NULL;
 		int i, r;
 
 		do {
 			i = lr_cl_index(k);
-			r = lr_cl_pop(k, &x->lists[i].head, &node, i);
+			r = lr_cl_pop(k, &lists[i].head, &node, i);
 		} while (r < 0);
 		if (r != 0)
 			continue; /* empty (only if another thread took this list's nodes) */
 		do
 			i = lr_cl_index(k);
-		while (lr_cl_push(k, &x->lists[i].head, node, i) != 0);
+		while (lr_cl_push(k, &lists[i].head, node, i) != 0);
 	}
 }
 
-static inline void lr_list_pair_lr(struct lr_ctx *x)
+static inline void lr_loop_lr_list(struct lr_head *lists, long n, enum rseq_percpu_mode m)
 {
-	enum rseq_percpu_mode m = x->m;
-
-	for (long n = 0; n < x->ops; n++) {
+	for (long j = 0; j < n; j++) {
 		struct lr_node *node = NULL;
 		int i, r;
 
 		do {
 			i = lr_index(m);
 			r = rseq_load_cbeq_store_add_load_store__ptr(
-				RSEQ_MO_RELAXED, m, (intptr_t *)(void *)&x->lists[i].head,
+				RSEQ_MO_RELAXED, m, (intptr_t *)(void *)&lists[i].head,
 				(intptr_t)NULL, (long)offsetof(struct lr_node, next),
 				(intptr_t *)(void *)&node, i);
 		} while (r < 0);
@@ -218,15 +241,62 @@ static inline void lr_list_pair_lr(struct lr_ctx *x)
 			intptr_t expect;
 
 			i = lr_index(m);
-			expect = (intptr_t)__atomic_load_n(&x->lists[i].head, __ATOMIC_RELAXED);
+			expect = (intptr_t)__atomic_load_n(&lists[i].head, __ATOMIC_RELAXED);
 			node->next = (struct lr_node *)expect;
 			if (rseq_load_cbne_store__ptr(RSEQ_MO_RELAXED, m,
-						      (intptr_t *)(void *)&x->lists[i].head, expect,
+						      (intptr_t *)(void *)&lists[i].head, expect,
 						      (intptr_t)node, i) == 0)
 				break;
 		}
 	}
 }
+
+/*
+ * One function per (variant, index kind), kind a constant inside it, each
+ * compiled on its own with the operations inlined into the loop (flatten):
+ * the comparison is of the operations, not of gcc's inlining choices.
+ * Measured here: with two call sites in one file gcc keeps
+ * cl_rseq_pop_index()/cl_rseq_push_index() (CL_INLINE) out of line as
+ * constprop clones, and the pair then costs 3-6x more than inlined; librseq's
+ * operations are always_inline. cl_counter_add is timed as a user gets it
+ * (lr_cl_counter is not flattened).
+ */
+#define LR_LOOP_FN static __attribute__((noinline, flatten)) void
+#define LR_LOOPS(kind, K, M)                                                                 \
+	LR_LOOP_FN lr_cl_add_##kind(struct lr_ctx *x, long n)     \
+	{                                                                                    \
+		lr_loop_cl_add(x->slots, n, K);                                              \
+	}                                                                                    \
+	LR_LOOP_FN lr_lr_add_##kind(struct lr_ctx *x, long n)     \
+	{                                                                                    \
+		lr_loop_lr_add(x->slots, n, M);                                              \
+	}                                                                                    \
+	LR_LOOP_FN lr_cl_list_##kind(struct lr_ctx *x, long n)    \
+	{                                                                                    \
+		lr_loop_cl_list(x->lists, n, K);                                             \
+	}                                                                                    \
+	LR_LOOP_FN lr_lr_list_##kind(struct lr_ctx *x, long n)    \
+	{                                                                                    \
+		lr_loop_lr_list(x->lists, n, M);                                             \
+	}
+LR_LOOPS(cpu, CL_RSEQ_INDEX_CPU_ID, RSEQ_PERCPU_CPU_ID)
+LR_LOOPS(cid, CL_RSEQ_INDEX_MM_CID, RSEQ_PERCPU_MM_CID)
+
+/* cl_counter_add: the counter carries its index kind itself. */
+static __attribute__((noinline)) void lr_cl_counter(struct lr_ctx *x, long n)
+{
+	struct cl_counter *c = &x->counter;
+
+	for (long j = 0; j < n; j++)
+		cl_counter_add(c, 1);
+}
+
+typedef void (*lr_loop_fn)(struct lr_ctx *x, long n);
+
+static const lr_loop_fn lr_loops[2][LR_NR_VARIANTS] = {
+	{lr_cl_counter, lr_cl_add_cpu, lr_lr_add_cpu, lr_cl_list_cpu, lr_lr_list_cpu},
+	{lr_cl_counter, lr_cl_add_cid, lr_lr_add_cid, lr_cl_list_cid, lr_lr_list_cid},
+};
 
 static void *lr_worker(void *p)
 {
@@ -241,39 +311,7 @@ static void *lr_worker(void *p)
 	(void)lr_cl_index(x->k);
 	pthread_barrier_wait(&x->go);
 	t0 = bench_now_ns();
-	switch (x->v) {
-	case LR_CL_COUNTER:
-		for (long i = 0; i < n; i++)
-			cl_counter_add(&x->counter, 1);
-		break;
-	case LR_CL_ADD:
-		for (long i = 0; i < n; i++) {
-			int c;
-
-			do
-				c = lr_cl_index(x->k);
-			while (lr_cl_add(x->k, &x->slots[c].v, 1, c) != 0);
-		}
-		break;
-	case LR_LR_ADD:
-		for (long i = 0; i < n; i++) {
-			int c;
-
-			do
-				c = lr_index(x->m);
-			while (rseq_load_add_store__ptr(RSEQ_MO_RELAXED, x->m, &x->slots[c].v, 1, c) !=
-			       0);
-		}
-		break;
-	case LR_CL_LIST:
-		lr_list_pair_cl(x);
-		break;
-	case LR_LR_LIST:
-		lr_list_pair_lr(x);
-		break;
-	default:
-		break;
-	}
+	lr_loops[x->k == CL_RSEQ_INDEX_MM_CID][x->v](x, n);
 	t1 = bench_now_ns();
 	x->ns[a->idx] = (double)(t1 - t0) / (double)n;
 	return NULL;
