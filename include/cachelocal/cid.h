@@ -92,6 +92,7 @@
 #include "cacheline.h"
 #include "compiler.h"
 #include "config.h"
+#include "internal/bitmap.h"
 #include "rseq.h"
 #include "sys.h"
 #include "topology.h"
@@ -205,8 +206,7 @@ struct cl_cid_domain {
 	unsigned nr_waiters;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned long *allowed; /* [allowed_words] grow-only union, bits < nr */
-	unsigned allowed_words;
+	unsigned long *allowed; /* grow-only union of nr bits (internal/bitmap.h) */
 	unsigned long long waits;
 	unsigned long long busy;
 	struct cl_cid_domain *next; /* process-wide list, for fork */
@@ -228,7 +228,6 @@ CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, nr_waiters);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, lock);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, cond);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed_words);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, waits);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, busy);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, next);
@@ -245,14 +244,8 @@ CL_WEAK pthread_once_t cl__cid_atfork_once = PTHREAD_ONCE_INIT;
 /* Private expedited membarrier: 0 not tried, 1 registered, -1 unavailable. */
 CL_WEAK int cl__cid_membarrier_state;
 
-#define CL__MEMBARRIER_CMD_QUERY 0
-#define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
-#define CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
-#define CL__CID_CLOCK_REALTIME 0
 /* A sleeping acquirer re-checks at least this often (a safety net only). */
 #define CL__CID_RECHECK_NS 10000000L
-
-#define CL__CID_BITS_PER_WORD (8 * (unsigned)sizeof(unsigned long))
 
 /* ---- private helpers ---- */
 
@@ -264,7 +257,7 @@ CL_INLINE void cl__cid_domain_reset(struct cl_cid_domain *d)
 	memset(d->slot, 0, (size_t)d->nr * sizeof(*d->slot));
 	for (i = 0; i < d->nr; i++)
 		d->cpu[i].recent = -1;
-	memset(d->allowed, 0, (size_t)d->allowed_words * sizeof(*d->allowed));
+	cl__bitmap_zero(d->allowed, d->nr);
 	d->users = 0;
 	d->nr_allowed = 0;
 	d->max_nr_cid = 0;
@@ -444,7 +437,7 @@ CL_INLINE void cl__cid_sleep(struct cl_cid_domain *d)
 {
 	struct timespec ts;
 
-	clock_gettime(CL__CID_CLOCK_REALTIME, &ts);
+	clock_gettime(CL__CLOCK_REALTIME, &ts);
 	ts.tv_nsec += CL__CID_RECHECK_NS;
 	if (ts.tv_nsec >= 1000000000L) {
 		ts.tv_sec++;
@@ -564,57 +557,14 @@ static CL_UNUSED CL_NOINLINE CL_COLD void cl__cid_wake(struct cl_cid_domain *d, 
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* The calling thread's allowed CPUs as a raw bitmap (malloc'ed), or NULL. */
-CL_INLINE unsigned long *cl__cid_getaffinity(unsigned *nwords)
-{
-	unsigned nbits = cl_nr_possible_cpus();
-	size_t len;
-
-	if (nbits < 1024)
-		nbits = 1024;
-	len = (nbits + CL__CID_BITS_PER_WORD - 1) / CL__CID_BITS_PER_WORD * sizeof(unsigned long);
-	for (;;) {
-		unsigned long *buf = (unsigned long *)calloc(1, len);
-		long r;
-
-		if (!buf) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		r = syscall(SYS_sched_getaffinity, 0, len, buf);
-		if (r > 0) {
-			*nwords = (unsigned)(len / sizeof(unsigned long));
-			return buf;
-		}
-		free(buf);
-		if (r == 0)
-			errno = EINVAL;
-		if (r == 0 || errno != EINVAL || len >= ((size_t)1 << 20))
-			return NULL;
-		len *= 2; /* the kernel's mask is larger than ours */
-	}
-}
-
 /* OR mask into d->allowed and recount; caller holds d->lock. Returns how many
  * CPUs < d->nr the mask contained. */
 CL_INLINE unsigned cl__cid_merge_allowed(struct cl_cid_domain *d, const unsigned long *mask,
 					 unsigned nbits)
 {
-	unsigned i, n = 0, total = 0;
+	unsigned n = cl__bitmap_or(d->allowed, mask, nbits < d->nr ? nbits : d->nr);
 
-	if (nbits > d->nr)
-		nbits = d->nr;
-	for (i = 0; i < nbits; i++) {
-		unsigned long bit = 1ul << (i % CL__CID_BITS_PER_WORD);
-
-		if (mask[i / CL__CID_BITS_PER_WORD] & bit) {
-			d->allowed[i / CL__CID_BITS_PER_WORD] |= bit;
-			n++;
-		}
-	}
-	for (i = 0; i < d->allowed_words; i++)
-		total += (unsigned)__builtin_popcountl(d->allowed[i]);
-	CL_ATOMIC_STORE(&d->nr_allowed, total, CL_SEQ_CST);
+	CL_ATOMIC_STORE(&d->nr_allowed, cl__bitmap_weight(d->allowed, d->nr), CL_SEQ_CST);
 	return n;
 }
 
@@ -701,13 +651,12 @@ CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
 	memset((void *)d, 0, sizeof(*d));
 	d->nr = nr;
 	d->policy = (int)policy;
-	d->allowed_words = (nr + CL__CID_BITS_PER_WORD - 1) / CL__CID_BITS_PER_WORD;
 	d->slot = (struct cl__cid_slot *)aligned_alloc(CL_FALSE_SHARING_SIZE,
 						       (size_t)nr * sizeof(*d->slot));
 	d->cpu = (struct cl__cid_cpu *)aligned_alloc(CL_FALSE_SHARING_SIZE,
 						     (size_t)nr * sizeof(*d->cpu));
 	d->llc = (int *)malloc((size_t)nr * sizeof(*d->llc));
-	d->allowed = (unsigned long *)calloc(d->allowed_words, sizeof(*d->allowed));
+	d->allowed = cl__bitmap_alloc(nr);
 	if (!d->slot || !d->cpu || !d->llc || !d->allowed)
 		goto nomem;
 	for (i = 0; i < nr; i++)
@@ -803,17 +752,17 @@ CL_INLINE int cl__cid_update(struct cl_cid_domain *d, const unsigned long *mask,
 CL_INLINE int cl__cid_update_self(struct cl_cid_domain *d, int add_user)
 {
 	unsigned long *mask;
-	unsigned nwords = 0;
+	unsigned nbits = 0;
 	int r;
 
 	if (!d) {
 		errno = EINVAL;
 		return -1;
 	}
-	mask = cl__cid_getaffinity(&nwords);
+	mask = cl__bitmap_getaffinity(cl_nr_possible_cpus(), &nbits);
 	if (!mask)
 		return -1;
-	r = cl__cid_update(d, mask, nwords * CL__CID_BITS_PER_WORD, add_user);
+	r = cl__cid_update(d, mask, nbits, add_user);
 	free(mask);
 	return r;
 }

@@ -71,6 +71,7 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "internal/bitmap.h"
 #include "sys.h"
 #include "topology.h"
 
@@ -346,8 +347,8 @@ CL_INLINE long cl__percpu_add_range(struct cl_percpu_pool *pool)
 	 * of them on the first write of one (THP "always"): keep base pages. */
 	madvise(base, len, CL__MADV_NOHUGEPAGE);
 	if (pool->cpu_node) {
-		const size_t words = pool->max_node / (8 * sizeof(unsigned long)) + 1;
-		unsigned long *mask = (unsigned long *)calloc(words, sizeof(unsigned long));
+		const unsigned nbits = pool->max_node + 1;
+		unsigned long *mask = cl__bitmap_alloc(nbits);
 
 		for (unsigned cpu = 0; mask && cpu < pool->nr_cpus; cpu++) {
 			int node = pool->cpu_node[cpu];
@@ -355,12 +356,12 @@ CL_INLINE long cl__percpu_add_range(struct cl_percpu_pool *pool)
 
 			if (node < 0)
 				continue;
-			memset(mask, 0, words * sizeof(unsigned long));
-			mask[(unsigned)node / (8 * sizeof(unsigned long))] |=
-				1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
-			/* MPOL_PREFERRED = 1; maxnode counts bits, plus the kernel's off-by-one. */
-			rc = syscall(SYS_mbind, base + (size_t)cpu * pool->stride, pool->stride, 1, mask,
-				     (unsigned long)(words * 8 * sizeof(unsigned long) + 1), 0u);
+			cl__bitmap_zero(mask, nbits);
+			cl__bitmap_set(mask, (unsigned)node);
+			/* maxnode counts the bits of every word, plus the kernel's off-by-one. */
+			rc = syscall(SYS_mbind, base + (size_t)cpu * pool->stride, pool->stride,
+				     CL__MPOL_PREFERRED, mask,
+				     (unsigned long)cl__bitmap_words(nbits) * CL__BITS_PER_LONG + 1, 0u);
 			if (rc == 0)
 				pool->stats.nr_numa_bound++;
 			else
