@@ -62,10 +62,11 @@
  *
  * fork(): in the child every domain starts clean, as if just created (no
  * users, no allowed CPUs, no holders, statistics zero; policy and topology
- * kept): the child joins again. Implemented with pthread_atfork() handlers
- * (registered once per process) over a process-wide list of domains; the
- * handlers hold every domain's lock across fork(), so a domain is never
- * copied in the middle of a slow-path update. Do not fork from a
+ * kept): the child joins again. Implemented with the library's one fork
+ * registry (internal/fork.h: pthread_atfork() handlers registered once per
+ * process, shared with the per-CPU pools); the handlers hold every domain's
+ * lock across fork(), so a domain is never copied in the middle of a
+ * slow-path update. Do not fork from a
  * pthread_atfork handler of your own that runs while a cid call is active,
  * and do not dlclose() the object whose copy of these handlers registered
  * first.
@@ -92,7 +93,10 @@
 #include "cacheline.h"
 #include "compiler.h"
 #include "config.h"
+#include "internal/backoff.h"
 #include "internal/bitmap.h"
+#include "internal/fork.h"
+#include "internal/membarrier.h"
 #include "rseq.h"
 #include "sys.h"
 #include "topology.h"
@@ -209,7 +213,7 @@ struct cl_cid_domain {
 	unsigned long *allowed; /* grow-only union of nr bits (internal/bitmap.h) */
 	unsigned long long waits;
 	unsigned long long busy;
-	struct cl_cid_domain *next; /* process-wide list, for fork */
+	struct cl__fork_entry fork_reg; /* the fork registry (internal/fork.h) */
 	CL_GROUP_END_GUARDED(cl_cid_domain_slow);
 };
 
@@ -230,19 +234,11 @@ CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, cond);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, waits);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, busy);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, next);
+CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, fork_reg);
 CL_ASSERT_SAME_LINE(struct cl_cid_domain, slot, max_nr_cid);
 CL_ASSERT_APART_GUARD(struct cl_cid_domain, users, nr_waiters);
 CL_ASSERT_APART_GUARD(struct cl_cid_domain, max_nr_cid, lock);
 #endif
-
-/* ---- process-wide state: the list of domains, for fork() ---- */
-
-CL_WEAK pthread_mutex_t cl__cid_list_lock = PTHREAD_MUTEX_INITIALIZER;
-CL_WEAK struct cl_cid_domain *cl__cid_list_head;
-CL_WEAK pthread_once_t cl__cid_atfork_once = PTHREAD_ONCE_INIT;
-/* Private expedited membarrier: 0 not tried, 1 registered, -1 unavailable. */
-CL_WEAK int cl__cid_membarrier_state;
 
 /* A sleeping acquirer re-checks at least this often (a safety net only). */
 #define CL__CID_RECHECK_NS 10000000L
@@ -266,73 +262,15 @@ CL_INLINE void cl__cid_domain_reset(struct cl_cid_domain *d)
 	d->busy = 0;
 }
 
-CL_INLINE void cl__cid_atfork_prepare(void)
+/* fork() child hook (internal/fork.h): d->lock is held; the parent's
+ * sleepers do not exist here, so re-create the condition variable, then
+ * empty the domain. */
+CL_INLINE void cl__cid_fork_child(struct cl__fork_entry *e)
 {
-	struct cl_cid_domain *d;
+	struct cl_cid_domain *d = cl_container_of(e, struct cl_cid_domain, fork_reg);
 
-	pthread_mutex_lock(&cl__cid_list_lock);
-	for (d = cl__cid_list_head; d; d = d->next)
-		pthread_mutex_lock(&d->lock);
-}
-
-CL_INLINE void cl__cid_atfork_parent(void)
-{
-	struct cl_cid_domain *d;
-
-	for (d = cl__cid_list_head; d; d = d->next)
-		pthread_mutex_unlock(&d->lock);
-	pthread_mutex_unlock(&cl__cid_list_lock);
-}
-
-/* The child has one thread, which holds every lock (prepare took them):
- * empty every domain, re-create the condition variables (the parent's
- * sleepers do not exist here), then unlock. */
-CL_INLINE void cl__cid_atfork_child(void)
-{
-	struct cl_cid_domain *d;
-
-	for (d = cl__cid_list_head; d; d = d->next) {
-		pthread_cond_init(&d->cond, NULL);
-		cl__cid_domain_reset(d);
-		pthread_mutex_unlock(&d->lock);
-	}
-	pthread_mutex_unlock(&cl__cid_list_lock);
-}
-
-CL_INLINE void cl__cid_atfork_register(void)
-{
-	pthread_atfork(cl__cid_atfork_prepare, cl__cid_atfork_parent, cl__cid_atfork_child);
-}
-
-/* Register this process for private expedited membarrier; 1 or -1. */
-CL_INLINE int cl__cid_membarrier_register(void)
-{
-	int saved = errno, ok = -1;
-#ifdef SYS_membarrier
-	long need = CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED | CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-	long mask = syscall(SYS_membarrier, CL__MEMBARRIER_CMD_QUERY, 0, 0);
-
-	if (mask > 0 && (mask & need) == need &&
-	    syscall(SYS_membarrier, CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-		ok = 1;
-#endif
-	CL_ATOMIC_STORE(&cl__cid_membarrier_state, ok, CL_RELAXED);
-	errno = saved;
-	return ok;
-}
-
-/* A full barrier on every CPU running a thread of this process: 0, or -1 if
- * membarrier is unusable. */
-CL_INLINE int cl__cid_membarrier(void)
-{
-	int saved = errno, r = -1;
-#ifdef SYS_membarrier
-	r = (int)syscall(SYS_membarrier, CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-	if (r != 0 && errno == EPERM && cl__cid_membarrier_register() == 1) /* e.g. after fork */
-		r = (int)syscall(SYS_membarrier, CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-#endif
-	errno = saved;
-	return r == 0 ? 0 : -1;
+	pthread_cond_init(&d->cond, NULL);
+	cl__cid_domain_reset(d);
 }
 
 CL_INLINE unsigned cl__cid_bound(const struct cl_cid_domain *d)
@@ -465,7 +403,7 @@ static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_acquire_locked(struct cl_cid_do
 
 	pthread_mutex_lock(&d->lock);
 	CL_ATOMIC_FETCH_ADD(&d->nr_waiters, 1u, CL_SEQ_CST);
-	if (!CL_ATOMIC_LOAD(&d->strong_release, CL_RELAXED) && cl__cid_membarrier() != 0)
+	if (!CL_ATOMIC_LOAD(&d->strong_release, CL_RELAXED) && cl__membarrier() != 0)
 		CL_ATOMIC_STORE(&d->strong_release, 1, CL_SEQ_CST);
 	for (;;) {
 		unsigned bound = cl__cid_bound(d);
@@ -500,7 +438,7 @@ static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_acquire_locked(struct cl_cid_do
 static CL_UNUSED CL_NOINLINE int cl__cid_acquire_slow(struct cl_cid_domain *d, int cpu,
 						     unsigned bound, int recent)
 {
-	unsigned round;
+	unsigned round, wait = 0;
 	int c;
 
 	if (bound == 0)
@@ -534,10 +472,7 @@ static CL_UNUSED CL_NOINLINE int cl__cid_acquire_slow(struct cl_cid_domain *d, i
 		/* Holders of every cid below the bound: first assume they are
 		 * running and about to release; then that they are preempted
 		 * (more threads than CPUs) and give them our CPU. */
-		if (round < 2)
-			CL_CPU_RELAX();
-		else
-			sched_yield();
+		cl__backoff(&wait, 2);
 		bound = cl__cid_bound(d);
 	}
 	return cl__cid_acquire_locked(d, cpu);
@@ -671,15 +606,8 @@ CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
 	cl__cid_domain_reset(d);
 	if (t == &own)
 		cl_topology_free(&own);
-	if (CL_ATOMIC_LOAD(&cl__cid_membarrier_state, CL_RELAXED) == 0)
-		cl__cid_membarrier_register();
-	d->strong_release = CL_ATOMIC_LOAD(&cl__cid_membarrier_state, CL_RELAXED) != 1;
-
-	pthread_once(&cl__cid_atfork_once, cl__cid_atfork_register);
-	pthread_mutex_lock(&cl__cid_list_lock);
-	d->next = cl__cid_list_head;
-	cl__cid_list_head = d;
-	pthread_mutex_unlock(&cl__cid_list_lock);
+	d->strong_release = !cl__membarrier_ready();
+	cl__fork_register(&d->fork_reg, &d->lock, cl__cid_fork_child);
 	return d;
 
 nomem:
@@ -705,18 +633,9 @@ nomem:
  */
 CL_INLINE void cl_cid_domain_destroy(struct cl_cid_domain *d)
 {
-	struct cl_cid_domain **pp;
-
 	if (!d)
 		return;
-	pthread_mutex_lock(&cl__cid_list_lock);
-	for (pp = &cl__cid_list_head; *pp; pp = &(*pp)->next) {
-		if (*pp == d) {
-			*pp = d->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&cl__cid_list_lock);
+	cl__fork_unregister(&d->fork_reg);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
 	free(d->slot);
