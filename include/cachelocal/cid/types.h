@@ -136,7 +136,6 @@ struct cl_cid_domain {
 	CL_GROUP_END_GUARDED(cl_cid_domain_slow);
 };
 
-#ifndef __cplusplus
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, slot);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, cpu);
 CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, llc);
@@ -157,7 +156,6 @@ CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, fork_reg);
 CL_ASSERT_SAME_LINE(struct cl_cid_domain, slot, max_nr_cid);
 CL_ASSERT_APART_GUARD(struct cl_cid_domain, users, nr_waiters);
 CL_ASSERT_APART_GUARD(struct cl_cid_domain, max_nr_cid, lock);
-#endif
 
 CL_END_DECLS
 
