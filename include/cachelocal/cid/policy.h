@@ -19,6 +19,7 @@
 
 CL_BEGIN_DECLS
 
+/* min(CPUs in the allowed union, users): cl_cid_domain_bound() (a snapshot). */
 CL_INLINE unsigned cl__cid_bound(const struct cl_cid_domain *d)
 {
 	unsigned a = CL_ATOMIC_LOAD(&d->nr_allowed, CL_RELAXED);
