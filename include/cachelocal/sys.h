@@ -70,6 +70,9 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 #define CL__CLOCK_MONOTONIC 1
 /* mbind(2) mode: allocate on the given node when it has memory, else elsewhere. */
 #define CL__MPOL_PREFERRED 1
+/* futex(2) operations on a process-private word (FUTEX_PRIVATE_FLAG = 128). */
+#define CL__FUTEX_WAIT_PRIVATE 128
+#define CL__FUTEX_WAKE_PRIVATE 129
 /* membarrier(2) commands. */
 #define CL__MEMBARRIER_CMD_QUERY 0
 #define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)

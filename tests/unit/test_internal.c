@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tests for cachelocal/internal/: the private helpers the public headers
- * share (CPU bitmap, fork registry, membarrier, backoff). Not API: these
+ * share (CPU bitmap, fork registry, membarrier, backoff, futex). Not API: these
  * tests pin their behaviour so the headers that use them can rely on it.
  */
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <cachelocal/internal/backoff.h>
 #include <cachelocal/internal/bitmap.h>
 #include <cachelocal/internal/fork.h>
+#include <cachelocal/internal/futex.h>
 #include <cachelocal/internal/membarrier.h>
 
 #include "cl_test.h"
@@ -258,4 +259,70 @@ Test(internal_backoff, spins_the_given_number_of_steps_then_stays_in_yield_mode)
 	n = 0;
 	cl__backoff(&n, 0); /* 0 spins: yields at once */
 	cr_assert_eq(n, 0);
+}
+
+Test(internal_backoff, spin_reports_when_the_budget_is_spent)
+{
+	unsigned n = 0;
+	int spun = 0;
+
+	while (cl__backoff_spin(&n, 5))
+		spun++;
+	cr_assert_eq(spun, 5);
+	cr_assert_eq(cl__backoff_spin(&n, 5), 0, "a spent budget must stay spent");
+	n = 0;
+	cr_assert_eq(cl__backoff_spin(&n, 0), 0);
+}
+
+/* ---- futex ---- */
+
+Test(internal_futex, wait_returns_at_once_when_the_word_differs_or_times_out)
+{
+	int word = 7;
+	struct timespec rel = { 0, 1000000 }; /* 1 ms */
+
+	errno = 0;
+	cr_assert_eq(cl__futex_wait(&word, 8, NULL), -1);
+	cr_assert_eq(errno, EAGAIN);
+	errno = 0;
+	cr_assert_eq(cl__futex_wait(&word, 7, &rel), -1);
+	cr_assert_eq(errno, ETIMEDOUT);
+	errno = 1234;
+	cr_assert_eq(cl__futex_wake(&word, 1), 0, "woke a waiter that does not exist");
+	cr_assert_eq(errno, 1234, "errno was not preserved");
+}
+
+struct futex_arg {
+	atomic_int word;
+	atomic_int woken; /* wake-ups observed by the waiter */
+};
+
+static void *futex_waiter(void *p)
+{
+	struct futex_arg *a = (struct futex_arg *)p;
+
+	while (atomic_load(&a->word) == 0) {
+		if (cl__futex_wait((int *)&a->word, 0, NULL) == 0)
+			atomic_fetch_add(&a->woken, 1);
+	}
+	return NULL;
+}
+
+Test(internal_futex, wake_reaches_a_sleeping_waiter)
+{
+	static struct futex_arg a;
+	pthread_t t;
+	int n = 0;
+
+	atomic_store(&a.word, 0);
+	cr_assert_eq(pthread_create(&t, NULL, futex_waiter, &a), 0);
+	/* Rendezvous: a wake returns 1 only when the waiter is asleep on the
+	 * word; it re-checks (still 0) and sleeps again. */
+	while ((n = cl__futex_wake((int *)&a.word, 1)) == 0)
+		sched_yield();
+	cr_assert_eq(n, 1);
+	atomic_store(&a.word, 1);
+	cl__futex_wake((int *)&a.word, 1);
+	pthread_join(t, NULL);
+	cr_assert_geq(atomic_load(&a.woken), 1, "the waiter never returned from a wake-up");
 }

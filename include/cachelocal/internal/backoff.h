@@ -16,6 +16,9 @@
  *	while (!ready())
  *		cl__backoff(&n, CL__BACKOFF_SPINS);
  *
+ * A wait that can sleep (a futex word, a condition variable) spins with
+ * cl__backoff_spin() and blocks once it returns 0.
+ *
  * Synchronization: the counter belongs to the waiting thread (on its stack).
  */
 #ifndef CACHELOCAL_INTERNAL_BACKOFF_H
@@ -31,18 +34,30 @@ CL_BEGIN_DECLS
 #define CL__BACKOFF_SPINS 256u
 
 /*
- * cl__backoff() - one step of a wait. @n: the caller's step counter, 0 at
- * the start of the wait. @spins: steps that only pause before every further
- * step yields the CPU.
+ * cl__backoff_spin() - the spinning part of a wait, for callers that block
+ * (futex, condition variable) instead of yielding once it is spent.
+ * @n: the caller's step counter, 0 at the start of the wait. @spins: the
+ * spin budget. Returns 1 after one pause, 0 (without pausing) once @spins
+ * pauses were made: the caller should block now.
+ */
+CL_INLINE int cl__backoff_spin(unsigned *n, unsigned spins)
+{
+	if (*n >= spins)
+		return 0;
+	++*n;
+	CL_CPU_RELAX();
+	return 1;
+}
+
+/*
+ * cl__backoff() - one step of a wait that never blocks. @n: the caller's
+ * step counter, 0 at the start of the wait. @spins: steps that only pause
+ * before every further step yields the CPU.
  */
 CL_INLINE void cl__backoff(unsigned *n, unsigned spins)
 {
-	if (*n < spins) {
-		++*n;
-		CL_CPU_RELAX();
-	} else {
+	if (!cl__backoff_spin(n, spins))
 		sched_yield();
-	}
 }
 
 CL_END_DECLS
