@@ -17,7 +17,8 @@
 # A piece DIR/X.h of a split header DIR.h (cid/policy.h of cid.h) has DIR.h's
 # layer. A header may include headers of its own layer or lower ones. A
 # header that is in no layer fails the check: add it to layer_of() below and
-# to the README table.
+# to the README table. The umbrella includes public headers only, never
+# internal/ directly.
 set -u
 
 # layer_of PATH (relative to include/cachelocal): a rank, or nothing.
@@ -76,6 +77,9 @@ check() {
 			if [ -z "$lt" ]; then
 				echo "LAYER: cachelocal/$f includes cachelocal/$target, which is in no layer"
 				bad=1
+			elif [ "$f" = cachelocal.h ] && [ "$lt" = 1 ]; then
+				echo "LAYER: cachelocal/cachelocal.h includes cachelocal/$target: the umbrella includes public headers only"
+				bad=1
 			elif [ "$lt" -gt "$lf" ]; then
 				echo "LAYER: cachelocal/$f ($(layer_name "$lf")) includes cachelocal/$target ($(layer_name "$lt")): a higher layer"
 				bad=1
@@ -101,6 +105,7 @@ counter.h|#include <cachelocal/sched/fair.h>|cachelocal/counter.h (L4) includes 
 cid/policy.h|#include "../percpu_ops.h"|cachelocal/cid/policy.h (L3) includes cachelocal/percpu_ops.h (L4)
 percpu.h|  #  include "cachelocal.h"|cachelocal/percpu.h (L3) includes cachelocal/cachelocal.h (L4 umbrella)
 rseq.h|#include "mystery.h"|includes cachelocal/mystery.h, which is in no layer
+cachelocal.h|#include "internal/fork.h"|cachelocal/cachelocal.h includes cachelocal/internal/fork.h: the umbrella
 EOF
 	rm -rf "$work/good" && mkdir -p "$work/good" && cp -r "$src/cachelocal" "$work/good/"
 	n=$((n + 1))
