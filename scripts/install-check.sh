@@ -15,7 +15,7 @@ cp tests/install/consumer.c "$out/consumer_cxx.cpp"
 # shellcheck disable=SC2086
 $cc -std=c11 -Wall -Wextra -Werror -pedantic $cflags -o "$out/consumer_c" "$out/consumer.c" $libs
 # shellcheck disable=SC2086
-$cxx -std=c++17 -Wall -Wextra -Werror $cflags -o "$out/consumer_cxx" "$out/consumer_cxx.cpp" $libs
+$cxx -std=c++17 -Wall -Wextra -Werror -pedantic $cflags -o "$out/consumer_cxx" "$out/consumer_cxx.cpp" $libs
 "$out/consumer_c"
 "$out/consumer_cxx"
 echo "install-check: C and C++ consumers built against $stage and ran"

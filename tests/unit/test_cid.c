@@ -32,6 +32,7 @@ static inline void cid_test_inject(int n)
 #endif
 
 #include <cachelocal/cid.h>
+#include <cachelocal/percpu.h>
 
 #include "cl_test.h"
 
@@ -896,5 +897,60 @@ Test(cid, fork_child_starts_clean)
 	cr_assert_eq(s.users, 1u);
 	cr_assert_eq(s.held, 1u);
 	cl_cid_release(d, c);
+	cl_cid_domain_destroy(d);
+}
+
+/*
+ * Domains and per-CPU pools share one fork registry (internal/fork.h): in a
+ * process with both, the child gets clean domains and working pools with
+ * the parent's data, and the entries of destroyed objects are gone (a
+ * destroyed domain registered before the fork must not be touched).
+ */
+Test(cid, fork_with_pools_and_domains_resets_only_the_domains)
+{
+	struct cl_cid_domain *gone = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	struct cl_percpu_pool *pool = cl_percpu_pool_create(NULL);
+	long *obj;
+	int status = -1, c;
+	pid_t pid;
+
+	cr_assert_not_null(gone);
+	cr_assert_not_null(d);
+	cr_assert_not_null(pool);
+	cl_cid_domain_destroy(gone); /* unregistered: its memory is freed */
+	obj = (long *)cl_percpu_alloc(pool, sizeof(long), sizeof(long));
+	cr_assert_not_null(obj);
+	*obj = 42;
+	cr_assert_eq(cl_cid_domain_join(d), 0);
+	c = cl_cid_acquire(d);
+	cr_assert_geq(c, 0);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct cl_cid_stats s;
+		int code = 0;
+		long *more;
+
+		if (cl_cid_domain_stats(d, &s) != 0 || s.users != 0 || s.held != 0)
+			code |= 1;
+		if (*obj != 42)
+			code |= 2;
+		more = (long *)cl_percpu_alloc(pool, sizeof(long), sizeof(long));
+		if (!more || *more != 0 || cl_percpu_free(pool, more) != 0 ||
+		    cl_percpu_free(pool, obj) != 0)
+			code |= 4;
+		_exit(code);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "child check failed: code %d (1 domain, 2 data, 4 pool)",
+		     WEXITSTATUS(status));
+	cr_assert_eq(stats_of(d).held, 1u, "the parent's domain was reset");
+	cr_assert_eq(*obj, 42);
+	cl_cid_release(d, c);
+	cr_assert_eq(cl_percpu_free(pool, obj), 0);
+	cl_percpu_pool_destroy(pool);
 	cl_cid_domain_destroy(d);
 }
