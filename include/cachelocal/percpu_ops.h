@@ -1087,6 +1087,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t 
 		if (CL_UNLIKELY(n < 0 || n >= cap))
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + n;
+		CL_INJECT(11); /* stale snapshot window */
 		if (CL__RSEQ_ASM(kind, cmpstore_store, abi, c, n, (intptr_t *)(void *)slot,
 				 (intptr_t)item, n + 1, i) == CL_RSEQ_OK)
 			return i;
@@ -1141,6 +1142,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *cou
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
 		item = CL_READ_ONCE(*slot);
+		CL_INJECT(11); /* stale snapshot window */
 		if (CL__RSEQ_ASM(kind, cmp2_store, abi, c, n, (intptr_t *)(void *)slot,
 				 (intptr_t)item, n - 1, i) == CL_RSEQ_OK) {
 			*out = item;
@@ -1200,6 +1202,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmpmemcpy_store(enum cl_rseq_index kind, intptr_t
 		if (CL_UNLIKELY(n < 0 || n >= cap))
 			return CL_PERCPU_CMPFAIL;
 		dst = (char *)cl__percpu_copy(buf, stride, i) + (size_t)n * size;
+		CL_INJECT(11); /* stale snapshot window */
 		if (CL__RSEQ_ASM(kind, cmpmemcpy_store, abi, c, n, dst, src, size, n + 1, i) ==
 		    CL_RSEQ_OK)
 			return i;
