@@ -427,7 +427,7 @@ CL_INLINE int cl__rseq_cmpstore_store_fb(intptr_t *v, intptr_t expect, intptr_t 
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
-	if (CL_ATOMIC_LOAD(v, CL_RELAXED) == expect) {
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
 		if (v2)
 			CL_ATOMIC_STORE(v2, newv2, CL_RELAXED);
 		if (mo == CL_RSEQ_MO_RELEASE)
@@ -446,7 +446,7 @@ CL_INLINE int cl__rseq_cmp2_store_fb(intptr_t *v, intptr_t expect, intptr_t *v2,
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
-	if (CL_ATOMIC_LOAD(v, CL_RELAXED) == expect && CL_ATOMIC_LOAD(v2, CL_RELAXED) == expect2) {
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect && CL_ATOMIC_LOAD(v2, CL_ACQUIRE) == expect2) {
 		CL_ATOMIC_STORE(v, newv, CL_RELEASE);
 		r = CL_RSEQ_OK;
 	}
@@ -460,7 +460,7 @@ CL_INLINE int cl__rseq_cmpmemcpy_store_fb(intptr_t *v, intptr_t expect, void *ds
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
-	if (CL_ATOMIC_LOAD(v, CL_RELAXED) == expect) {
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
 		memcpy(dst, src, len);
 		if (mo == CL_RSEQ_MO_RELEASE)
 			CL_ATOMIC_STORE(v, newv, CL_RELEASE);
@@ -551,7 +551,8 @@ CL_ALWAYS_INLINE int cl_rseq_add(enum cl_rseq_index kind, intptr_t *v, intptr_t 
  *	if (rseq->cpu_id != index) abort;
  *	if (*v != expect) return 1;
  *	*v = newv;                             commit
- * Fallback: compare and store under the word's striped lock (release store).
+ * Fallback: under the word's striped lock, an acquire load, the compare, a
+ * release store (acquire-release, like a CAS).
  * On x86_64 the rseq path is ordered like a release store (TSO).
  *
  * Context: any thread.
