@@ -260,6 +260,21 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_
 
 /* ---- the current index ---- */
 
+/* The index field a section of @kind compares, read from the area. */
+CL_ALWAYS_INLINE int cl__rseq_abi_index(const struct cl_rseq_abi *abi, enum cl_rseq_index kind)
+{
+	return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
+						  : CL_READ_ONCE(abi->cpu_id));
+}
+
+/* The fallback's index: cl_cpu_id() or cl_mm_cid(). */
+CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
+{
+	int v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
+
+	return v >= 0 ? v : 0;
+}
+
 /**
  * cl_rseq_current_index() - the index to pass to an operation on @kind data.
  * @kind: CL_RSEQ_INDEX_CPU_ID or CL_RSEQ_INDEX_MM_CID.
@@ -276,17 +291,13 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_
  */
 CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 {
-	int v;
-
 #ifdef CL_HAVE_RSEQ_ASM
 	struct cl_rseq_abi *abi;
 
 	if (cl__rseq_ops_enter(kind, &abi) > 0)
-		return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-							  : CL_READ_ONCE(abi->cpu_id));
+		return cl__rseq_abi_index(abi, kind);
 #endif
-	v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
-	return v >= 0 ? v : 0;
+	return cl__percpu_fallback_index(kind);
 }
 
 #ifdef CL_HAVE_RSEQ_ASM
@@ -294,12 +305,6 @@ CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 #include "arch/x86_64/percpu_ops.h"
 #undef CL__PERCPU_OPS_INSIDE
 
-/* The index field a section of @kind compares. */
-CL_ALWAYS_INLINE int cl__rseq_abi_index(const struct cl_rseq_abi *abi, enum cl_rseq_index kind)
-{
-	return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-						  : CL_READ_ONCE(abi->cpu_id));
-}
 
 /* The operation cannot run: rseq process, thread without an rseq area. */
 static CL_COLD CL_NOINLINE CL_UNUSED int cl__rseq_no_area(void)
@@ -830,14 +835,6 @@ CL_INLINE void *cl_rseq_list_first(void **head)
  * sections but this thread has no rseq area: nothing stored).
  * Aborts are retried inside, with a fresh index each time.
  */
-
-/* The fallback's index: cl_cpu_id() or cl_mm_cid(). */
-CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
-{
-	int v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
-
-	return v >= 0 ? v : 0;
-}
 
 /* Index i's copy of the object whose index-0 copy is at p. */
 CL_ALWAYS_INLINE void *cl__percpu_copy(const void *p, size_t stride, int i)
