@@ -250,8 +250,10 @@ CL_INLINE const char *cl_rseq_ops_mode_name(enum cl_rseq_ops_mode m)
 CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
 {
 	unsigned need = kind == CL_RSEQ_INDEX_MM_CID ? CL__RSEQ_OPS_HAVE_CID : CL__RSEQ_OPS_HAVE_RSEQ;
+	unsigned s = CL_ATOMIC_LOAD(&cl__rseq_ops_state, CL_ACQUIRE);
 
-	if (CL_UNLIKELY(!(cl__rseq_ops_state_get() & need)))
+	/* One test on the fast path: an undecided state (0) lacks the bit too. */
+	if (CL_UNLIKELY(!(s & need)) && (s != 0 || !(cl__rseq_ops_decide() & need)))
 		return 0;
 	*abi = cl_rseq_abi_get();
 	return CL_LIKELY(*abi != NULL) ? 1 : -1;
@@ -888,6 +890,8 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 
 	while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here, abi, p, stride, count, &i) != CL_RSEQ_OK))
 		CL_INJECT(10);
+	if (i < 0) /* a u32 field below the number of CPUs: tells the compiler i >= 0 */
+		__builtin_unreachable();
 	return i;
 }
 #else
