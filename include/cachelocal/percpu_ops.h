@@ -976,7 +976,12 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore(enum cl_rseq_index kind, intptr_t *p, si
  * @next_offset: offset of the "next" pointer (a void *) in a node.
  * @out: receives the node.
  *
- * Per attempt: cl_rseq_pop() on the current index's head.
+ * Per attempt (rseq path), one section that reads the index itself:
+ *	i = rseq->cpu_id (or mm_cid); h = head + i * stride;
+ *	node = *h; if (node == NULL) return CL_PERCPU_CMPFAIL;
+ *	*out = node; *h = node->next;          commit
+ * Fallback: the lock-bit pop of cl_rseq_pop_until() on the current index's
+ * head.
  *
  * Context: as cl_rseq_pop_until().
  * Return: the index whose list the node came from (*@out set);
@@ -990,11 +995,8 @@ CL_ALWAYS_INLINE int cl_percpu_pop(enum cl_rseq_index kind, void **head, size_t 
 	if (CL_UNLIKELY(head == NULL || out == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, for (;;) {
-		int r;
+		int r = CL__RSEQ_ASM(kind, pop_here, abi, head, stride, next_offset, NULL, out, &i);
 
-		i = cl__rseq_abi_index(abi, kind);
-		r = CL__RSEQ_ASM(kind, pop, abi, (void **)cl__percpu_copy(head, stride, i), next_offset,
-				 NULL, out, i);
 		if (r != CL_RSEQ_ABORT)
 			return r == CL_RSEQ_OK ? i : CL_PERCPU_CMPFAIL;
 	});
@@ -1013,9 +1015,14 @@ CL_ALWAYS_INLINE int cl_percpu_pop(enum cl_rseq_index kind, void **head, size_t 
  * @next_offset: offset of the "next" pointer in a node.
  * @node: the node (at least 2-byte aligned), owned by the caller.
  *
- * Per attempt: cl_rseq_trypush() on the current index's head; an attempt
- * whose snapshot of the head went stale (CL_RSEQ_CMPFAIL) is retried like
- * an abort, so the path fails only on bad input or a missing rseq area.
+ * Per attempt (rseq path), one section that reads the index and the head
+ * itself (nothing to compare, so nothing can go stale):
+ *	i = rseq->cpu_id (or mm_cid); h = head + i * stride;
+ *	node->next = *h;                       (the caller's node: harmless if aborted)
+ *	*h = node;                             commit
+ * Fallback: cl_rseq_trypush()'s CAS on the current index's head, retried
+ * until it succeeds. The path fails only on bad input or a missing rseq
+ * area.
  *
  * Context: as cl_rseq_trypush().
  * Return: the index whose list @node was pushed on; -1 (errno EINVAL, ENOSYS).
@@ -1029,13 +1036,9 @@ CL_ALWAYS_INLINE int cl_percpu_trypush(enum cl_rseq_index kind, void **head, siz
 	if (CL_UNLIKELY(head == NULL || node == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, for (;;) {
-		i = cl__rseq_abi_index(abi, kind);
-		h = (void **)cl__percpu_copy(head, stride, i);
-		first = CL_READ_ONCE(*h);
-		*cl__rseq_next_ptr(node, next_offset) = first;
 		CL_INJECT(4);
-		if (CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)h, (intptr_t)first,
-				 (intptr_t)node, i) == CL_RSEQ_OK)
+		if (CL__RSEQ_ASM(kind, push_here, abi, head, stride, next_offset, node, &i) ==
+		    CL_RSEQ_OK)
 			return i;
 	});
 	do {

@@ -553,6 +553,29 @@ static void trap_new_ops(enum cl_rseq_index idx)
 		cr_assert_eq(pc[2 * i], 3);
 		free(pc);
 	}
+	/* The per-CPU pop and push sections (index and head read inside). */
+	{
+		unsigned n = cl_nr_possible_cpus();
+		void **heads = calloc(n, 2 * sizeof(void *)), *o = NULL;
+		struct node nn = { 7, NULL };
+		int before = traps, i, j;
+
+		cr_assert_not_null(heads);
+		test_trap_armed = 1;
+		i = cl_percpu_trypush(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &nn);
+		cr_assert_geq(i, 0);
+		cr_assert_eq(traps, before + 1, "push trapped, aborted, retried");
+		cr_assert_eq(heads[2 * i], (void *)&nn, "pushed once");
+		cr_assert_null(nn.next);
+		test_trap_armed = 1;
+		j = cl_percpu_pop(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &o);
+		cr_assert_eq(traps, before + 2, "pop trapped, aborted, retried");
+		if (j == i) { /* still on the same index: the node comes back */
+			cr_assert_eq(o, (void *)&nn);
+			cr_assert_null(heads[2 * i]);
+		}
+		free(heads);
+	}
 }
 
 /*
