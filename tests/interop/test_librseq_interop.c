@@ -54,7 +54,7 @@ static void cl_add(enum cl_rseq_index k, intptr_t *slots_v0, size_t stride, intp
 
 	do
 		i = cl_index(k);
-	while (cl_rseq_add_index(k, (intptr_t *)((char *)slots_v0 + (size_t)i * stride), n, i) != 0);
+	while (cl_rseq_add(k, (intptr_t *)((char *)slots_v0 + (size_t)i * stride), n, i) != 0);
 }
 
 /* Pop from the current index's list: the node, or NULL when that list is empty. */
@@ -65,7 +65,7 @@ static void *cl_pop(enum cl_rseq_index k, void **heads0, size_t stride)
 
 	do {
 		i = cl_index(k);
-		r = cl_rseq_pop_index(k, (void **)((char *)heads0 + (size_t)i * stride), 0, &node, i);
+		r = cl_rseq_pop(k, (void **)((char *)heads0 + (size_t)i * stride), 0, &node, i);
 	} while (r < 0);
 	return r == 0 ? node : NULL;
 }
@@ -76,7 +76,7 @@ static void cl_push(enum cl_rseq_index k, void **heads0, size_t stride, void *no
 
 	do
 		i = cl_index(k);
-	while (cl_rseq_push_index(k, (void **)((char *)heads0 + (size_t)i * stride), 0, node, i) != 0);
+	while (cl_rseq_trypush(k, (void **)((char *)heads0 + (size_t)i * stride), 0, node, i) != 0);
 }
 
 /* ---- the librseq operations, as its param_test uses them ---- */
