@@ -240,7 +240,6 @@ static CL_NOINLINE CL_UNUSED void cl__counter_add_acquire(struct cl_counter *c, 
 CL_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 {
 	struct cl__counter_slot *slots = c->slots;
-	unsigned i;
 
 	if (CL_UNLIKELY(slots == NULL))
 		return;
@@ -248,35 +247,9 @@ CL_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 		cl__counter_add_acquire(c, v);
 		return;
 	}
-#if defined(CL_HAVE_RSEQ_ASM) && defined(CL__COUNTER_RSEQ)
-	{
-		struct cl_rseq_abi *abi;
-		int m = cl__rseq_ops_enter((enum cl_rseq_index)c->index, &abi);
-
-		if (CL_LIKELY(m > 0)) {
-			enum cl_rseq_index which = (enum cl_rseq_index)c->index;
-
-			for (;;) {
-				i = which == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-								  : CL_READ_ONCE(abi->cpu_id);
-				if (CL_UNLIKELY(i >= c->nr_slots))
-					break;
-				CL_INJECT(10); /* stale index window */
-				if (CL_LIKELY(cl__rseq_add_asm(abi, which,
-							       (intptr_t *)(void *)&slots[i].v,
-							       (intptr_t)v, (int)i) == CL_RSEQ_OK))
-					return;
-			}
-		}
-		if (m != 0) {
-			/* Index out of range, or no rseq area in this thread. */
-			cl__counter_add_shared(c, v);
-			return;
-		}
-	}
-#endif
-	i = (unsigned)cl_rseq_current_index((enum cl_rseq_index)c->index) % c->nr_slots;
-	CL_ATOMIC_FETCH_ADD(&slots[i].v, v, CL_RELAXED);
+	if (CL_UNLIKELY(cl_percpu_add((enum cl_rseq_index)c->index, (intptr_t *)(void *)&slots[0].v,
+				      sizeof(slots[0]), (intptr_t)v) < 0))
+		cl__counter_add_shared(c, v); /* no rseq area in this thread */
 }
 
 /**

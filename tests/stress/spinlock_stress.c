@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spinlock_stress - a per-CPU (and per-mm_cid) spinlock taken with
- * cl_rseq_cmpstore(lock, 0, 1) keeps mutual exclusion under preemption,
+ * cl_rseq_cmpstore(kind, lock, 0, 1, index) keeps mutual exclusion under preemption,
  * migration and signals, in both index modes.
  *
  * A worker locks the slot of its current index, checks that nobody else is
@@ -41,7 +41,7 @@ static void *worker(struct stress_run *run, int id)
 			int c = cl_rseq_current_index(t->idx);
 
 			s = &t->slots[(unsigned)c % t->nr];
-			r = cl_rseq_cmpstore_index(t->idx, &s->lock, 0, 1, c);
+			r = cl_rseq_cmpstore(t->idx, &s->lock, 0, 1, c);
 			if (r == CL_RSEQ_OK)
 				break;
 			if (r == CL_RSEQ_CMPFAIL && ++spins % 16 == 0)
