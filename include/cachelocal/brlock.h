@@ -349,22 +349,14 @@ CL_ALWAYS_INLINE int cl__brlock_count(struct cl_brlock *l, int unlock)
 {
 	enum cl_rseq_index idx = (enum cl_rseq_index)l->index;
 	struct cl__brlock_cpu *mine;
-	intptr_t *v;
-	int i, r;
+	int i;
 
 	if (CL_LIKELY(l->mode == CL_BRLOCK_MEMBARRIER)) {
-		for (;;) {
-			i = cl_rseq_current_index(idx);
-			if (CL_UNLIKELY((unsigned)i >= l->nr_cpus))
-				break;
-			mine = cl_percpu_ptr_stride(l->cpu, i, l->stride);
-			v = unlock ? &mine->unlock : &mine->lock;
-			r = cl_rseq_add_index(idx, v, 1, i);
-			if (CL_LIKELY(r == CL_RSEQ_OK))
-				return i;
-			if (r == CL_RSEQ_NO_AREA)
-				break;
-		}
+		/* The public per-CPU path: this CPU's copy, rseq add, retried on abort. */
+		i = cl_percpu_add(idx, unlock ? &l->cpu->unlock : &l->cpu->lock, l->stride, 1);
+		if (CL_LIKELY(i >= 0))
+			return i;
+		/* -1, ENOSYS: no rseq area in this thread; count in the shared slot. */
 	} else {
 		i = cl_rseq_current_index(idx);
 		if (CL_LIKELY((unsigned)i < l->nr_cpus)) {
