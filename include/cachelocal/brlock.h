@@ -120,6 +120,18 @@ struct cl__brlock_wside {
 #define CL__BRLOCK_W_HELD 1    /* a writer holds the lock or waits for readers */
 #define CL__BRLOCK_W_WAITERS 2 /* readers sleep on the word */
 
+/*
+ * A fence the membarrier mode needs (free on x86_64, where it is a compiler
+ * barrier). ThreadSanitizer builds always run the fence mode, which orders
+ * everything with sequentially consistent atomics, and TSan rejects
+ * standalone fences.
+ */
+#ifdef CL_HAVE_TSAN
+#define CL__BRLOCK_MEMB_FENCE(mo) CL_BARRIER()
+#else
+#define CL__BRLOCK_MEMB_FENCE(mo) CL_ATOMIC_FENCE(mo)
+#endif
+
 /* Reader and writer spin rounds before sleeping. */
 #ifndef CL_BRLOCK_SPIN_ROUNDS
 #define CL_BRLOCK_SPIN_ROUNDS 200
@@ -184,7 +196,7 @@ CL_INLINE void cl__brlock_memb_fence(void)
 		if (cl__brlock_memb_register() != 1) {
 			/* Registered once, refused now: nothing else to try but a
 			 * full fence and a context switch of this thread. */
-			CL_ATOMIC_FENCE(CL_SEQ_CST);
+			CL__BRLOCK_MEMB_FENCE(CL_SEQ_CST);
 			sched_yield();
 			break;
 		}
@@ -396,7 +408,7 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlo
 	unsigned spins = 0;
 	int v;
 
-	CL_ATOMIC_FENCE(CL_RELEASE);
+	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
 	cl__brlock_count(l, 1);
 	cl__brlock_wake_writer(l);
 	for (;;) {
@@ -461,7 +473,7 @@ CL_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
 	(void)token;
 	/* The section's loads before the count (a compiler barrier on TSO). */
-	CL_ATOMIC_FENCE(CL_RELEASE);
+	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
 	cl__brlock_count(l, 1);
 	if (CL_UNLIKELY(cl__brlock_writer(l) != 0))
 		cl__brlock_wake_writer(l);
@@ -469,22 +481,26 @@ CL_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 
 /* ---- writers ---- */
 
-/* No reader inside: sum of unlocks (read first) equals sum of locks. */
+/*
+ * No reader inside: sum of unlocks (read first) equals sum of locks. The
+ * loads are sequentially consistent (plain loads on x86_64): ordered after
+ * the writer word's store in the fence mode, unlocks before locks, and
+ * acquire for the sections they close.
+ */
 CL_INLINE int cl__brlock_idle(const struct cl_brlock *l)
 {
 	const struct cl__brlock_wside *w = l->w;
 	uintptr_t u, k;
 	unsigned i;
 
-	u = (uintptr_t)CL_ATOMIC_LOAD(&w->shared_unlock, CL_ACQUIRE);
+	u = (uintptr_t)CL_ATOMIC_LOAD(&w->shared_unlock, CL_SEQ_CST);
 	for (i = 0; i < l->nr_cpus; i++)
 		u += (uintptr_t)CL_ATOMIC_LOAD(&cl_percpu_ptr_stride(l->cpu, i, l->stride)->unlock,
-					       CL_ACQUIRE);
-	CL_ATOMIC_FENCE(CL_SEQ_CST);
-	k = (uintptr_t)CL_ATOMIC_LOAD(&w->shared_lock, CL_ACQUIRE);
+					       CL_SEQ_CST);
+	k = (uintptr_t)CL_ATOMIC_LOAD(&w->shared_lock, CL_SEQ_CST);
 	for (i = 0; i < l->nr_cpus; i++)
 		k += (uintptr_t)CL_ATOMIC_LOAD(&cl_percpu_ptr_stride(l->cpu, i, l->stride)->lock,
-					       CL_ACQUIRE);
+					       CL_SEQ_CST);
 	return u == k;
 }
 
@@ -515,10 +531,10 @@ CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
 			cl__brlock_futex_wait((int *)(void *)&w->whead, (int)h);
 	}
 	CL_ATOMIC_STORE(&l->writer, CL__BRLOCK_W_HELD, CL_SEQ_CST);
+	/* Fence mode: the store and the loads of cl__brlock_idle() are all
+	 * sequentially consistent, as are the readers' add and load. */
 	if (l->mode == CL_BRLOCK_MEMBARRIER)
 		cl__brlock_memb_fence();
-	else
-		CL_ATOMIC_FENCE(CL_SEQ_CST);
 	for (spins = 0;; spins++) {
 		if (cl__brlock_idle(l))
 			break;
@@ -536,8 +552,7 @@ CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
 		CL_ATOMIC_STORE(&w->wsleep, 0, CL_RELAXED);
 	}
 	/* Readers' sections happened before: their unlock counts were loaded
-	 * with acquire; on x86_64 their loads cannot pass their later store. */
-	CL_ATOMIC_FENCE(CL_ACQUIRE);
+	 * with (at least) acquire after their release fence or release add. */
 }
 
 /**
