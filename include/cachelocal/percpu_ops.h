@@ -903,11 +903,15 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
  * @stride: bytes between two indexes' copies.
  * @count: the addend.
  *
- * Per attempt (rseq path): the cl_rseq_add() section on copy i, i the
- * current index: index 0's address plus i * stride, computed before the
- * section from the index the section then compares (measured faster than
- * reading the index and computing the address inside the section:
- * docs/percpu_ops.md). Fallback: atomic add on the current index's copy.
+ * Per attempt (rseq path), one critical section that reads the index
+ * itself and computes the copy's address from it:
+ *	i = rseq->cpu_id;                      (mm_cid kind: rseq->mm_cid)
+ *	*(p + i * stride) += count;            commit
+ * (no index compare: the index is read after the section started, so a
+ * migration or preemption after the read aborts it). Measured faster than
+ * computing the address in C from an index the section then compares
+ * (bench/percpu_ops, docs/percpu_ops.md). Fallback: atomic add on the
+ * current index's copy.
  *
  * Context: any thread, also a signal handler (see cl_rseq_add()).
  * Return: the index whose copy was added to, or -1 (errno EINVAL, ENOSYS).
@@ -919,7 +923,7 @@ CL_ALWAYS_INLINE int cl_percpu_add(enum cl_rseq_index kind, intptr_t *p, size_t 
 
 	if (CL_UNLIKELY(p == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
-	CL__PERCPU_RSEQ(kind, return cl__percpu_add_passed(kind, abi, p, stride, count););
+	CL__PERCPU_RSEQ(kind, return cl__percpu_add_here(kind, abi, p, stride, count););
 	i = cl__percpu_fallback_index(kind);
 	CL_ATOMIC_FETCH_ADD((intptr_t *)cl__percpu_copy(p, stride, i), count, CL_RELAXED);
 	return i;
