@@ -147,6 +147,7 @@ struct cl__brlock_wside {
  */
 struct cl_brlock {
 	int writer;                  /* CL__BRLOCK_W_* */
+	int fast;                    /* membarrier mode and cpu_id counters: the inline path */
 	int mode;                    /* enum cl_brlock_mode; 0 = not initialised */
 	int index;                   /* enum cl_rseq_index of the per-CPU counters */
 	unsigned nr_cpus;            /* copies in the pool */
@@ -293,6 +294,7 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 #endif
 	/* Decide the operations mode now, not on the first read lock. */
 	(void)cl_rseq_ops_mode_index(idx);
+	l->fast = memb == 1 && idx == CL_RSEQ_INDEX_CPU_ID;
 	CL_ATOMIC_STORE(&l->mode, memb == 1 ? CL_BRLOCK_MEMBARRIER : CL_BRLOCK_FENCE,
 			CL_RELEASE);
 	return 0;
@@ -364,8 +366,14 @@ CL_ALWAYS_INLINE int cl__brlock_count(struct cl_brlock *l, int unlock)
 	int i;
 
 	if (CL_LIKELY(l->mode == CL_BRLOCK_MEMBARRIER)) {
-		/* The public per-CPU path: this CPU's copy, rseq add, retried on abort. */
-		i = cl_percpu_add(idx, unlock ? &l->cpu->unlock : &l->cpu->lock, l->stride, 1);
+		/* The public per-CPU path: this CPU's copy, rseq add, retried on
+		 * abort; the kind a constant in each branch (inlined once each). */
+		intptr_t *v = unlock ? &l->cpu->unlock : &l->cpu->lock;
+
+		if (CL_LIKELY(idx == CL_RSEQ_INDEX_CPU_ID))
+			i = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, v, l->stride, 1);
+		else
+			i = cl_percpu_add(CL_RSEQ_INDEX_MM_CID, v, l->stride, 1);
 		if (CL_LIKELY(i >= 0))
 			return i;
 		/* -1, ENOSYS: no rseq area in this thread; count in the shared slot. */
@@ -426,6 +434,27 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlo
 	}
 }
 
+/* Every mode and index kind: read_lock's out-of-line path. */
+static CL_NOINLINE CL_UNUSED int cl__brlock_read_lock_slow(struct cl_brlock *l)
+{
+	for (;;) {
+		int t = cl__brlock_count(l, 0);
+
+		if (CL_LIKELY(cl__brlock_writer(l) == 0))
+			return t;
+		cl__brlock_read_backoff(l);
+	}
+}
+
+/* Every mode and index kind: read_unlock's out-of-line path. */
+static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *l)
+{
+	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
+	cl__brlock_count(l, 1);
+	if (CL_UNLIKELY(cl__brlock_writer(l) != 0))
+		cl__brlock_wake_writer(l);
+}
+
 /**
  * cl_brlock_read_lock() - enter a read section.
  * @l: an initialised lock.
@@ -436,7 +465,8 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlo
  * With a writer pending: count an unlock (taking the lock back), wake the
  * writer, sleep until the writer word clears, retry.
  * In CL_BRLOCK_FENCE mode the add and the load are sequentially consistent
- * atomics.
+ * atomics. Inline only for the membarrier mode with cpu_id counters; the
+ * other combinations take one out-of-line call.
  *
  * Context: any thread; not nested in another read section of @l, not in a
  * signal handler that may interrupt a section of @l. May sleep (futex)
@@ -446,13 +476,16 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlo
  */
 CL_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
 {
-	for (;;) {
-		int t = cl__brlock_count(l, 0);
+	if (CL_LIKELY(l->fast)) {
+		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->lock, l->stride, 1);
 
-		if (CL_LIKELY(cl__brlock_writer(l) == 0))
+		CL_BARRIER();
+		if (CL_LIKELY(t >= 0 && CL_ATOMIC_LOAD(&l->writer, CL_ACQUIRE) == 0))
 			return t;
-		cl__brlock_read_backoff(l);
+		if (t >= 0)
+			cl__brlock_read_backoff(l);
 	}
+	return cl__brlock_read_lock_slow(l);
 }
 
 /**
@@ -472,11 +505,17 @@ CL_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 {
 	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
 	(void)token;
-	/* The section's loads before the count (a compiler barrier on TSO). */
-	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
-	cl__brlock_count(l, 1);
-	if (CL_UNLIKELY(cl__brlock_writer(l) != 0))
-		cl__brlock_wake_writer(l);
+	if (CL_LIKELY(l->fast)) {
+		/* The section's loads before the count (a compiler barrier on TSO). */
+		CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
+		if (CL_LIKELY(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->unlock, l->stride, 1) >= 0)) {
+			CL_BARRIER();
+			if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->writer, CL_RELAXED) != 0))
+				cl__brlock_wake_writer(l);
+			return;
+		}
+	}
+	cl__brlock_read_unlock_slow(l);
 }
 
 /* ---- writers ---- */

@@ -426,6 +426,27 @@ CL_INLINE int cl_objcache_destroy(struct cl_objcache *c)
 /* ---- alloc / free ---- */
 
 /*
+ * The two fast-path operations with the index kind as a constant in each
+ * branch (measured: 1.3 cycles per alloc+free less than passing the kind
+ * through, the operations inline once per kind).
+ */
+CL_ALWAYS_INLINE int cl__objcache_pop(struct cl_objcache *c, void **out)
+{
+	if (CL_LIKELY(c->index == (int)CL_RSEQ_INDEX_CPU_ID))
+		return cl_percpu_cmp2_store(CL_RSEQ_INDEX_CPU_ID, c->count, c->stride, c->items, out);
+	return cl_percpu_cmp2_store(CL_RSEQ_INDEX_MM_CID, c->count, c->stride, c->items, out);
+}
+
+CL_ALWAYS_INLINE int cl__objcache_push(struct cl_objcache *c, void *obj)
+{
+	if (CL_LIKELY(c->index == (int)CL_RSEQ_INDEX_CPU_ID))
+		return cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, c->count, c->stride, c->items,
+						c->cap, obj, CL_RSEQ_MO_RELAXED);
+	return cl_percpu_cmpstore_store(CL_RSEQ_INDEX_MM_CID, c->count, c->stride, c->items, c->cap,
+					obj, CL_RSEQ_MO_RELAXED);
+}
+
+/*
  * Slow alloc: @r is CL_PERCPU_CMPFAIL (this CPU's cache was empty or being
  * drained: take a batch, keep one, cache the rest) or -1 (no per-CPU path
  * for this thread: take one).
@@ -433,7 +454,6 @@ CL_INLINE int cl_objcache_destroy(struct cl_objcache *c)
 static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c, int r)
 {
 	void *objs[CL__OBJCACHE_MOVE_MAX + 1], *obj;
-	enum cl_rseq_index idx = (enum cl_rseq_index)c->index;
 	size_t n, k;
 
 	pthread_mutex_lock(&c->lock);
@@ -454,8 +474,7 @@ static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c
 	pthread_mutex_unlock(&c->lock);
 	obj = objs[--n];
 	for (k = 0; k < n; k++)
-		if (cl_percpu_cmpstore_store(idx, c->count, c->stride, c->items, c->cap, objs[k],
-					     CL_RSEQ_MO_RELAXED) < 0)
+		if (cl__objcache_push(c, objs[k]) < 0)
 			break;
 	if (k < n) { /* the cache filled up meanwhile (or is being drained) */
 		pthread_mutex_lock(&c->lock);
@@ -492,7 +511,7 @@ CL_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
 		errno = EINVAL;
 		return NULL;
 	}
-	r = cl_percpu_cmp2_store((enum cl_rseq_index)c->index, c->count, c->stride, c->items, &obj);
+	r = cl__objcache_pop(c, &obj);
 	if (CL_LIKELY(r >= 0))
 		return obj;
 	return cl__objcache_alloc_slow(c, r);
@@ -505,16 +524,13 @@ CL_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
 static CL_NOINLINE CL_UNUSED void cl__objcache_free_slow(struct cl_objcache *c, void *obj, int r)
 {
 	void *objs[CL__OBJCACHE_MOVE_MAX + 1];
-	enum cl_rseq_index idx = (enum cl_rseq_index)c->index;
 	size_t n = 0;
 
 	if (r == CL_PERCPU_CMPFAIL) {
-		while (n < c->batch &&
-		       cl_percpu_cmp2_store(idx, c->count, c->stride, c->items, &objs[n]) >= 0)
+		while (n < c->batch && cl__objcache_pop(c, &objs[n]) >= 0)
 			n++;
 		/* Keep the object just freed (likely in this CPU's cache) local. */
-		if (n == 0 || cl_percpu_cmpstore_store(idx, c->count, c->stride, c->items, c->cap,
-						       obj, CL_RSEQ_MO_RELAXED) < 0)
+		if (n == 0 || cl__objcache_push(c, obj) < 0)
 			objs[n++] = obj;
 	} else {
 		objs[n++] = obj;
@@ -553,8 +569,7 @@ CL_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj)
 			errno = EINVAL;
 		return;
 	}
-	r = cl_percpu_cmpstore_store((enum cl_rseq_index)c->index, c->count, c->stride, c->items,
-				     c->cap, obj, CL_RSEQ_MO_RELAXED);
+	r = cl__objcache_push(c, obj);
 	if (CL_LIKELY(r >= 0))
 		return;
 	cl__objcache_free_slow(c, obj, r);
