@@ -13,7 +13,12 @@
  *   writer latency: one reader per allowed CPU but the first, pinned and
  *   looping, and a writer pinned to the first CPU taking the write lock
  *   repeatedly: us per write_lock + write_unlock.
- * Median of --runs (>= 5), min-max; ratios other / brlock. Goal of the issue:
+ * Median of --runs (>= 5), min-max; ratios other / brlock. Read pairs are
+ * reported twice: "wall" (first start to last end, per pair per thread) and
+ * "cpu" (the readers' CPU time, CLOCK_THREAD_CPUTIME_ID, per pair): on a
+ * loaded machine the wall clock also counts the time a pinned thread waits
+ * for its CPU (with 2 threads, CPU time understates contention when they do
+ * not run at the same time). Goal of the issue:
  * brlock read pair >= 10x faster than pthread_rwlock with 2 readers.
  */
 #include "bench.h"
@@ -118,9 +123,17 @@ struct worker {
 	enum variant v;
 	int cpu;
 	pthread_t t;
-	unsigned long long t0, t1;
+	unsigned long long t0, t1, cpu_ns;
 	long sum;
 };
+
+static unsigned long long thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 static void *reader_main(void *p)
 {
@@ -129,10 +142,12 @@ static void *reader_main(void *p)
 
 	bench_pin(w->cpu);
 	pthread_barrier_wait(&start);
+	w->cpu_ns = thread_cpu_ns();
 	w->t0 = bench_now_ns();
 	for (long i = 0; i < pairs_per_thread; i++)
 		sum += read_once(w->v);
 	w->t1 = bench_now_ns();
+	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
 	w->sum = sum;
 	return NULL;
 }
@@ -152,15 +167,15 @@ static void *busy_reader_main(void *p)
 	return NULL;
 }
 
-/* Read pairs: ns per pair per thread (first start to last end). */
-static double run_reads(enum variant v, int threads)
+/* Read pairs: ns per pair per thread, wall clock (returned) and CPU time (*cpu). */
+static double run_reads(enum variant v, int threads, double *cpu)
 {
 	struct worker w[2];
-	unsigned long long t0 = ~0ull, t1 = 0;
+	unsigned long long t0 = ~0ull, t1 = 0, cpu_ns = 0;
 
 	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
 	for (int i = 0; i < threads; i++) {
-		w[i] = (struct worker){ v, bench_allowed_cpu(i), 0, 0, 0, 0 };
+		w[i] = (struct worker){ v, bench_allowed_cpu(i), 0, 0, 0, 0, 0 };
 		if (pthread_create(&w[i].t, NULL, reader_main, &w[i]) != 0)
 			exit(1);
 	}
@@ -171,8 +186,10 @@ static double run_reads(enum variant v, int threads)
 			t0 = w[i].t0;
 		if (w[i].t1 > t1)
 			t1 = w[i].t1;
+		cpu_ns += w[i].cpu_ns;
 	}
 	pthread_barrier_destroy(&start);
+	*cpu = (double)cpu_ns / threads / (double)pairs_per_thread;
 	return (double)(t1 - t0) / (double)pairs_per_thread;
 }
 
@@ -185,7 +202,7 @@ static double run_writes(enum variant v, int nr_readers, int writes)
 	stop_readers = 0;
 	pthread_barrier_init(&start, NULL, (unsigned)nr_readers + 1);
 	for (int i = 0; i < nr_readers; i++) {
-		w[i] = (struct worker){ v, bench_allowed_cpu(i + 1), 0, 0, 0, 0 };
+		w[i] = (struct worker){ v, bench_allowed_cpu(i + 1), 0, 0, 0, 0, 0 };
 		if (pthread_create(&w[i].t, NULL, busy_reader_main, &w[i]) != 0)
 			exit(1);
 	}
@@ -205,7 +222,8 @@ static double run_writes(enum variant v, int nr_readers, int writes)
 
 int main(int argc, char **argv)
 {
-	double samples[NR_VARIANTS][BENCH_MAX_RUNS], med[NR_VARIANTS];
+	double samples[NR_VARIANTS][BENCH_MAX_RUNS], cpu_samples[NR_VARIANTS][BENCH_MAX_RUNS];
+	double med[NR_VARIANTS];
 	int nr_cpus, nr_readers, writes;
 	struct bench b;
 	char case_name[48];
@@ -228,12 +246,18 @@ int main(int argc, char **argv)
 		bench_progress(&b, "%s: %d runs x %d variants", case_name, b.runs, NR_VARIANTS);
 		for (int r = 0; r < b.runs; r++)
 			for (int v = 0; v < NR_VARIANTS; v++)
-				samples[v][r] = run_reads((enum variant)v, threads);
-		for (int v = 0; v < NR_VARIANTS; v++)
-			med[v] = bench_report(&b, case_name, variant_name[v], "pinned", threads,
-					      samples[v], b.runs, "ns/pair");
-		bench_ratio(&b, case_name, "pthread-rwlock / brlock", med[V_RWLOCK], med[V_BRLOCK]);
-		bench_ratio(&b, case_name, "atomic-count / brlock", med[V_ATOMIC], med[V_BRLOCK]);
+				samples[v][r] = run_reads((enum variant)v, threads, &cpu_samples[v][r]);
+		for (int k = 0; k < 2; k++) {
+			char cn[64];
+
+			snprintf(cn, sizeof(cn), "%s %s", case_name, k ? "cpu" : "wall");
+			for (int v = 0; v < NR_VARIANTS; v++)
+				med[v] = bench_report(&b, cn, variant_name[v], "pinned", threads,
+						      k ? cpu_samples[v] : samples[v], b.runs,
+						      "ns/pair");
+			bench_ratio(&b, cn, "pthread-rwlock / brlock", med[V_RWLOCK], med[V_BRLOCK]);
+			bench_ratio(&b, cn, "atomic-count / brlock", med[V_ATOMIC], med[V_BRLOCK]);
+		}
 	}
 	nr_readers = nr_cpus > 1 ? nr_cpus - 1 : 1;
 	if (nr_readers > 64)
