@@ -206,6 +206,7 @@ CL_INLINE void cl__brlock_memb_fence(void)
 	errno = saved;
 }
 
+/* Sleep while *addr == val (spurious wake-ups possible; callers re-check). */
 CL_INLINE void cl__brlock_futex_wait(int *addr, int val)
 {
 	int saved = errno;
@@ -214,6 +215,7 @@ CL_INLINE void cl__brlock_futex_wait(int *addr, int val)
 	errno = saved;
 }
 
+/* Wake up to n sleepers on addr. */
 CL_INLINE void cl__brlock_futex_wake(int *addr, int n)
 {
 	int saved = errno;

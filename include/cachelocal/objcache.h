@@ -217,6 +217,7 @@ CL_INLINE int cl__objcache_memb_register(void)
 
 /* ---- helpers ---- */
 
+/* CPU @cpu's copy of the count and of the slots. */
 CL_INLINE intptr_t *cl__objcache_count(const struct cl_objcache *c, unsigned cpu)
 {
 	return cl_percpu_ptr_stride(c->count, cpu, c->stride);
