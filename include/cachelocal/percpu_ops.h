@@ -427,7 +427,7 @@ CL_INLINE int cl__rseq_cmpstore_store_fb(intptr_t *v, intptr_t expect, intptr_t 
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
-	if (CL_ATOMIC_LOAD(v, CL_RELAXED) == expect) {
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
 		if (v2)
 			CL_ATOMIC_STORE(v2, newv2, CL_RELAXED);
 		if (mo == CL_RSEQ_MO_RELEASE)
@@ -446,7 +446,7 @@ CL_INLINE int cl__rseq_cmp2_store_fb(intptr_t *v, intptr_t expect, intptr_t *v2,
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
-	if (CL_ATOMIC_LOAD(v, CL_RELAXED) == expect && CL_ATOMIC_LOAD(v2, CL_RELAXED) == expect2) {
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect && CL_ATOMIC_LOAD(v2, CL_ACQUIRE) == expect2) {
 		CL_ATOMIC_STORE(v, newv, CL_RELEASE);
 		r = CL_RSEQ_OK;
 	}
@@ -460,7 +460,7 @@ CL_INLINE int cl__rseq_cmpmemcpy_store_fb(intptr_t *v, intptr_t expect, void *ds
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
-	if (CL_ATOMIC_LOAD(v, CL_RELAXED) == expect) {
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
 		memcpy(dst, src, len);
 		if (mo == CL_RSEQ_MO_RELEASE)
 			CL_ATOMIC_STORE(v, newv, CL_RELEASE);
@@ -551,7 +551,8 @@ CL_ALWAYS_INLINE int cl_rseq_add(enum cl_rseq_index kind, intptr_t *v, intptr_t 
  *	if (rseq->cpu_id != index) abort;
  *	if (*v != expect) return 1;
  *	*v = newv;                             commit
- * Fallback: compare and store under the word's striped lock (release store).
+ * Fallback: under the word's striped lock, an acquire load, the compare, a
+ * release store (acquire-release, like a CAS).
  * On x86_64 the rseq path is ordered like a release store (TSO).
  *
  * Context: any thread.
@@ -1087,6 +1088,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t 
 		if (CL_UNLIKELY(n < 0 || n >= cap))
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + n;
+		CL_INJECT(11); /* stale snapshot window */
 		if (CL__RSEQ_ASM(kind, cmpstore_store, abi, c, n, (intptr_t *)(void *)slot,
 				 (intptr_t)item, n + 1, i) == CL_RSEQ_OK)
 			return i;
@@ -1141,6 +1143,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *cou
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
 		item = CL_READ_ONCE(*slot);
+		CL_INJECT(11); /* stale snapshot window */
 		if (CL__RSEQ_ASM(kind, cmp2_store, abi, c, n, (intptr_t *)(void *)slot,
 				 (intptr_t)item, n - 1, i) == CL_RSEQ_OK) {
 			*out = item;
@@ -1200,6 +1203,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmpmemcpy_store(enum cl_rseq_index kind, intptr_t
 		if (CL_UNLIKELY(n < 0 || n >= cap))
 			return CL_PERCPU_CMPFAIL;
 		dst = (char *)cl__percpu_copy(buf, stride, i) + (size_t)n * size;
+		CL_INJECT(11); /* stale snapshot window */
 		if (CL__RSEQ_ASM(kind, cmpmemcpy_store, abi, c, n, dst, src, size, n + 1, i) ==
 		    CL_RSEQ_OK)
 			return i;

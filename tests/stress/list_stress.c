@@ -36,7 +36,7 @@ struct list_test {
 
 static int pop_one(struct list_test *t, struct lnode **out)
 {
-	void *p;
+	void *p = NULL;
 	int r, c;
 
 	do {

@@ -5,8 +5,19 @@
  * exact multi-threaded sums, and the emitted rseq descriptors. Also built
  * (test_percpu_ops.variants) with -DCL_NO_RSEQ_ASM, and with
  * -DCL_TEST_TRAP_INJECT: an int3 inside the critical sections, armed by a
- * flag, proves that the kernel aborts a section interrupted by a signal.
+ * flag, proves that the kernel aborts a section interrupted by a signal;
+ * and with -DCL_TEST_SCRATCH_HOOK: a test hook that overwrites %rax and
+ * %rcx (declared in CL_RSEQ_INJECT_CLOBBER) at every hook point.
  */
+#ifdef CL_TEST_SCRATCH_HOOK
+/* A hook that overwrites the sections' scratch registers and declares it:
+ * every operation must still be right (the sections save them around it). */
+#define CL_RSEQ_INJECT_ASM(n)                    \
+	"movq $0x" #n "dead, %%rax\n\t"          \
+	"movq $0x" #n "beef, %%rcx\n\t"
+#define CL_RSEQ_INJECT_CLOBBER , "rax", "rcx"
+#endif
+
 #ifdef CL_TEST_TRAP_INJECT
 /* At inject point 2 (after the index check): trap if test_trap_armed. */
 int test_trap_armed;
@@ -252,6 +263,141 @@ Test(percpu_ops, push_fails_when_head_moved)
 	}
 }
 
+Test(percpu_ops, pop_until_stops_at_a_sentinel)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		struct node sentinel = { -1, NULL }, a = { 1, &sentinel }, b = { 2, &a };
+		void *head = &b, *out = NULL;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_until(idx, &head, offsetof(struct node, next),
+							      &sentinel, &out, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(out, (void *)&b);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_until(idx, &head, offsetof(struct node, next),
+							      &sentinel, &out, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(out, (void *)&a);
+		out = NULL;
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_until(idx, &head, offsetof(struct node, next),
+							      &sentinel, &out, c)),
+			     CL_RSEQ_CMPFAIL, "the sentinel is the end: nothing popped");
+		cr_assert_eq(head, (void *)&sentinel);
+		cr_assert_null(out);
+	}
+}
+
+/* Ops whose wrong index must abort with nothing stored (rseq path). */
+static void assert_wrong_index(enum cl_rseq_index idx, int r, int stored_ok)
+{
+	if (rseq_path(idx))
+		cr_assert_eq(r, CL_RSEQ_ABORT, "wrong index aborts");
+	else
+		cr_assert_eq(r, stored_ok, "fallback ignores the index");
+}
+
+Test(percpu_ops, cmpstore_store_stores_item_then_count)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t count = 2, slots[4] = { 10, 11, 0, 0 };
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_store(idx, &count, 3, &slots[2], 12, 3,
+								   CL_RSEQ_MO_RELEASE, c)),
+			     CL_RSEQ_CMPFAIL);
+		cr_assert_eq(count, 2);
+		cr_assert_eq(slots[2], 0, "a failed compare stores neither word");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_store(idx, &count, 2, &slots[2], 12, 3,
+								   CL_RSEQ_MO_RELAXED, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(count, 3);
+		cr_assert_eq(slots[2], 12);
+		assert_wrong_index(idx, cl_rseq_cmpstore_store(idx, &count, 3, &slots[3], 13, 4,
+							       CL_RSEQ_MO_RELEASE, 1 << 24),
+				   CL_RSEQ_OK);
+		if (rseq_path(idx)) {
+			cr_assert_eq(count, 3);
+			cr_assert_eq(slots[3], 0);
+		}
+	}
+}
+
+Test(percpu_ops, cmp2_store_needs_both_compares)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t count = 2, top = 77;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmp2_store(idx, &count, 2, &top, 78, 1, c)),
+			     CL_RSEQ_CMPFAIL, "second compare fails");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmp2_store(idx, &count, 3, &top, 77, 1, c)),
+			     CL_RSEQ_CMPFAIL, "first compare fails");
+		cr_assert_eq(count, 2);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmp2_store(idx, &count, 2, &top, 77, 1, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(count, 1);
+		cr_assert_eq(top, 77, "the second word is only compared");
+		assert_wrong_index(idx, cl_rseq_cmp2_store(idx, &count, 1, &top, 77, 0, 1 << 24),
+				   CL_RSEQ_OK);
+		if (rseq_path(idx))
+			cr_assert_eq(count, 1);
+	}
+}
+
+Test(percpu_ops, cmpmemcpy_store_copies_every_length)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+
+		for (size_t len = 0; len <= 40; len++) {
+			unsigned char src[48], dst[48];
+			intptr_t count = 5;
+			int c;
+
+			for (size_t i = 0; i < sizeof(src); i++) {
+				src[i] = (unsigned char)(i * 7 + len);
+				dst[i] = 0xee;
+			}
+			cr_assert_eq(RETRY(idx, c, cl_rseq_cmpmemcpy_store(idx, &count, 4, dst, src, len, 6,
+									    CL_RSEQ_MO_RELEASE, c)),
+				     CL_RSEQ_CMPFAIL);
+			cr_assert_eq(dst[0], 0xee, "a failed compare copies nothing");
+			cr_assert_eq(RETRY(idx, c, cl_rseq_cmpmemcpy_store(idx, &count, 5, dst, src, len, 6,
+									    CL_RSEQ_MO_RELAXED, c)),
+				     CL_RSEQ_OK);
+			cr_assert_eq(count, 6);
+			cr_assert_eq(memcmp(dst, src, len), 0, "len %zu copied", len);
+			for (size_t i = len; i < sizeof(dst); i++)
+				cr_assert_eq(dst[i], 0xee, "len %zu: byte %zu beyond the copy untouched", len, i);
+		}
+	}
+}
+
+Test(percpu_ops, deref_add_goes_through_the_pointer)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t blk_a[4] = { 0 }, blk_b[4] = { 0 };
+		void *ptr = blk_a;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_deref_add(idx, &ptr, 2 * sizeof(intptr_t), 5, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(blk_a[2], 5);
+		ptr = blk_b;
+		cr_assert_eq(RETRY(idx, c, cl_rseq_deref_add(idx, &ptr, 2 * sizeof(intptr_t), -3, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(blk_b[2], -3);
+		cr_assert_eq(blk_a[2], 5);
+		assert_wrong_index(idx, cl_rseq_deref_add(idx, &ptr, 0, 1, 1 << 24), CL_RSEQ_OK);
+		if (rseq_path(idx))
+			cr_assert_eq(blk_b[0], 0);
+	}
+}
+
 /* ---- threads: exact sums on per-index slots ---- */
 
 struct sum_arg {
@@ -344,7 +490,8 @@ Test(percpu_ops, descriptors_are_well_formed)
 			  "ud1 opcode around the signature");
 	}
 	cr_log_info("%ld descriptors checked", n);
-	cr_assert_gt(n, 0);
+	/* Every section of both kinds is used in this file: 9 x 2 at least. */
+	cr_assert_geq(n, 18);
 }
 #endif
 
@@ -358,6 +505,54 @@ static void on_trap(int sig)
 	(void)sig;
 	traps++;
 	test_trap_armed = 0; /* the retry runs through */
+}
+
+/* Arm the trap, run one attempt: it must abort (the kernel resumed at abort_ip). */
+#define TRAPPED(call)                                                           \
+	do {                                                                    \
+		int before_ = traps;                                            \
+		test_trap_armed = 1;                                            \
+		cr_assert_eq((call), CL_RSEQ_ABORT, "trapped: " #call);         \
+		cr_assert_eq(traps, before_ + 1);                               \
+	} while (0)
+
+static void trap_new_ops(enum cl_rseq_index idx)
+{
+	struct node sentinel = { -1, NULL }, n1 = { 1, &sentinel };
+	intptr_t count = 1, slot[2] = { 5, 0 }, blk[2] = { 0, 0 };
+	void *head = &n1, *out = NULL, *ptr = blk;
+	char src[24] = "twenty-three bytes long", dst[24] = { 0 };
+
+	TRAPPED(cl_rseq_pop_until(idx, &head, offsetof(struct node, next), &sentinel, &out,
+				  cl_rseq_current_index(idx)));
+	cr_assert_eq(head, (void *)&n1);
+	TRAPPED(cl_rseq_cmpstore_store(idx, &count, 1, &slot[1], 9, 2, CL_RSEQ_MO_RELEASE,
+				       cl_rseq_current_index(idx)));
+	cr_assert(count == 1 && slot[1] == 0, "an aborted buffer push stores nothing");
+	TRAPPED(cl_rseq_cmp2_store(idx, &count, 1, &slot[0], 5, 0, cl_rseq_current_index(idx)));
+	cr_assert_eq(count, 1);
+	TRAPPED(cl_rseq_cmpmemcpy_store(idx, &count, 1, dst, src, sizeof(src), 2, CL_RSEQ_MO_RELAXED,
+					cl_rseq_current_index(idx)));
+	cr_assert_eq(count, 1, "an aborted copy does not commit");
+	TRAPPED(cl_rseq_deref_add(idx, &ptr, sizeof(intptr_t), 4, cl_rseq_current_index(idx)));
+	cr_assert_eq(blk[1], 0);
+	/* The per-CPU add's section (index read inside): aborted, then retried. */
+	{
+		unsigned n = cl_nr_possible_cpus();
+		intptr_t *pc = calloc(n, 2 * sizeof(intptr_t)), sum = 0;
+		int before = traps, i;
+
+		cr_assert_not_null(pc);
+		test_trap_armed = 1;
+		i = cl_percpu_add(idx, pc, 2 * sizeof(intptr_t), 3);
+		cr_assert_geq(i, 0);
+		cr_assert_eq(traps, before + 1, "first attempt trapped and aborted");
+		for (unsigned c = 0; c < n; c++)
+			sum += pc[2 * c];
+		cr_assert_eq(sum, 3, "added once, by the retry");
+		cr_assert_eq(pc[2 * i], 3);
+		free(pc);
+	}
 }
 
 /*
@@ -413,6 +608,7 @@ Test(percpu_ops, signal_inside_section_aborts)
 			cr_assert_eq(head, (void *)&n1, "an aborted pop leaves the list alone");
 		}
 		cr_assert_eq(traps, 3);
+		trap_new_ops(idx);
 	}
 	test_trap_armed = 0;
 }
