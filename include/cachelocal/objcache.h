@@ -54,11 +54,11 @@
  * goes to the depot directly, under its mutex.
  *
  * Synchronization table:
- *	                 alloc/free   drain_cpu   stats   create/destroy
- *	alloc/free       yes          yes         yes     no
- *	drain_cpu        yes          yes (serial) yes    no
- *	stats            yes          yes         yes     no
- *	create/destroy   no           no          no      no
+ *	                 alloc/free   drain_cpu     stats   create/destroy
+ *	alloc/free       yes          yes           yes     no
+ *	drain_cpu        yes          yes (serial)  yes     no
+ *	stats            yes          yes           yes     no
+ *	create/destroy   no           no            no      no
  * alloc and free are not async-signal-safe (the slow path takes a mutex).
  *
  * Accounting: every object is in exactly one place: handed out, in one CPU's
@@ -303,9 +303,9 @@ CL_INLINE void cl__objcache_release(struct cl_objcache *c)
  * membarrier's RSEQ fence (once per process) to drain caches later.
  *
  * Context: any thread; allocates.
- * Return: the cache, or NULL with errno EINVAL (NULL @attr, obj_size 0,
- * align not a power of two or above CL_OBJCACHE_MAX_ALIGN, capacity that
- * does not fit the pool's stride, unknown flags) or ENOMEM.
+ * Return: the cache, or NULL with errno EINVAL (NULL @attr, obj_size 0 or
+ * above 2^40, align not a power of two or above CL_OBJCACHE_MAX_ALIGN,
+ * capacity that does not fit the pool's stride, unknown flags) or ENOMEM.
  */
 CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *attr)
 {
