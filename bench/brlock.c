@@ -127,14 +127,6 @@ struct worker {
 	long sum;
 };
 
-static unsigned long long thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
 /* The timed loop, instantiated once per variant (the switch in read_once()
  * folds away), so no variant pays for choosing the variant. */
 static inline __attribute__((always_inline)) long read_loop(enum variant v)
@@ -153,7 +145,7 @@ static void *reader_main(void *p)
 
 	bench_pin(w->cpu);
 	pthread_barrier_wait(&start);
-	w->cpu_ns = thread_cpu_ns();
+	w->cpu_ns = bench_thread_cpu_ns();
 	w->t0 = bench_now_ns();
 	switch (w->v) {
 	case V_BRLOCK:
@@ -167,7 +159,7 @@ static void *reader_main(void *p)
 		break;
 	}
 	w->t1 = bench_now_ns();
-	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
+	w->cpu_ns = bench_thread_cpu_ns() - w->cpu_ns;
 	w->sum = sum;
 	return NULL;
 }

@@ -148,14 +148,6 @@ struct worker {
 	long failed;
 };
 
-static unsigned long long thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
 /* The timed loops, instantiated once per variant (the switches in
  * do_alloc()/do_free() fold away), so no variant pays for choosing it. */
 static inline __attribute__((always_inline)) long pair_loop(enum variant v)
@@ -207,14 +199,14 @@ static void *worker_main(void *p)
 
 	bench_pin(w->cpu);
 	pthread_barrier_wait(&start);
-	w->cpu_ns = thread_cpu_ns();
+	w->cpu_ns = bench_thread_cpu_ns();
 	w->t0 = bench_now_ns();
 	if (!w->burst)
 		failed = BY_VARIANT(pair_loop, w->v);
 	else
 		failed = BY_VARIANT(burst_loop, w->v);
 	w->t1 = bench_now_ns();
-	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
+	w->cpu_ns = bench_thread_cpu_ns() - w->cpu_ns;
 	w->failed = failed;
 	return NULL;
 }
