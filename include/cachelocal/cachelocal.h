@@ -18,5 +18,7 @@
 #include "percpu_ops.h"
 #include "counter.h"
 #include "counter_cid.h"
+#include "objcache.h"
+#include "brlock.h"
 
 #endif /* CACHELOCAL_CACHELOCAL_H */
