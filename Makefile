@@ -85,7 +85,7 @@ endif
 STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 
 .PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
-	check-asan check-tsan stress examples bench install uninstall install-check layout \
+	check-asan check-tsan check-matrix check-matrix-extra stress examples bench install uninstall install-check layout \
 	build-tests clean
 
 all: build-tests $(EXAMPLE_BIN)
@@ -188,6 +188,28 @@ check-asan: deps
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=tsan -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory SAN=tsan check-unit check-stress
+
+# ---------------------------------------------------------------- fallback matrix
+
+# Five rseq situations: the three id modes of `make check` (default, glibc-off,
+# no-rseq), mm_cid reported absent (no-mm-cid: test knob
+# CL_TEST_RSEQ_FEATURE_SIZE_MAX=20) and a CL_NO_RSEQ_ASM build (atomic
+# fallback, default mode). check-matrix-extra runs only the last two, so CI
+# runs `make check` once and adds it.
+NOASM_BUILD := build/$(CCNAME)-noasm
+check-matrix: deps
+	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory check-matrix-extra
+
+check-matrix-extra:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
+	$(Q)$(MAKE) --no-print-directory check-unit check-stress TEST_MODES=no-mm-cid
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) \
+		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" build-tests
+	@echo "== CL_NO_RSEQ_ASM build"
+	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) \
+		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" check-unit check-stress TEST_MODES=default
+	@echo "make check-matrix-extra ($(CC)): no-mm-cid and CL_NO_RSEQ_ASM passed"
 
 # ---------------------------------------------------------------- examples, bench
 
