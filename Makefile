@@ -87,10 +87,14 @@ endif
 # children); VG_CRITERION=1 uses Criterion with --trace-children=yes instead.
 # valgrind has no rseq (ENOSYS): the tests run in the valgrind id mode.
 VALGRIND ?= valgrind
+# Forked children are followed anyway; --trace-children=yes (Criterion
+# re-executes itself) would also put every system() shell under valgrind.
 VG_FLAGS := --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	--suppressions=$(CURDIR)/tests/valgrind.supp --fair-sched=yes --trace-children=yes -q
+	--suppressions=$(CURDIR)/tests/valgrind.supp --fair-sched=yes -q
 ifeq ($(SAN),vg)
-ifneq ($(VG_CRITERION),1)
+ifeq ($(VG_CRITERION),1)
+VG_FLAGS += --trace-children=yes
+else
 TEST_CPPFLAGS := -DCL_TEST_SHIM
 TEST_LIBS :=
 endif
@@ -112,6 +116,10 @@ help:
 	@echo "  check          header checks, negative compile tests, unit and short stress tests"
 	@echo "  check-asan     unit and stress tests under AddressSanitizer + UBSan"
 	@echo "  check-tsan     unit and stress tests under ThreadSanitizer"
+	@echo "  check-matrix   check + check-matrix-extra: unit and stress tests in all five rseq situations"
+	@echo "  check-matrix-extra  only mm_cid absent (CL_TEST_RSEQ_FEATURE_SIZE_MAX=20) and a CL_NO_RSEQ_ASM build"
+	@echo "  check-valgrind unit tests under valgrind memcheck (VG_CRITERION=1: with Criterion)"
+	@echo "  fuzz           libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)"
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
 	@echo "  examples       build and run examples/"
 	@echo "  bench          run the benchmark suite and write the report"
