@@ -705,3 +705,46 @@ Test(faults, fork_mid_use_every_structure)
 	urcu_memb_unregister_thread();
 	urcu_memb_barrier();
 }
+
+/* ---- affinity change of a domain user ---- */
+
+/*
+ * A user joined while pinned to one CPU, then moved to another: the bound
+ * stays 1 until cl_cid_domain_refresh_allowed() adds the new CPU, after
+ * which a second user can hold a second cid. The union never shrinks.
+ */
+Test(faults, affinity_change_of_domain_user)
+{
+	int cpus[CPU_SETSIZE], n = cl_test_allowed_cpus(cpus, CPU_SETSIZE);
+	struct cl_cid_domain *d;
+	struct cl_cid_stats st;
+	cpu_set_t all;
+	int a, b;
+
+	if (n < 2)
+		cr_skip_test("needs 2 allowed CPUs");
+	cr_assert_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+	d = cl_cid_domain_create(CL_CID_RECENT, NULL);
+	cr_assert_not_null(d);
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	cr_assert_eq(cl_cid_domain_join(d), 0);
+	cr_assert_eq(cl_cid_domain_join(d), 0); /* a second user, same CPU */
+	cr_assert_eq(cl_cid_domain_bound(d), 1u, "one allowed CPU: one cid");
+	a = cl_cid_acquire(d);
+	cr_assert_eq(a, 0);
+	cr_assert_eq(cl_test_pin(cpus[1]), 0);
+	cr_assert_eq(cl_cid_domain_bound(d), 1u, "not refreshed yet");
+	cr_assert_eq(cl_cid_domain_refresh_allowed(d), 0);
+	cr_assert_eq(cl_cid_domain_bound(d), 2u);
+	b = cl_cid_acquire(d);
+	cr_assert_eq(b, 1, "the second cid below the new bound");
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	cr_assert_eq(cl_cid_domain_refresh_allowed(d), 0);
+	cr_assert_eq(cl_cid_domain_stats(d, &st), 0);
+	cr_assert_eq(st.nr_allowed, 2u, "the union does not shrink");
+	cr_assert_eq(st.held, 2u);
+	cl_cid_release(d, a);
+	cl_cid_release(d, b);
+	cr_assert_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+	cl_cid_domain_destroy(d);
+}
