@@ -251,10 +251,11 @@ static void op_task_attr(struct world *w, struct fz *f)
 
 		errno = 0;
 		r = cl_task_set_weight(p, weight);
-		if (p->se.on_rq)
+		if (weight == 0 || weight > CL_MAX_SHARES) /* either check may come first */
+			FZ_CHECK(r == -1 && (errno == EINVAL || (p->se.on_rq && errno == EBUSY)),
+				 "set_weight(%lu): %d errno %d", weight, r, errno);
+		else if (p->se.on_rq)
 			FZ_CHECK(r == -1 && errno == EBUSY, "set_weight on a queued task");
-		else if (weight == 0 || weight > CL_MAX_SHARES)
-			FZ_CHECK(r == -1 && errno == EINVAL, "set_weight(%lu) accepted", weight);
 		else
 			FZ_CHECK(r == 0, "set_weight(%lu) failed", weight);
 	} else if (kind == 1) {
@@ -279,6 +280,10 @@ static void op_bandwidth(struct world *w, struct fz *f)
 		if (gi < 0 || (quota && period && period < 1000000ull))
 			FZ_CHECK(r == -1 && errno == EINVAL, "set_bandwidth(%llu, %llu) accepted",
 				 (unsigned long long)quota, (unsigned long long)period);
+		else if ((quota && quota < 1000000ull) || (period && period < 1000000ull))
+			/* a quota or period under 1 ms may be refused */
+			FZ_CHECK(r == 0 || errno == EINVAL, "set_bandwidth(%llu, %llu): errno %d",
+				 (unsigned long long)quota, (unsigned long long)period, errno);
 		else
 			FZ_CHECK(r == 0, "set_bandwidth(%llu, %llu) failed: errno %d",
 				 (unsigned long long)quota, (unsigned long long)period, errno);
@@ -330,6 +335,8 @@ static void op_balance(struct world *w, struct fz *f)
 			FZ_CHECK(r == -1 && errno == EINVAL, "offline(%u) accepted", a);
 		else if (!others && (tasks || rq_of(w, a)->curr))
 			FZ_CHECK(r == -1 && errno == EBUSY, "last CPU offlined with tasks: %d", r);
+		else if (!others && r == -1)
+			FZ_CHECK(errno == EBUSY, "offline(last CPU) failed with errno %d", errno);
 		else if (r == 0 || r > 0) {
 			for (unsigned i = 0; i < NT; i++)
 				FZ_CHECK(!(w->t[i].se.on_rq && (unsigned)w->t[i].cpu == a),
