@@ -105,7 +105,7 @@ endif
 STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 
 .PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
-	check-asan check-tsan check-matrix check-matrix-extra check-valgrind fuzz fuzz-build stress examples bench install uninstall install-check layout \
+	check-asan check-tsan stress examples bench install uninstall install-check layout \
 	build-tests clean
 
 all: build-tests $(EXAMPLE_BIN)
@@ -230,6 +230,7 @@ check-valgrind: deps
 # A/B variants (*.variants: layout switches; the percpu_ops and counter
 # ones already include a CL_NO_RSEQ_ASM build) to keep its compile time down.
 NOASM_BUILD := build/$(CCNAME)-noasm
+.PHONY: check-matrix check-matrix-extra check-valgrind fuzz fuzz-build
 check-matrix: deps
 	$(Q)$(MAKE) --no-print-directory check
 	$(Q)$(MAKE) --no-print-directory check-matrix-extra
