@@ -73,6 +73,12 @@ static void write_file(const char *rel, const void *buf, size_t len)
 	fclose(f);
 }
 
+static void rm_root(void)
+{
+	rm_tree(root);
+	(void)rmdir(root);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -82,6 +88,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(root, sizeof(root), "%s/cl-fuzz-topo-XXXXXX", base);
 	if (!mkdtemp(root))
 		abort();
+	atexit(rm_root);
 	return 0;
 }
 
