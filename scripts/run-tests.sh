@@ -7,6 +7,12 @@
 #            default   : glibc owns rseq (the normal case)
 #            glibc-off : GLIBC_TUNABLES=glibc.pthread.rseq=0, cachelocal registers itself
 #            no-rseq   : the rseq syscall fails with ENOSYS (seccomp), every fallback
+#            no-mm-cid : glibc owns rseq but the usable feature size is capped at 20
+#                        (test knob CL_TEST_RSEQ_FEATURE_SIZE_MAX, rseq.h): mm_cid and
+#                        node_id reported absent, as on a kernel < 6.3; the binary
+#                        sees CL_TEST_MODE=default
+#            valgrind  : for a valgrind wrapper (make check-valgrind): valgrind does not
+#                        implement rseq (ENOSYS), so the binary sees CL_TEST_MODE=no-rseq
 #   NORSEQ   path of the norseq tool
 # Criterion binaries run with one job, so tests that pin threads do not
 # compete with each other. A binary exiting 77 counts as skipped.
@@ -33,13 +39,18 @@ for bin in "$@"; do
 		default) env="" pre="" ;;
 		glibc-off) env="GLIBC_TUNABLES=glibc.pthread.rseq=0" pre="" ;;
 		no-rseq) env="" pre="$norseq" ;;
+		no-mm-cid) env="CL_TEST_RSEQ_FEATURE_SIZE_MAX=20" pre="" ;;
+		valgrind) env="" pre="" ;;
 		*) echo "unknown mode $mode"; exit 2 ;;
 		esac
 		args=""
 		case "$bin" in */unit/*) args="--jobs=1" ;; esac
 		t0=$(date +%s)
 		# shellcheck disable=SC2086
-		env $env CL_TEST_MODE=$mode timeout 900 $wrapper $pre "$bin" $args
+		tmode=$mode
+		[ "$mode" = no-mm-cid ] && tmode=default
+		[ "$mode" = valgrind ] && tmode=no-rseq
+		env $env CL_TEST_MODE=$tmode timeout 900 $wrapper $pre "$bin" $args
 		rc=$?
 		echo "     ($(basename "$bin") [$mode]: exit $rc, $(($(date +%s) - t0)) s)"
 		if [ $rc -eq 0 ]; then

@@ -35,6 +35,12 @@
  * Our own 32-byte area uses min(32, getauxval(27)) too. node_id needs >= 24,
  * mm_cid >= 28 (kernel >= 6.3).
  *
+ * Test knob: the environment variable CL_TEST_RSEQ_FEATURE_SIZE_MAX, read
+ * once per process, caps the usable feature size (it never raises it):
+ * CL_TEST_RSEQ_FEATURE_SIZE_MAX=20 makes a kernel with mm_cid look like
+ * one without (node_id and mm_cid reported absent), so the fallbacks run on
+ * this machine (`make check-matrix`). Malformed values are ignored.
+ *
  * Hot paths (CL_ALWAYS_INLINE): cl_cpu_id(), cl_mm_cid(), cl_rseq_abi_get()
  * are one load of a process-wide offset plus thread-pointer-relative loads
  * of the area; the first call in a thread (and every call when rseq is not
@@ -58,6 +64,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -315,6 +322,24 @@ CL_INLINE int cl__librseq_find(ptrdiff_t *off)
 	return 1;
 }
 
+/*
+ * cl__rseq_feature_cap() - the test knob CL_TEST_RSEQ_FEATURE_SIZE_MAX
+ * (see the top): @size, or the knob's value when that is smaller.
+ */
+CL_INLINE unsigned cl__rseq_feature_cap(unsigned size)
+{
+	const char *e = getenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX");
+	unsigned long v = 0;
+
+	if (!e || *e < '0' || *e > '9')
+		return size;
+	while (*e >= '0' && *e <= '9' && v <= 0xffffu)
+		v = v * 10 + (unsigned long)(*e++ - '0');
+	if (*e)
+		return size;
+	return v < size ? (unsigned)v : size;
+}
+
 CL_INLINE void cl__rseq_init_once(void)
 {
 	struct cl__rseq_state *s = &cl__rseq_state;
@@ -343,6 +368,7 @@ CL_INLINE void cl__rseq_init_once(void)
 		off = (ptrdiff_t)((uintptr_t)&cl__rseq_area - (uintptr_t)cl__thread_pointer());
 		s->key_ok = pthread_key_create(&s->key, cl__rseq_thread_exit) == 0;
 	}
+	s->feature_size = cl__rseq_feature_cap(s->feature_size);
 	CL_ATOMIC_STORE(&s->cid_offset, s->feature_size >= CL_RSEQ_FEATURE_SIZE_MM_CID ? off : 0,
 			CL_RELEASE);
 	CL_ATOMIC_STORE(&s->offset, off, CL_RELEASE);

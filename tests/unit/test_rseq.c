@@ -61,9 +61,17 @@ static unsigned long auxv_feature_size(void)
 	return getauxval(27);
 }
 
+/* The usable size the rule gives, after the CL_TEST_RSEQ_FEATURE_SIZE_MAX knob. */
+static unsigned expected_feature_size(unsigned glibc_size)
+{
+	return cl__rseq_feature_cap(cl__rseq_size_rule(glibc_size, auxv_feature_size()));
+}
+
 static enum cl_id_mode expected_rseq_mode(void)
 {
-	return auxv_feature_size() >= 28 ? CL_ID_MM_CID : CL_ID_CPU_ID;
+	unsigned glibc = cl_rseq_owned_by_glibc() ? cl__glibc_rseq_size : 0;
+
+	return expected_feature_size(glibc) >= 28 ? CL_ID_MM_CID : CL_ID_CPU_ID;
 }
 
 static void restore_affinity(const int *cpus, int n)
@@ -91,6 +99,54 @@ Test(rseq, size_rule)
 	cr_assert_eq(cl__rseq_size_rule(0, 28), 28);
 	cr_assert_eq(cl__rseq_size_rule(0, 0), 20);
 	cr_assert_eq(cl__rseq_size_rule(0, 64), 32);
+}
+
+/* The test knob only lowers the size, and ignores what is not a number. */
+Test(rseq, feature_size_knob_caps_only)
+{
+	const char *saved = getenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX");
+	char *copy = saved ? strdup(saved) : NULL;
+
+	cr_assert_eq(unsetenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX"), 0);
+	cr_assert_eq(cl__rseq_feature_cap(28), 28u);
+	setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", "20", 1);
+	cr_assert_eq(cl__rseq_feature_cap(28), 20u);
+	cr_assert_eq(cl__rseq_feature_cap(0), 0u);
+	setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", "64", 1);
+	cr_assert_eq(cl__rseq_feature_cap(28), 28u, "never raises");
+	setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", "", 1);
+	cr_assert_eq(cl__rseq_feature_cap(28), 28u);
+	setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", "2x", 1);
+	cr_assert_eq(cl__rseq_feature_cap(28), 28u);
+	setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", "-1", 1);
+	cr_assert_eq(cl__rseq_feature_cap(28), 28u);
+	setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", "99999999999999999999999", 1);
+	cr_assert_eq(cl__rseq_feature_cap(28), 28u);
+	if (copy)
+		setenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX", copy, 1);
+	else
+		unsetenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX");
+	free(copy);
+}
+
+/* Under the knob (make check-matrix, mode no-mm-cid) mm_cid is reported absent. */
+Test(rseq, feature_size_knob_hides_mm_cid)
+{
+	const char *e = getenv("CL_TEST_RSEQ_FEATURE_SIZE_MAX");
+
+	if (!e || strcmp(e, "20") != 0)
+		cr_skip_test("CL_TEST_RSEQ_FEATURE_SIZE_MAX=20 not set");
+	cr_assert_eq(cl_rseq_mm_cid_available(), 0);
+	if (cl_rseq_available()) {
+		cr_assert_eq(cl_rseq_feature_size(), 20u);
+		cr_assert_eq(cl_id_mode(), CL_ID_CPU_ID);
+		int cpus[CPU_SETSIZE], n = cl_test_allowed_cpus(cpus, CPU_SETSIZE);
+
+		/* pinned, the fallback (cpu_id) is exact */
+		cr_assert_eq(cl_test_pin(cpus[n - 1]), 0);
+		cr_assert_eq(cl_mm_cid(), cpus[n - 1], "mm_cid falls back to cpu_id");
+		restore_affinity(cpus, n);
+	}
 }
 
 Test(rseq, mode_names)
@@ -147,7 +203,7 @@ Test(rseq, registration_states)
 		unsigned glibc = cl_rseq_owned_by_glibc() ? cl__glibc_rseq_size : 0;
 
 		cr_assert_eq((uintptr_t)a % 32, 0u, "area must be 32-byte aligned");
-		cr_assert_eq(cl_rseq_feature_size(), cl__rseq_size_rule(glibc, auxv_feature_size()));
+		cr_assert_eq(cl_rseq_feature_size(), expected_feature_size(glibc));
 		cr_assert_eq(cl_rseq_abi_get(), a, "stable within a thread");
 	}
 }

@@ -335,12 +335,27 @@ struct destroy_race {
 	int ret, err;
 };
 
+/*
+ * Racing threads count themselves in once inside their RCU read section; the
+ * test lets them race (drops groups_lock) only when all are in, so that no
+ * group can be freed before a late-starting thread reads it.
+ */
+static atomic_int race_entered;
+
+static void race_wait_entered(int n)
+{
+	while (atomic_load(&race_entered) < n)
+		sched_yield();
+	atomic_store(&race_entered, 0);
+}
+
 static void *destroyer(void *arg)
 {
 	struct destroy_race *d = arg;
 
 	urcu_memb_register_thread();
 	cl_sched_rcu_read_lock(); /* the group stays allocated for the loser */
+	atomic_fetch_add(&race_entered, 1);
 	errno = 0;
 	d->ret = cl_task_group_destroy(d->tg);
 	d->err = errno;
@@ -370,6 +385,7 @@ Test(sched_group, concurrent_destroy_once, .init = rcu_init, .fini = rcu_fini)
 	cl_spin_lock(&root->groups_lock);
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, destroyer, &d[i]), 0);
+	race_wait_entered(2);
 	usleep(100000); /* let both reach the lock (no timing is asserted) */
 	cl_spin_unlock(&root->groups_lock);
 	for (int i = 0; i < 2; i++) {
@@ -400,6 +416,7 @@ static void *race_creator(void *arg)
 
 	urcu_memb_register_thread();
 	cl_sched_rcu_read_lock(); /* the parent stays allocated if it loses */
+	atomic_fetch_add(&race_entered, 1);
 	errno = 0;
 	c->child = cl_task_group_create(c->parent, 0);
 	c->create_err = errno;
@@ -429,6 +446,7 @@ Test(sched_group, create_under_dying_parent, .init = rcu_init, .fini = rcu_fini)
 		cl_spin_lock(&root->groups_lock);
 		cr_assert_eq(pthread_create(&th[0], NULL, race_creator, &c), 0);
 		cr_assert_eq(pthread_create(&th[1], NULL, destroyer, &c.d), 0);
+		race_wait_entered(2);
 		usleep(20000); /* let both reach the lock (no timing is asserted) */
 		cl_spin_unlock(&root->groups_lock);
 		for (int i = 0; i < 2; i++)
