@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * issue4_cid - a program outside the project (built against the installed
+ * cid_domain_contract - a program outside the project (built against the installed
  * headers by `make install-check`, run as is and with
  * GLIBC_TUNABLES=glibc.pthread.rseq=0), written only against the documented
- * cid.h API. It checks the claims of issue 4 about cid domains:
+ * cid.h API. It checks the documented claims about cid domains:
  *
  *  1. 32 threads x 20,000 acquire/release on this machine, for each policy:
  *     no cid is ever held by two threads at once (a shadow owner per cid,
@@ -226,7 +226,7 @@ int main(void)
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &set))
 			cpus[nallowed++] = c;
-	printf("issue4_cid: %d allowed CPUs, id mode %s, GLIBC_TUNABLES=%s\n", nallowed,
+	printf("cid_domain_contract: %d allowed CPUs, id mode %s, GLIBC_TUNABLES=%s\n", nallowed,
 	       cl_id_mode_name(cl_id_mode()), getenv("GLIBC_TUNABLES") ? getenv("GLIBC_TUNABLES") : "");
 
 	printf("1. uniqueness and bound under %d threads x %d acquire/release\n", NTHREADS, ITERS);
@@ -273,6 +273,6 @@ int main(void)
 		snprintf(line, sizeof(line), "NAIVE about half (%.1f%%, expected 35..65%%)", pct[0]);
 		check(pct[0] >= 35.0 && pct[0] <= 65.0, line);
 	}
-	printf("issue4_cid: %s\n", failures ? "FAILED" : "all claims hold");
+	printf("cid_domain_contract: %s\n", failures ? "FAILED" : "all claims hold");
 	return failures ? 1 : 0;
 }

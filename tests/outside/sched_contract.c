@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/outside/issue6_sched.c - issue 6's "must show", checked by a program
+ * tests/outside/sched_contract.c - the runqueue contract, checked by a program
  * outside the project: it sees only the installed headers (pkg-config
  * cachelocal-sched) and the documented API.
  *
@@ -135,6 +135,6 @@ int main(void)
 	check_weights();
 	urcu_memb_unregister_thread();
 	urcu_memb_barrier(); /* liburcu 0.13.2: let its call_rcu thread finish */
-	printf("issue6_sched: %s\n", failures ? "FAILED" : "all checks passed");
+	printf("sched_contract: %s\n", failures ? "FAILED" : "all checks passed");
 	return failures ? 1 : 0;
 }

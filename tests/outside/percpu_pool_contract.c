@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * issue3_percpu.c - issue 3's "must show", as a program outside the project:
+ * percpu_pool_contract.c - the per-CPU pool contract, as a program outside the project:
  * written only against the documented percpu.h signatures, built against the
  * installed headers (make install-check).
  *
@@ -116,7 +116,7 @@ int main(void)
 	int status = -1;
 	pid_t pid;
 
-	printf("issue3: per-CPU pool, %d CPUs in the pool, %ld online here, stride %d bytes\n", NR_CPUS,
+	printf("percpu_pool_contract: per-CPU pool, %d CPUs in the pool, %ld online here, stride %d bytes\n", NR_CPUS,
 	       sysconf(_SC_NPROCESSORS_ONLN), (int)CL_PERCPU_STRIDE);
 	rss0 = statm_field(1);
 	pool = cl_percpu_pool_create(&attr);
@@ -267,6 +267,6 @@ int main(void)
 	for (int i = 0; i < NR_OBJS; i++)
 		CHECK(cl_percpu_free(pool, obj[i]) == 0, "final free %d", i);
 	cl_percpu_pool_destroy(pool);
-	printf("issue3: %s\n", failures ? "FAILED" : "all claims hold");
+	printf("percpu_pool_contract: %s\n", failures ? "FAILED" : "all claims hold");
 	return failures ? 1 : 0;
 }

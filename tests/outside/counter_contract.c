@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * issue5_counter.c - issue 5's "must show", as a program outside the
+ * counter_contract.c - the counter contract, as a program outside the
  * project: written only against the documented counter.h signatures, built
  * against the installed headers (make install-check), which runs it once
  * normally and once with GLIBC_TUNABLES=glibc.pthread.rseq=0.
@@ -132,7 +132,7 @@ int main(void)
 		perror("cl_counter_init");
 		return 1;
 	}
-	printf("issue5_counter: GLIBC_TUNABLES=%s, id mode %s, ops mode %s\n", tun ? tun : "(unset)",
+	printf("counter_contract: GLIBC_TUNABLES=%s, id mode %s, ops mode %s\n", tun ? tun : "(unset)",
 	       cl_id_mode_name(cl_id_mode()), cl_rseq_ops_mode_name(cl_rseq_ops_mode()));
 
 	/* 1. exact sum */

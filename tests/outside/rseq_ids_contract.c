@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * issue4_rseq - a program outside the project (built against the installed
+ * rseq_ids_contract - a program outside the project (built against the installed
  * headers by `make install-check`, run as is and with
  * GLIBC_TUNABLES=glibc.pthread.rseq=0): what rseq.h reports on this machine
  * and whether its claims hold.
@@ -158,7 +158,7 @@ int main(void)
 	struct utsname u;
 
 	uname(&u);
-	printf("issue4_rseq: kernel %s, glibc __rseq_size %u, __rseq_offset %td, AT_RSEQ_FEATURE_SIZE %lu%s\n",
+	printf("rseq_ids_contract: kernel %s, glibc __rseq_size %u, __rseq_offset %td, AT_RSEQ_FEATURE_SIZE %lu%s\n",
 	       u.release, glibc_size, __rseq_offset, aux, glibc_off ? ", glibc rseq off" : "");
 	printf("  owner: %s; live in main thread: %d; usable feature size: %u; mm_cid: %d\n",
 	       cl_rseq_owned_by_glibc() ? "glibc" : "cachelocal (self-registered)",
@@ -272,6 +272,6 @@ int main(void)
 		CLAIM(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork child reads valid ids\n");
 	}
 
-	printf("issue4_rseq: %s (%d failed claims)\n", failures ? "FAILED" : "all claims hold", failures);
+	printf("rseq_ids_contract: %s (%d failed claims)\n", failures ? "FAILED" : "all claims hold", failures);
 	return failures ? 1 : 0;
 }
