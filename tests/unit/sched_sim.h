@@ -73,6 +73,15 @@ static inline void sim_enqueue(struct cl_sched *s, unsigned int cpu, struct cl_t
 	cl_rq_unlock(rq);
 }
 
+/* Move @p to @tg under its rq lock (cl_task_rq_lock()). */
+static inline void sim_set_group(struct cl_sched *s, struct cl_task *p, struct cl_task_group *tg)
+{
+	struct cl_rq *rq = cl_task_rq_lock(s, p);
+
+	cr_assert_eq(cl_task_set_group(p, tg), 0);
+	cl_task_rq_unlock(rq, p);
+}
+
 /* Stop everything on every CPU (put the running tasks back, dequeue all). */
 static inline void sim_drain(struct cl_sched *s, struct cl_task *tasks, unsigned int n, uint64_t now)
 {
@@ -93,6 +102,13 @@ static inline void sim_drain(struct cl_sched *s, struct cl_task *tasks, unsigned
 		cr_assert_eq(cl_rq_dequeue(rq, &tasks[i], CL_DEQUEUE_SLEEP), 0);
 		cl_rq_unlock(rq);
 	}
+}
+
+/* Detach every task (not queued) from its group: groups may then be destroyed. */
+static inline void sim_detach(struct cl_sched *s, struct cl_task *tasks, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		sim_set_group(s, &tasks[i], NULL);
 }
 
 #endif

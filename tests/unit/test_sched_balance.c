@@ -106,7 +106,7 @@ Test(sched_balance, tail_first_and_stop_at_balance, .init = rcu_init, .fini = rc
 	cr_assert_eq(cl_balance_move(s, 1, 1, now, NULL), -1);
 	cr_assert_eq(errno, EINVAL);
 	sim_drain(s, t, 6, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, skips_cache_hot, .init = rcu_init, .fini = rcu_fini)
@@ -142,7 +142,7 @@ Test(sched_balance, skips_cache_hot, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 2); /* 6 vs 2: two more even it */
 	sim_validate(s);
 	sim_drain(s, t, 8, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fini)
@@ -172,7 +172,7 @@ Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fi
 #endif
 	sim_validate(s);
 	sim_drain(s, t, 6, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, scan_bound, .init = rcu_init, .fini = rcu_fini)
@@ -200,7 +200,7 @@ Test(sched_balance, scan_bound, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_leq(st.scanned, 10ul);
 	sim_validate(s);
 	sim_drain(s, t, 10, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, busiest_is_read_without_locks, .init = rcu_init, .fini = rcu_fini)
@@ -222,7 +222,7 @@ Test(sched_balance, busiest_is_read_without_locks, .init = rcu_init, .fini = rcu
 	cr_assert_eq(cl_balance_find_busiest(s, 1), -1); /* nobody has 2 more than 5 */
 	cr_assert_eq(cl_balance_find_busiest(s, 7), -1);
 	sim_drain(s, t, 9, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Offline drains every task (throttled groups included) and loses none; online pulls back. */
@@ -288,9 +288,10 @@ Test(sched_balance, offline_drain_and_online, .init = rcu_init, .fini = rcu_fini
 		n_queued += t[i].se.on_rq;
 	cr_assert_eq(n_queued, N);
 	sim_drain(s, t, N, now);
+	sim_detach(s, t, N);
 	cl_task_group_destroy(g2);
 	cl_task_group_destroy(g);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* The last online CPU cannot go offline while it has tasks. */
@@ -310,7 +311,7 @@ Test(sched_balance, last_cpu_stays, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_balance_cpu_offline(s, 0, now), 1);
 	cr_assert_eq(on_cpu(&t), 1);
 	sim_drain(s, &t, 1, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* ---- threads: each drives its CPU and pulls from the other (TSan) ---- */

@@ -270,18 +270,27 @@ struct cl_cfs_rq {
 CL_ASSERT_GROUP_SIZE(struct cl_cfs_rq, cl_cfs_rq_read_pick, CL_CACHELINE_SIZE);
 #endif
 
+/* struct cl_task.on_rq: the task's queue state (the kernel's TASK_ON_RQ_*). */
+#define CL_TASK_ON_RQ_QUEUED 1    /* queued on rq(cpu) (running or not) */
+#define CL_TASK_ON_RQ_MIGRATING 2 /* in transit between two rqs: on neither, not asleep */
+
 /*
  * struct cl_task - a schedulable task. Embeds its entity; everything else is
  * owned by the caller (data) or set through cl_task_init()/cl_task_set_*().
+ * Locking (docs/sched.md has the full table): cpu is written only with the
+ * rq locks of both the old and the new CPU held; on_rq, on_cpu, tg and the
+ * entity under the lock of rq(cpu); readers use cl_task_rq_lock().
  */
 struct cl_task {
 	struct cl_sched_entity se;
-	struct cl_task_group *tg;          /* NULL: the root group */
-	const unsigned long *cpus_allowed; /* bitmap of allowed CPUs (caller-owned), NULL = all */
+	struct cl_task_group *tg;          /* NULL: the root group; counted in tg->nr_tasks */
+	const unsigned long *cpus_allowed; /* bitmap of allowed CPUs (caller-owned, see
+					    * cl_task_set_affinity() for its lifetime), NULL = all */
 	unsigned int cpus_allowed_bits;    /* bits in cpus_allowed */
 	int cpu;                           /* CPU whose rq queues it or ran it last, -1 none */
 	int nice;
 	int on_cpu;                        /* 1 while it is its rq's curr */
+	int on_rq;                         /* 0 (not queued), CL_TASK_ON_RQ_QUEUED or _MIGRATING */
 	void *data;                        /* caller's */
 };
 
@@ -313,7 +322,8 @@ struct cl_task_group {
 	struct rcu_head rcu;
 	/* bandwidth (group.h): quota per period, pool refilled each period */
 	struct cl_spinlock bw_lock;        /* protects runtime, period_start, nr_periods */
-	int dead;                          /* unlinked, waiting for a grace period */
+	int dead;                          /* unlinked, waiting for a grace period (groups_lock) */
+	unsigned long nr_tasks;            /* tasks attached (queued or not); root's groups_lock */
 	uint64_t quota_ns;                 /* 0: unlimited */
 	uint64_t period_ns;
 	int64_t runtime;                   /* ns left in the pool this period */

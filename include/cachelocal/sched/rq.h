@@ -73,6 +73,9 @@ struct cl_rq {
 
 	CL_GROUP_BEGIN_GUARDED(cl_rq_lock);
 	struct cl_spinlock lock;
+#ifdef CL_DEBUG
+	const void *lock_owner;           /* CL_DEBUG: the holding thread (cl__sched_self()) */
+#endif
 	CL_GROUP_END_GUARDED(cl_rq_lock);
 
 	CL_GROUP_BEGIN_ALIGNED(cl_rq_clock);
@@ -90,9 +93,14 @@ struct cl_rq {
 	uint64_t nr_migrations_in;
 	uint64_t nr_migrations_out;
 	struct cl_sched *sched;
+	int drained;                      /* offline and emptied (hotplug_lock) */
 #else
 	/* "before": lock beside nr_running, pick fields scattered */
 	struct cl_spinlock lock;
+#ifdef CL_DEBUG
+	const void *lock_owner;
+#endif
+	int drained;
 	unsigned int nr_running;
 	uint64_t clock;
 	struct cds_list_head cfs_tasks;
@@ -164,8 +172,31 @@ struct cl_sched {
 	struct cl_rq *rqs;             /* CPU 0's rq; CPU n's is cl_percpu_ptr(rqs, n) */
 	uint64_t migration_cost_ns;    /* balance: tasks that ran within this are cache-hot */
 	unsigned int nr_migrate;       /* balance: at most this many tasks scanned per pass */
+	struct cl_spinlock hotplug_lock; /* serializes CPU offline/online (taken without rq locks) */
+	unsigned int nr_online;        /* CPUs online (hotplug_lock) */
 	struct cl_task_group root;     /* the root group: its queue on CPU n is rq(n)->cfs */
 };
+
+/*
+ * ---- CL_DEBUG lock ownership ----
+ * Under CL_DEBUG each rq records the thread holding its lock, and each
+ * thread counts the rq locks it holds, so that every cl_rq_*() can assert
+ * that its caller holds the lock and every balancing/hotplug call that it
+ * holds none (a cl_balance_run() under an rq lock would spin forever).
+ */
+#ifdef CL_DEBUG
+CL_WEAK __thread unsigned int cl__sched_rq_locks_held;
+/* A per-thread address: identifies the calling thread. */
+CL_INLINE const void *cl__sched_self(void)
+{
+	return (const void *)&cl__sched_rq_locks_held;
+}
+#define CL__RQ_ASSERT_HELD(rq) CL_DEBUG_ASSERT(CL_READ_ONCE((rq)->lock_owner) == cl__sched_self())
+#define CL__ASSERT_NO_RQ_LOCK() CL_DEBUG_ASSERT(cl__sched_rq_locks_held == 0)
+#else
+#define CL__RQ_ASSERT_HELD(rq) ((void)0)
+#define CL__ASSERT_NO_RQ_LOCK() ((void)0)
+#endif
 
 /* Defaults of the balancing knobs (the kernel's). */
 #define CL_SCHED_MIGRATION_COST_NS 500000ULL
@@ -255,6 +286,8 @@ CL_INLINE struct cl_sched *cl_sched_create(unsigned int nr_cpus, struct cl_percp
 	s->nr_cpus = nr_cpus;
 	s->migration_cost_ns = CL_SCHED_MIGRATION_COST_NS;
 	s->nr_migrate = CL_SCHED_NR_MIGRATE;
+	s->nr_online = nr_cpus;
+	cl_spin_init(&s->hotplug_lock);
 	s->rqs = (struct cl_rq *)cl_percpu_alloc(pool, sizeof(struct cl_rq), CL_CACHELINE_SIZE);
 	if (!s->rqs || cl__task_group_init_root(&s->root, pool, nr_cpus, &s->rqs->cfs) != 0) {
 		if (s->rqs)
@@ -281,137 +314,74 @@ CL_INLINE struct cl_sched *cl_sched_create(unsigned int nr_cpus, struct cl_percp
 
 /**
  * cl_sched_destroy() - free @s, its rqs and every group still alive.
- * @s: the instance (NULL is a no-op); no task may be queued.
+ * @s: the instance (NULL is a no-op).
  *
- * Waits for pending RCU callbacks (urcu_memb_barrier()) first.
+ * Refuses while any task is attached: queued or running on some rq, or
+ * (asleep or not) in a group of @s (cl_task_set_group(p, NULL) detaches a
+ * task). Waits for pending RCU callbacks (urcu_memb_barrier()) first.
+ * Sleeping tasks of the root group keep pointers into the freed rqs: do
+ * not enqueue them on another instance (cl_task_init() them again).
  *
- * Context: no other thread uses @s any more; not inside an RCU read section.
+ * Context: no other thread uses @s any more; not inside an RCU read
+ * section; holding no rq lock.
+ * Return: 0, or -1 with errno EBUSY (tasks attached; nothing freed).
  */
-CL_INLINE void cl_sched_destroy(struct cl_sched *s)
+CL_INLINE int cl_sched_destroy(struct cl_sched *s)
 {
-	struct cds_list_head *pos, *n;
+	struct cl_task_group *tg, *n;
 
 	if (!s)
-		return;
+		return 0;
+	CL__ASSERT_NO_RQ_LOCK();
+	for (unsigned int cpu = 0; cpu < s->nr_cpus; cpu++) {
+		struct cl_rq *rq = cl_sched_rq(s, cpu);
+
+		if (!cds_list_empty(&rq->cfs_tasks) || rq->curr || rq->nr_running) {
+			errno = EBUSY;
+			return -1;
+		}
+	}
+	cds_list_for_each_entry(tg, &s->root.groups, list) {
+		if (tg->nr_tasks) {
+			errno = EBUSY;
+			return -1;
+		}
+	}
 	urcu_memb_barrier();
 	/* newest first: children before parents */
-	cds_list_for_each_safe(pos, n, &s->root.groups)
-		cl__task_group_free(cl_container_of(pos, struct cl_task_group, list));
+	cds_list_for_each_entry_safe(tg, n, &s->root.groups, list)
+		cl__task_group_free(tg);
 	cl__task_group_fini_root(&s->root);
 	cl_percpu_free(s->pool, s->rqs);
 	if (s->own_pool)
 		cl_percpu_pool_destroy(s->pool);
 	free(s);
-}
-
-/* ---- tasks ---- */
-
-/**
- * cl_task_init() - initialize @p (not queued) with nice level @nice.
- * @p: the task.
- * @nice: -20..19 (clamped); weight from cl_nice_to_weight().
- *
- * The task starts in the root group, allowed on every CPU, vruntime 0
- * relative (it lands at min_vruntime of the queue it is first put on).
- *
- * Context: before first use; no lock.
- */
-CL_INLINE void cl_task_init(struct cl_task *p, int nice)
-{
-	memset(p, 0, sizeof(*p));
-	cl_sched_entity_init(&p->se, cl_nice_to_weight(nice));
-	p->nice = nice < CL_NICE_MIN ? CL_NICE_MIN : nice > CL_NICE_MAX ? CL_NICE_MAX : nice;
-	p->cpu = -1;
-}
-
-/**
- * cl_task_set_weight() - set @p's load weight directly (instead of a nice level).
- * @p: a task that is not queued.
- * @weight: 1..CL_MAX_SHARES (1024 = nice 0).
- *
- * Context: @p not queued.
- * Return: 0, or -1 with errno EBUSY (queued) or EINVAL (weight out of range).
- */
-CL_INLINE int cl_task_set_weight(struct cl_task *p, unsigned long weight)
-{
-	if (p->se.on_rq) {
-		errno = EBUSY;
-		return -1;
-	}
-	if (weight == 0 || weight > CL_MAX_SHARES) {
-		errno = EINVAL;
-		return -1;
-	}
-	p->se.load.weight = weight;
 	return 0;
-}
-
-/**
- * cl_task_set_group() - put @p in @tg for its next enqueue.
- * @p: a task that is not queued and not current.
- * @tg: the group, NULL for the root.
- *
- * Context: @p not queued (move = dequeue, put if it was running, set,
- * enqueue); @p's rq lock held if it has one.
- * Return: 0, or -1 with errno EBUSY if @p is queued or still its rq's curr
- * (dequeued but not yet put: its old group's queues still run it).
- */
-CL_INLINE int cl_task_set_group(struct cl_task *p, struct cl_task_group *tg)
-{
-	if (p->se.on_rq || p->on_cpu) {
-		errno = EBUSY;
-		return -1;
-	}
-	p->tg = tg && tg->parent ? tg : NULL;
-	return 0;
-}
-
-/**
- * cl_task_set_affinity() - restrict @p to the CPUs set in @mask.
- * @p: the task.
- * @mask: bitmap of unsigned longs (bit n of word n / bits-per-long = CPU n),
- *        owned by the caller and kept alive; NULL allows every CPU.
- * @nbits: number of valid bits in @mask.
- *
- * Only the balancer consults it; the caller enqueues on allowed CPUs.
- * Context: @p's rq lock held, or @p not queued.
- */
-CL_INLINE void cl_task_set_affinity(struct cl_task *p, const unsigned long *mask, unsigned int nbits)
-{
-	p->cpus_allowed = mask;
-	p->cpus_allowed_bits = mask ? nbits : 0;
-}
-
-/**
- * cl_task_allowed_on() - may @p run on @cpu?
- * @p: the task.
- * @cpu: a CPU.
- *
- * Context: any.
- * Return: 1 or 0.
- */
-CL_INLINE int cl_task_allowed_on(const struct cl_task *p, unsigned int cpu)
-{
-	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
-
-	if (!p->cpus_allowed)
-		return 1;
-	if (cpu >= p->cpus_allowed_bits)
-		return 0;
-	return (int)((p->cpus_allowed[cpu / bpl] >> (cpu % bpl)) & 1UL);
 }
 
 /* ---- locking ---- */
 
-/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it. */
+/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it (not recursive). */
 CL_INLINE void cl_rq_lock(struct cl_rq *rq)
 {
+#ifdef CL_DEBUG
+	CL_DEBUG_ASSERT(CL_READ_ONCE(rq->lock_owner) != cl__sched_self());
 	cl_spin_lock(&rq->lock);
+	CL_WRITE_ONCE(rq->lock_owner, cl__sched_self());
+	cl__sched_rq_locks_held++;
+#else
+	cl_spin_lock(&rq->lock);
+#endif
 }
 
-/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: holder. */
+/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: the holder. */
 CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
 {
+#ifdef CL_DEBUG
+	CL__RQ_ASSERT_HELD(rq);
+	CL_WRITE_ONCE(rq->lock_owner, (const void *)NULL);
+	cl__sched_rq_locks_held--;
+#endif
 	cl_spin_unlock(&rq->lock);
 }
 
@@ -445,6 +415,262 @@ CL_INLINE void cl_rq_unlock_two(struct cl_rq *a, struct cl_rq *b)
 }
 
 /**
+ * cl_task_rq_lock() - lock the runqueue @p is on (or last ran on), the
+ * kernel's task_rq_lock().
+ * @s: the instance @p belongs to.
+ * @p: the task.
+ *
+ * Reads @p->cpu, locks that rq and checks that @p is still there; retries
+ * if @p moved meanwhile, and waits (without any lock) while @p is
+ * CL_TASK_ON_RQ_MIGRATING, i.e. in transit between two rqs (the CPU
+ * offline drain). On return @p's cpu, on_rq, on_cpu, group and entity are
+ * stable until cl_task_rq_unlock().
+ *
+ * Context: holding no rq lock.
+ * Return: the locked rq; NULL if @p was never queued (cpu -1: its creator
+ * owns it, no lock needed; errno untouched) or, with errno EINVAL, if @s
+ * or @p is NULL or @p belongs to another instance.
+ */
+CL_INLINE struct cl_rq *cl_task_rq_lock(struct cl_sched *s, struct cl_task *p)
+{
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || !p) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (;;) {
+		int cpu = CL_ATOMIC_LOAD(&p->cpu, CL_ACQUIRE);
+		struct cl_rq *rq;
+
+		if (cpu < 0)
+			return NULL;
+		if ((unsigned int)cpu >= s->nr_cpus) {
+			errno = EINVAL;
+			return NULL;
+		}
+		rq = cl_sched_rq(s, (unsigned int)cpu);
+		cl_rq_lock(rq);
+		if (CL_READ_ONCE(p->cpu) == cpu && CL_READ_ONCE(p->on_rq) != CL_TASK_ON_RQ_MIGRATING) {
+			if (p->se.cfs_rq && p->se.cfs_rq->rq != rq) {
+				cl_rq_unlock(rq); /* queued by another instance */
+				errno = EINVAL;
+				return NULL;
+			}
+			return rq;
+		}
+		cl_rq_unlock(rq);
+		while (CL_ATOMIC_LOAD(&p->on_rq, CL_ACQUIRE) == CL_TASK_ON_RQ_MIGRATING)
+			CL_CPU_RELAX();
+	}
+}
+
+/**
+ * cl_task_rq_unlock() - release what cl_task_rq_lock() took.
+ * @rq: its return value (NULL is a no-op).
+ * @p: the task.
+ *
+ * Context: the holder.
+ */
+CL_INLINE void cl_task_rq_unlock(struct cl_rq *rq, struct cl_task *p)
+{
+	(void)p;
+	if (rq)
+		cl_rq_unlock(rq);
+}
+
+/* ---- tasks ---- */
+
+/**
+ * cl_task_init() - initialize @p (not queued) with nice level @nice.
+ * @p: the task.
+ * @nice: -20..19 (clamped); weight from cl_nice_to_weight().
+ *
+ * The task starts in the root group, allowed on every CPU, vruntime 0
+ * relative (it lands at min_vruntime of the queue it is first put on).
+ *
+ * Context: before first use; no lock.
+ */
+CL_INLINE void cl_task_init(struct cl_task *p, int nice)
+{
+	memset(p, 0, sizeof(*p));
+	cl_sched_entity_init(&p->se, cl_nice_to_weight(nice));
+	p->nice = nice < CL_NICE_MIN ? CL_NICE_MIN : nice > CL_NICE_MAX ? CL_NICE_MAX : nice;
+	p->cpu = -1;
+}
+
+/**
+ * cl_task_set_weight() - set @p's load weight directly (instead of a nice level).
+ * @p: a task that is not queued.
+ * @weight: 1..CL_MAX_SHARES (1024 = nice 0).
+ *
+ * Context: @p's rq lock held (cl_task_rq_lock()), or @p never queued.
+ * Return: 0, or -1 with errno EBUSY (queued or migrating) or EINVAL
+ * (weight out of range, @p NULL).
+ */
+CL_INLINE int cl_task_set_weight(struct cl_task *p, unsigned long weight)
+{
+	if (!p || weight == 0 || weight > CL_MAX_SHARES) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (p->se.on_rq || p->on_rq) {
+		errno = EBUSY;
+		return -1;
+	}
+	p->se.load.weight = weight;
+	return 0;
+}
+
+/* Point @p's entity at its group's queue and entity on @rq's CPU; @p->cpu
+ * is written here only (with the locks of the old and the new rq held). */
+CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
+{
+	const struct cl_task_group *tg = p->tg ? p->tg : &rq->sched->root;
+
+	p->se.cfs_rq = cl_tg_cfs_rq(tg, rq->cpu);
+	p->se.parent = cl_tg_se(tg, rq->cpu);
+	p->se.depth = tg->depth;
+	CL_ATOMIC_STORE(&p->cpu, (int)rq->cpu, CL_RELEASE);
+}
+
+/**
+ * cl_task_set_group() - move @p (not queued) to @tg.
+ * @p: a task that is not queued and not current.
+ * @tg: the group, NULL (or the root) for the root.
+ *
+ * Counts @p in @tg's attached tasks (cl_task_group_destroy() refuses a
+ * group with attached tasks) and out of its old group's. A task that has
+ * been queued before has its entity re-pointed at @tg's queue of its CPU
+ * right away, its vruntime carried over relative to the queues' floors (as
+ * the kernel's task_move_group): it never keeps a pointer into a group it
+ * left, which may then be destroyed while it sleeps. Before freeing a task
+ * that is in a group, detach it with cl_task_set_group(p, NULL).
+ *
+ * Context: @p's rq lock held (cl_task_rq_lock()), or @p never queued;
+ * takes the root's groups_lock (a leaf). To move a queued task: dequeue,
+ * put it if it was running, set, enqueue.
+ * Return: 0, or -1 with errno EBUSY if @p is queued, migrating or still
+ * its rq's curr (dequeued but not yet put), or EINVAL if @p is NULL, @tg
+ * was destroyed or @tg and @p belong to different instances.
+ */
+CL_INLINE int cl_task_set_group(struct cl_task *p, struct cl_task_group *tg)
+{
+	struct cl_task_group *old, *root;
+	struct cl_cfs_rq *oq;
+
+	if (!p) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (p->se.on_rq || p->on_rq || p->on_cpu) {
+		errno = EBUSY;
+		return -1;
+	}
+	old = p->tg;
+	oq = p->cpu >= 0 ? p->se.cfs_rq : NULL;
+	if (oq)
+		CL__RQ_ASSERT_HELD(oq->rq);
+	root = tg ? tg->root : old ? old->root : oq ? &oq->rq->sched->root : NULL;
+	if (tg && !tg->parent)
+		tg = NULL;
+	if (!root || tg == old)
+		return 0;
+	if ((old && old->root != root) || (oq && &oq->rq->sched->root != root)) {
+		errno = EINVAL; /* objects of two instances */
+		return -1;
+	}
+	cl_spin_lock(&root->groups_lock);
+	if (tg && tg->dead) {
+		cl_spin_unlock(&root->groups_lock);
+		errno = EINVAL;
+		return -1;
+	}
+	if (tg)
+		tg->nr_tasks++;
+	if (old)
+		old->nr_tasks--;
+	cl_spin_unlock(&root->groups_lock);
+	if (oq) {
+		/* detach from the old queue, attach to the new one on the same CPU */
+		uint64_t rel = p->se.vruntime - oq->min_vruntime;
+
+		p->tg = tg;
+		cl__set_task_rq(oq->rq, p);
+		p->se.vruntime = rel + p->se.cfs_rq->min_vruntime;
+	} else {
+		p->tg = tg;
+	}
+	return 0;
+}
+
+/**
+ * cl_task_set_affinity() - restrict @p to the CPUs set in @mask.
+ * @p: the task.
+ * @mask: bitmap of unsigned longs (bit n of word n / bits-per-long = CPU
+ *        n); NULL allows every CPU.
+ * @nbits: number of valid bits in @mask, 1..CL_MAX_CPUS.
+ *
+ * The mask is not copied. Lifetime rule: it must stay valid and unchanged
+ * until a later cl_task_set_affinity() of @p (or cl_task_init()) has
+ * returned; after that, the old mask is no longer read by anyone (every
+ * reader holds @p's rq lock, or reads while @p is migrating, when this
+ * setter waits in cl_task_rq_lock()). One mask may be shared by any number
+ * of tasks. The balancer and the offline drain honour it; the caller
+ * enqueues on allowed CPUs. A task whose mask names no online CPU is
+ * placed on any online CPU when its CPU goes offline (the kernel's
+ * select_fallback_rq()).
+ *
+ * Context: @p's rq lock held (cl_task_rq_lock()), or @p never queued.
+ * Return: 0, or -1 with errno EINVAL (@p NULL, @nbits 0 or above
+ * CL_MAX_CPUS, or no CPU set in the first @nbits bits).
+ */
+CL_INLINE int cl_task_set_affinity(struct cl_task *p, const unsigned long *mask, unsigned int nbits)
+{
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+	int any = 0;
+
+	if (!p || (mask && (nbits == 0 || nbits > CL_MAX_CPUS))) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (unsigned int w = 0; mask && w * bpl < nbits && !any; w++) {
+		unsigned long m = mask[w];
+
+		if (nbits - w * bpl < bpl)
+			m &= (1UL << (nbits - w * bpl)) - 1;
+		any = m != 0;
+	}
+	if (mask && !any) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (p->cpu >= 0 && p->se.cfs_rq)
+		CL__RQ_ASSERT_HELD(p->se.cfs_rq->rq);
+	p->cpus_allowed = mask;
+	p->cpus_allowed_bits = mask ? nbits : 0;
+	return 0;
+}
+
+/**
+ * cl_task_allowed_on() - may @p run on @cpu?
+ * @p: the task.
+ * @cpu: a CPU.
+ *
+ * Context: @p's rq lock held, or @p migrating (see cl_task_set_affinity()).
+ * Return: 1 or 0.
+ */
+CL_INLINE int cl_task_allowed_on(const struct cl_task *p, unsigned int cpu)
+{
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+
+	if (!p->cpus_allowed)
+		return 1;
+	if (cpu >= p->cpus_allowed_bits)
+		return 0;
+	return (int)((p->cpus_allowed[cpu / bpl] >> (cpu % bpl)) & 1UL);
+}
+
+/**
  * cl_rq_update_clock() - set @rq's clock to @now (ignored if it would go back).
  * @rq: the rq.
  * @now: ns, from the caller's clock (cl__now_ns() or a simulated one).
@@ -453,6 +679,7 @@ CL_INLINE void cl_rq_unlock_two(struct cl_rq *a, struct cl_rq *b)
  */
 CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now)
 {
+	CL__RQ_ASSERT_HELD(rq);
 	if ((int64_t)(now - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
 		rq->clock = now;
 		rq->clock_task = now;
@@ -484,17 +711,6 @@ CL_INLINE void cl__update_cfs_group(struct cl_sched_entity *se)
 	if (shares > tg->shares)
 		shares = tg->shares;
 	cl__reweight_entity(se->cfs_rq, se, shares);
-}
-
-/* Point @p's entity at its group's queue and entity on @rq's CPU. */
-CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
-{
-	const struct cl_task_group *tg = p->tg ? p->tg : &rq->sched->root;
-
-	p->se.cfs_rq = cl_tg_cfs_rq(tg, rq->cpu);
-	p->se.parent = cl_tg_se(tg, rq->cpu);
-	p->se.depth = tg->depth;
-	p->cpu = (int)rq->cpu;
 }
 
 /*
@@ -566,39 +782,16 @@ CL_INLINE void cl__unthrottle_cfs_rq(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
 		CL_WRITE_ONCE(rq->nr_running, rq->nr_running + task_delta);
 }
 
-/**
- * cl_rq_enqueue() - make @p runnable on @rq.
- * @rq: the rq (its clock updated by the caller).
- * @p: a task not queued anywhere, allowed on @rq's CPU.
- * @flags: CL_ENQUEUE_WAKEUP if @p slept (its vruntime is absolute and gets
- *         at most half a period of credit); 0 for a new or migrating task
- *         (vruntime relative, rebased on this queue's min_vruntime).
- *
- * Queues @p's entity and every group entity above it that was not queued;
- * counts it in nr_running unless a group on the way is throttled; adds it
- * at the head of the MRU list.
- *
- * Context: @rq's lock held.
- * Return: 0, or -1 with errno EINVAL if @p is already queued, EBUSY if it
- * is still the running task of another rq.
- */
-CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
+/* cl_rq_enqueue() without the checks (also the offline drain's, for a migrating @p). */
+CL_INLINE void cl__rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 {
 	struct cl_sched_entity *se = &p->se;
 	uint64_t now = rq->clock_task;
 	int throttled = 0;
 
-	if (se->on_rq) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (p->on_cpu && p->cpu != (int)rq->cpu) {
-		errno = EBUSY; /* still curr elsewhere: put it first */
-		return -1;
-	}
 	if ((flags & CL_ENQUEUE_WAKEUP) && p->cpu >= 0 && p->cpu != (int)rq->cpu && p->se.cfs_rq) {
-		/* woke on another CPU: rebase from the old queue's floor (racy read, as the kernel's) */
-		p->se.vruntime -= CL_READ_ONCE(p->se.cfs_rq->min_vruntime);
+		/* woke on another CPU: rebase from the old queue's floor (its lock is held) */
+		p->se.vruntime -= p->se.cfs_rq->min_vruntime;
 		flags |= CL_ENQUEUE_MIGRATED;
 		p->se.nr_migrations++;
 	}
@@ -633,6 +826,57 @@ out:
 	if (!throttled)
 		CL_WRITE_ONCE(rq->nr_running, rq->nr_running + 1);
 	cds_list_add(&p->se.group_node, &rq->cfs_tasks);
+	CL_ATOMIC_STORE(&p->on_rq, CL_TASK_ON_RQ_QUEUED, CL_RELEASE);
+}
+
+
+/**
+ * cl_rq_enqueue() - make @p runnable on @rq.
+ * @rq: the rq (its clock updated by the caller), online.
+ * @p: a task not queued anywhere, allowed on @rq's CPU.
+ * @flags: CL_ENQUEUE_WAKEUP if @p slept (its vruntime is absolute and gets
+ *         at most half a period of credit); 0 for a new or migrating task
+ *         (vruntime relative, rebased on this queue's min_vruntime).
+ *
+ * Queues @p's entity and every group entity above it that was not queued;
+ * counts it in nr_running unless a group on the way is throttled; adds it
+ * at the head of the MRU list.
+ *
+ * Context: @rq's lock held; if @p last ran on another CPU, that CPU's rq
+ * lock too (cl_rq_lock_two(); @p->cpu changes only under both, which is
+ * what makes cl_task_rq_lock() exact).
+ * Return: 0, or -1 with errno EINVAL if @rq or @p is NULL, @p is already
+ * queued or migrating, or @p or its group belongs to another instance;
+ * EBUSY if @p is still the running task of another rq; ENXIO if @rq's CPU
+ * is offline or going offline (nothing is queued there: pick another CPU).
+ */
+CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
+{
+	if (!rq || !p) {
+		errno = EINVAL;
+		return -1;
+	}
+	CL__RQ_ASSERT_HELD(rq);
+	if (p->se.on_rq || p->on_rq) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((p->tg && p->tg->root != &rq->sched->root) ||
+	    (p->cpu >= 0 && p->se.cfs_rq && p->se.cfs_rq->rq->sched != rq->sched)) {
+		errno = EINVAL; /* a task or group of another instance */
+		return -1;
+	}
+	if (p->on_cpu && p->cpu != (int)rq->cpu) {
+		errno = EBUSY; /* still curr elsewhere: put it first */
+		return -1;
+	}
+	if (!rq->online) {
+		errno = ENXIO;
+		return -1;
+	}
+	if (p->cpu >= 0 && p->cpu != (int)rq->cpu)
+		CL__RQ_ASSERT_HELD(cl_sched_rq(rq->sched, (unsigned int)p->cpu));
+	cl__rq_enqueue(rq, p, flags);
 	return 0;
 }
 
@@ -654,7 +898,8 @@ CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 	uint64_t now = rq->clock_task;
 	int throttled = 0;
 
-	if (!se->on_rq || p->cpu != (int)rq->cpu) {
+	CL__RQ_ASSERT_HELD(rq);
+	if (!se->on_rq || p->cpu != (int)rq->cpu || p->on_rq != CL_TASK_ON_RQ_QUEUED) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -688,6 +933,7 @@ out:
 	if (!throttled)
 		CL_WRITE_ONCE(rq->nr_running, rq->nr_running - 1);
 	cds_list_del_init(&p->se.group_node);
+	CL_ATOMIC_STORE(&p->on_rq, 0, CL_RELEASE);
 	return 0;
 }
 
@@ -723,6 +969,7 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
 	struct cl_sched_entity *se;
 	struct cl_cfs_rq *cfs_rq;
 
+	CL__RQ_ASSERT_HELD(rq);
 	if (!p)
 		return NULL;
 	cl__for_each_curr_level(p, se, cfs_rq) {
@@ -755,8 +1002,8 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 	struct cl_task *p;
 
 	cl_rq_put_prev(rq);
-	if (!rq->nr_running)
-		return NULL;
+	if (!rq->nr_running || !rq->online)
+		return NULL; /* idle, or going offline: the worker's acknowledgment */
 	do {
 		se = cl__timeline_first(cfs_rq);
 		if (CL_UNLIKELY(!se))
@@ -813,10 +1060,10 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now)
 	cl_rq_update_clock(rq, now);
 	p = rq->curr;
 	if (!p)
-		return rq->nr_running != 0;
+		return rq->nr_running != 0 && rq->online;
 	now = rq->clock_task;
-	if (!p->se.on_rq)
-		resched = 1;
+	if (!p->se.on_rq || !rq->online)
+		resched = 1; /* blocked, or the CPU is going offline: pick (NULL) next */
 	cl__for_each_curr_level(p, se, cfs_rq) {
 		cl__update_curr(cfs_rq, now);
 		cl__update_cfs_rq_avg(cfs_rq, now);
@@ -858,6 +1105,7 @@ CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 		errno = EINVAL;
 		return -1;
 	}
+	CL__RQ_ASSERT_HELD(rq);
 	curr = rq->curr;
 	se = &p->se;
 	if (!curr)
@@ -883,6 +1131,54 @@ CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 }
 
 /**
+ * cl_tg_set_bandwidth() - cap @tg at @quota_ns of CPU time per @period_ns
+ * (summed over CPUs, as cpu.max).
+ * @tg: a non-root group.
+ * @quota_ns: runtime per period, CL_TG_MIN_QUOTA_NS..CL_TG_MAX_QUOTA_NS
+ *            (1 ms .. about 203 days); 0 removes the cap.
+ * @period_ns: the period, CL_TG_MIN_PERIOD_NS..CL_TG_MAX_PERIOD_NS (1 ms ..
+ *             1 s); 0 keeps the current one (default 100 ms).
+ *
+ * The pool starts full; cl_tg_bandwidth_refill() refills it each period.
+ * Each CPU's queue of @tg is switched under that CPU's rq lock, taken here
+ * one at a time. A quota given in ms or us by mistake is below 1 ms and
+ * refused rather than starving the group.
+ *
+ * Context: holding no rq lock; @tg alive (not destroyed concurrently).
+ * Return: 0, or -1 with errno EINVAL (NULL, root, or a value out of range).
+ */
+CL_INLINE int cl_tg_set_bandwidth(struct cl_task_group *tg, uint64_t quota_ns, uint64_t period_ns)
+{
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!tg || !tg->parent) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!period_ns)
+		period_ns = tg->period_ns;
+	if (period_ns < CL_TG_MIN_PERIOD_NS || period_ns > CL_TG_MAX_PERIOD_NS ||
+	    (quota_ns && (quota_ns < CL_TG_MIN_QUOTA_NS || quota_ns > CL_TG_MAX_QUOTA_NS))) {
+		errno = EINVAL;
+		return -1;
+	}
+	cl_spin_lock(&tg->bw_lock);
+	tg->quota_ns = quota_ns;
+	tg->period_ns = period_ns;
+	tg->runtime = (int64_t)quota_ns;
+	cl_spin_unlock(&tg->bw_lock);
+	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
+		struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
+		struct cl_rq *rq = cfs_rq->rq;
+
+		cl_rq_lock(rq);
+		cfs_rq->runtime_enabled = quota_ns != 0;
+		cfs_rq->runtime_remaining = 0;
+		cl_rq_unlock(rq);
+	}
+	return 0;
+}
+
+/**
  * cl_rq_bandwidth_update() - unthrottle @rq's group queues whose group has
  * runtime again (after cl_sched_bandwidth_refill()).
  * @rq: the rq (clock updated).
@@ -894,18 +1190,16 @@ CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
  */
 CL_INLINE unsigned int cl_rq_bandwidth_update(struct cl_rq *rq)
 {
-	struct cl_task_group *root = &rq->sched->root;
-	struct cds_list_head *pos;
+	struct cl_task_group *root = &rq->sched->root, *tg;
 	unsigned int n = 0;
 
+	CL__RQ_ASSERT_HELD(rq);
 	cl_sched_rcu_read_lock();
 	/* parents after children in the list: go parents-first by repeating
 	 * until nothing changes (depth passes at most) */
 	for (int again = 1; again;) {
 		again = 0;
-		for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
-		     pos = CL__TG_NEXT_RCU(pos->next)) {
-			struct cl_task_group *tg = cl_container_of(pos, struct cl_task_group, list);
+		cl__tg_for_each_rcu(tg, root) {
 			struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, rq->cpu);
 
 			if (!cfs_rq->throttled)
@@ -928,14 +1222,12 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
 					  unsigned int *tasks)
 {
 	struct cl_sched_entity *se, *prev = NULL;
-	struct cds_list_head *pos;
 	unsigned int nr = 0, h = 0;
 	unsigned long w = 0;
 
 	if (cfs_rq->rq != rq)
 		return "queue of another rq in the hierarchy";
-	for (pos = cfs_rq->tasks_timeline.next; pos != &cfs_rq->tasks_timeline; pos = pos->next) {
-		se = cl_container_of(pos, struct cl_sched_entity, run_node);
+	cds_list_for_each_entry(se, &cfs_rq->tasks_timeline, run_node) {
 		if (!se->on_rq)
 			return "entity on a timeline but not on_rq";
 		if (se->cfs_rq != cfs_rq)
@@ -946,8 +1238,7 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
 			return "timeline not sorted by vruntime";
 		prev = se;
 	}
-	for (pos = cfs_rq->tasks_timeline.next; pos != &cfs_rq->tasks_timeline; pos = pos->next) {
-		se = cl_container_of(pos, struct cl_sched_entity, run_node);
+	cds_list_for_each_entry(se, &cfs_rq->tasks_timeline, run_node) {
 		nr++;
 		w += se->load.weight;
 		if (se->my_q) {
@@ -1008,19 +1299,21 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
 CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 {
 	unsigned int tasks = 0, listed = 0;
-	const char *w = cl__validate_cfs_rq(rq, &rq->cfs, &tasks);
+	const char *w;
 	struct cl_sched_entity *se;
-	struct cds_list_head *pos;
+
+	CL__RQ_ASSERT_HELD(rq);
+	w = cl__validate_cfs_rq(rq, &rq->cfs, &tasks);
 
 	if (!w && tasks != rq->nr_running)
 		w = "rq nr_running does not match the tasks reachable from the root";
 	if (!w && rq->cfs.h_nr_running != rq->nr_running)
 		w = "rq nr_running differs from cfs.h_nr_running";
 	if (!w) {
-		for (pos = rq->cfs_tasks.next; pos != &rq->cfs_tasks; pos = pos->next) {
-			se = cl_container_of(pos, struct cl_sched_entity, group_node);
+		cds_list_for_each_entry(se, &rq->cfs_tasks, group_node) {
 			listed++;
-			if (!se->on_rq || cl_task_of(se)->cpu != (int)rq->cpu || se->cfs_rq->rq != rq) {
+			if (!se->on_rq || cl_task_of(se)->cpu != (int)rq->cpu || se->cfs_rq->rq != rq ||
+			    cl_task_of(se)->on_rq != CL_TASK_ON_RQ_QUEUED) {
 				w = "a task on cfs_tasks is not queued on this rq";
 				break;
 			}
