@@ -60,7 +60,9 @@ Test(sched_rq, create_percpu_and_errors, .init = rcu_init, .fini = rcu_fini)
 		cr_assert_eq(rq->cpu, c);
 		cr_assert_eq(rq->nr_running, 0u);
 		cr_assert_eq((uintptr_t)rq % CL_CACHELINE_SIZE, 0u);
+		cl_rq_lock(rq);
 		cr_assert_null(cl_rq_pick_next(rq));
+		cl_rq_unlock(rq);
 	}
 	cr_assert_eq(cl_sched_destroy(s), 0);
 	errno = 0;
@@ -213,8 +215,11 @@ Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 		struct cl_task *p = &t[rand_r(&seed) % N];
 		int op = rand_r(&seed) % 6;
 
+		/* a wakeup on another CPU holds the lock of the CPU the task left too */
+		struct cl_rq *prev = p->cpu >= 0 ? cl_sched_rq(s, (unsigned int)p->cpu) : rq;
+
 		now += (uint64_t)(rand_r(&seed) % 2000000);
-		cl_rq_lock(rq);
+		cl_rq_lock_two(rq, prev);
 		cl_rq_update_clock(rq, now);
 		switch (op) {
 		case 0: /* wake or create */
@@ -244,7 +249,7 @@ Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 			cr_assert_geq(cl__vdiff(q->min_vruntime, minv[c][g]), 0, "min_vruntime went back");
 			minv[c][g] = q->min_vruntime;
 		}
-		cl_rq_unlock(rq);
+		cl_rq_unlock_two(rq, prev);
 		/* each runnable task in exactly one rq's list */
 		if (step % 64 == 0) {
 			unsigned int total = 0, queued = 0;
