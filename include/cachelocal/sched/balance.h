@@ -37,6 +37,16 @@
 
 CL_BEGIN_DECLS
 
+/*
+ * liburcu's list iterators compute the entry through a char * (its
+ * caa_container_of), which clang's -Wcast-align flags; the nodes are
+ * members of naturally aligned structs, so the casts are exact.
+ */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wcast-align"
+#endif
+
 /* What one balancing pass did (all counters are added to, not reset). */
 struct cl_balance_stats {
 	unsigned long scanned;           /* tasks looked at */
@@ -489,6 +499,10 @@ CL_INLINE int cl_balance_cpu_online(struct cl_sched *s, unsigned int cpu, uint64
 	cl_spin_unlock(&s->hotplug_lock);
 	return 0;
 }
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 CL_END_DECLS
 

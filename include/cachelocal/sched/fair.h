@@ -40,6 +40,7 @@
 #include "../cacheline.h"
 #include "../compiler.h"
 #include "../config.h"
+#include "../spinlock.h"
 
 CL_BEGIN_DECLS
 
@@ -66,66 +67,6 @@ CL_BEGIN_DECLS
 struct cl_rq;
 struct cl_cfs_rq;
 struct cl_task_group;
-
-/*
- * struct cl_spinlock - test-and-test-and-set lock on one int.
- *
- * Used for the runqueue lock (rq.h) and the group bandwidth pool. Chosen over
- * pthread_spinlock_t: same size and the same algorithm in glibc (an atomic
- * exchange, then spinning on plain loads), but ours is visible to the
- * compiler (inlined, no PLT call), works in C++ and under ThreadSanitizer
- * through the __atomic builtins, and has the same code on every libc.
- * Measured against pthread_spin_lock in docs/sched.md.
- */
-struct cl_spinlock {
-	int locked;
-};
-
-#define CL_SPINLOCK_INIT { 0 }
-
-/** cl_spin_init() - initialize @l unlocked. @l: the lock. Context: before use. */
-CL_INLINE void cl_spin_init(struct cl_spinlock *l)
-{
-	CL_ATOMIC_STORE(&l->locked, 0, CL_RELAXED);
-}
-
-/**
- * cl_spin_trylock() - take @l if it is free.
- * @l: the lock.
- *
- * Context: any thread; does not spin.
- * Return: 1 if taken, 0 if it was held.
- */
-CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
-{
-	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) == 0 &&
-	       CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) == 0;
-}
-
-/**
- * cl_spin_lock() - take @l, spinning on plain loads while it is held.
- * @l: the lock.
- *
- * Context: any thread; not recursive; keep critical sections short.
- */
-CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
-{
-	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
-		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
-			CL_CPU_RELAX();
-}
-
-/** cl_spin_unlock() - release @l. @l: the lock, held by the caller. Context: the holder. */
-CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
-{
-	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
-}
-
-/** cl_spin_is_locked() - racy peek. @l: the lock. Return: 1 if held now. Context: any. */
-CL_INLINE int cl_spin_is_locked(struct cl_spinlock *l)
-{
-	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0;
-}
 
 /* Load weight of an entity or a queue (sum of its entities). */
 struct cl_load_weight {
@@ -282,7 +223,7 @@ CL_ASSERT_GROUP_SIZE(struct cl_cfs_rq, cl_cfs_rq_read_pick, CL_CACHELINE_SIZE);
  * entity under the lock of rq(cpu); readers use cl_task_rq_lock().
  */
 struct cl_task {
-	struct cl_sched_entity se;
+	CL_GROUPED_MEMBER(struct cl_sched_entity se);
 	struct cl_task_group *tg;          /* NULL: the root group; counted in tg->nr_tasks */
 	const unsigned long *cpus_allowed; /* bitmap of allowed CPUs (caller-owned, see
 					    * cl_task_set_affinity() for its lifetime), NULL = all */

@@ -48,6 +48,16 @@
 
 CL_BEGIN_DECLS
 
+/*
+ * liburcu's list iterators compute the entry through a char * (its
+ * caa_container_of), which clang's -Wcast-align flags; the nodes are
+ * members of naturally aligned structs, so the casts are exact.
+ */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wcast-align"
+#endif
+
 /* Default shares of a group (= one nice-0 task). */
 #define CL_TG_DEFAULT_SHARES CL_NICE_0_LOAD
 /* Default bandwidth period and the slice a CPU takes from the pool at once. */
@@ -68,7 +78,7 @@ CL_BEGIN_DECLS
  * the entity's read-mostly line do not share lines.
  */
 struct cl_tg_percpu {
-	struct cl_cfs_rq cfs_rq;
+	CL_GROUPED_MEMBER(struct cl_cfs_rq cfs_rq);
 	struct cl_sched_entity se CL_CACHELINE_ALIGNED;
 };
 
@@ -602,6 +612,10 @@ CL_INLINE int cl__assign_cfs_rq_runtime(struct cl_cfs_rq *cfs_rq)
 	cl_spin_unlock(&tg->bw_lock);
 	return cfs_rq->runtime_remaining > 0;
 }
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 CL_END_DECLS
 

@@ -28,11 +28,23 @@
 
 #include "../cacheline.h"
 #include "../compiler.h"
+#include "../internal/bitmap.h"
 #include "../percpu.h"
+#include "../spinlock.h"
 #include "fair.h"
 #include "group.h"
 
 CL_BEGIN_DECLS
+
+/*
+ * liburcu's list iterators compute the entry through a char * (its
+ * caa_container_of), which clang's -Wcast-align flags; the nodes are
+ * members of naturally aligned structs, so the casts are exact.
+ */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wcast-align"
+#endif
 
 struct cl_sched;
 
@@ -626,21 +638,7 @@ CL_INLINE int cl_task_set_group(struct cl_task *p, struct cl_task_group *tg)
  */
 CL_INLINE int cl_task_set_affinity(struct cl_task *p, const unsigned long *mask, unsigned int nbits)
 {
-	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
-	int any = 0;
-
-	if (!p || (mask && (nbits == 0 || nbits > CL_MAX_CPUS))) {
-		errno = EINVAL;
-		return -1;
-	}
-	for (unsigned int w = 0; mask && w * bpl < nbits && !any; w++) {
-		unsigned long m = mask[w];
-
-		if (nbits - w * bpl < bpl)
-			m &= (1UL << (nbits - w * bpl)) - 1;
-		any = m != 0;
-	}
-	if (mask && !any) {
+	if (!p || (mask && (nbits == 0 || nbits > CL_MAX_CPUS || !cl__bitmap_weight(mask, nbits)))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -661,13 +659,7 @@ CL_INLINE int cl_task_set_affinity(struct cl_task *p, const unsigned long *mask,
  */
 CL_INLINE int cl_task_allowed_on(const struct cl_task *p, unsigned int cpu)
 {
-	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
-
-	if (!p->cpus_allowed)
-		return 1;
-	if (cpu >= p->cpus_allowed_bits)
-		return 0;
-	return (int)((p->cpus_allowed[cpu / bpl] >> (cpu % bpl)) & 1UL);
+	return !p->cpus_allowed || cl__bitmap_test(p->cpus_allowed, p->cpus_allowed_bits, cpu);
 }
 
 /**
@@ -1327,6 +1319,10 @@ CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 		*why = w;
 	return w ? -1 : 0;
 }
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 CL_END_DECLS
 
