@@ -383,9 +383,9 @@ CL_INLINE int cl__balance_fallback_cpu(const struct cl_sched *s, const struct cl
 CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint64_t now_ns)
 {
 	struct cl_rq *rq;
-	struct cl_task *p, *n;
+	struct cl_task *p;
 	struct cl_task_group *tg, *root;
-	struct cds_list_head drained;
+	struct cds_list_head drained, *pos, *next;
 	int moved = 0, was_online;
 
 	CL__ASSERT_NO_RQ_LOCK();
@@ -425,7 +425,8 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 		}
 	}
 	cl_sched_rcu_read_unlock();
-	cds_list_for_each_entry_safe(p, n, &rq->cfs_tasks, se.group_node) {
+	cds_list_for_each_safe(pos, next, &rq->cfs_tasks) {
+		p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 		cl_rq_dequeue(rq, p, 0);
 		CL_ATOMIC_STORE(&p->on_rq, CL_TASK_ON_RQ_MIGRATING, CL_RELEASE);
 		cds_list_add_tail(&p->se.group_node, &drained);
@@ -445,10 +446,12 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	rq->drained = 1;
 	cl_rq_unlock(rq);
 
-	cds_list_for_each_entry_safe(p, n, &drained, se.group_node) {
-		int to = cl__balance_fallback_cpu(s, p);
-		struct cl_rq *dst = cl_sched_rq(s, (unsigned int)to); /* nr_online >= 1: to >= 0 */
+	cds_list_for_each_safe(pos, next, &drained) {
+		struct cl_rq *dst;
 
+		p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		/* nr_online >= 1 (hotplug_lock held): a CPU is found */
+		dst = cl_sched_rq(s, (unsigned int)cl__balance_fallback_cpu(s, p));
 		cl_rq_lock_two(rq, dst);
 		cds_list_del_init(&p->se.group_node);
 		cl_rq_update_clock(dst, now_ns);

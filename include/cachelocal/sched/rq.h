@@ -132,6 +132,14 @@ struct cl_rq {
 #endif
 };
 
+/*
+ * List walks use liburcu's iterators: the entry forms
+ * (cds_list_for_each_entry*) for lists of groups, the node forms
+ * (cds_list_for_each*, then cl_container_of()) for lists of entities and
+ * tasks: those are cache-line aligned, and the entry forms compute an
+ * "entry" from the list head itself, a misaligned pointer (UBSan).
+ */
+
 /* clock_update_flags */
 #define CL_RQCF_UPDATED 0x1
 
@@ -873,6 +881,53 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 }
 
 /**
+ * cl_task_wake() - enqueue the sleeping (or new) task @p on @cpu, taking
+ * the locks cl_rq_enqueue() needs: @cpu's rq and the rq @p last ran on.
+ * @s: the instance.
+ * @p: a task not queued (asleep, or never queued: then enqueued as new).
+ * @cpu: the CPU to run it on (online, allowed for @p).
+ * @now_ns: current time; @cpu's rq clock is updated to it.
+ *
+ * Waits while @p is migrating. Does not check preemption: lock @cpu's rq
+ * and call cl_rq_check_preempt_wakeup() if the caller wants to know.
+ *
+ * Context: holding no rq lock.
+ * Return: 0, or -1 with errno as cl_rq_enqueue() (EINVAL already queued
+ * or another instance's, EBUSY still running elsewhere, ENXIO @cpu
+ * offline), or EINVAL for a bad @s, @p or @cpu.
+ */
+CL_INLINE int cl_task_wake(struct cl_sched *s, struct cl_task *p, unsigned int cpu, uint64_t now_ns)
+{
+	struct cl_rq *dst, *old;
+	int c, r;
+
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || !p || cpu >= s->nr_cpus) {
+		errno = EINVAL;
+		return -1;
+	}
+	dst = cl_sched_rq(s, cpu);
+	for (;;) {
+		c = CL_ATOMIC_LOAD(&p->cpu, CL_ACQUIRE);
+		if (c >= (int)s->nr_cpus) {
+			errno = EINVAL;
+			return -1;
+		}
+		old = c < 0 ? dst : cl_sched_rq(s, (unsigned int)c);
+		cl_rq_lock_two(old, dst);
+		if (CL_READ_ONCE(p->cpu) == c && CL_READ_ONCE(p->on_rq) != CL_TASK_ON_RQ_MIGRATING)
+			break;
+		cl_rq_unlock_two(old, dst);
+		while (CL_ATOMIC_LOAD(&p->on_rq, CL_ACQUIRE) == CL_TASK_ON_RQ_MIGRATING)
+			CL_CPU_RELAX();
+	}
+	cl_rq_update_clock(dst, now_ns);
+	r = cl_rq_enqueue(dst, p, c < 0 ? 0 : CL_ENQUEUE_WAKEUP);
+	cl_rq_unlock_two(old, dst);
+	return r;
+}
+
+/**
  * cl_rq_dequeue() - @p stops being runnable on @rq (blocks, or leaves to
  * migrate).
  * @rq: @p's rq (clock updated).
@@ -1214,12 +1269,14 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
 					  unsigned int *tasks)
 {
 	struct cl_sched_entity *se, *prev = NULL;
+	struct cds_list_head *pos;
 	unsigned int nr = 0, h = 0;
 	unsigned long w = 0;
 
 	if (cfs_rq->rq != rq)
 		return "queue of another rq in the hierarchy";
-	cds_list_for_each_entry(se, &cfs_rq->tasks_timeline, run_node) {
+	cds_list_for_each(pos, &cfs_rq->tasks_timeline) {
+		se = cl_container_of(pos, struct cl_sched_entity, run_node);
 		if (!se->on_rq)
 			return "entity on a timeline but not on_rq";
 		if (se->cfs_rq != cfs_rq)
@@ -1230,7 +1287,8 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
 			return "timeline not sorted by vruntime";
 		prev = se;
 	}
-	cds_list_for_each_entry(se, &cfs_rq->tasks_timeline, run_node) {
+	cds_list_for_each(pos, &cfs_rq->tasks_timeline) {
+		se = cl_container_of(pos, struct cl_sched_entity, run_node);
 		nr++;
 		w += se->load.weight;
 		if (se->my_q) {
@@ -1293,6 +1351,7 @@ CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 	unsigned int tasks = 0, listed = 0;
 	const char *w;
 	struct cl_sched_entity *se;
+	struct cds_list_head *pos;
 
 	CL__RQ_ASSERT_HELD(rq);
 	w = cl__validate_cfs_rq(rq, &rq->cfs, &tasks);
@@ -1302,7 +1361,8 @@ CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 	if (!w && rq->cfs.h_nr_running != rq->nr_running)
 		w = "rq nr_running differs from cfs.h_nr_running";
 	if (!w) {
-		cds_list_for_each_entry(se, &rq->cfs_tasks, group_node) {
+		cds_list_for_each(pos, &rq->cfs_tasks) {
+			se = cl_container_of(pos, struct cl_sched_entity, group_node);
 			listed++;
 			if (!se->on_rq || cl_task_of(se)->cpu != (int)rq->cpu || se->cfs_rq->rq != rq ||
 			    cl_task_of(se)->on_rq != CL_TASK_ON_RQ_QUEUED) {
