@@ -189,17 +189,16 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	cl_rq_update_clock(src, now);
 	cl_rq_update_clock(dst, now);
 	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
+	/* the node forms: the entities are cache-line aligned (see rq.h) */
 #ifdef CL_DETACH_FROM_HEAD
-	for (pos = src->cfs_tasks.next; pos != &src->cfs_tasks && imbalance > 0 && scanned < limit;
-	     pos = next) {
-		next = pos->next;
+	cds_list_for_each_safe(pos, next, &src->cfs_tasks) {
 #else
-	for (pos = src->cfs_tasks.prev; pos != &src->cfs_tasks && imbalance > 0 && scanned < limit;
-	     pos = next) {
-		next = pos->prev;
+	cds_list_for_each_prev_safe(pos, next, &src->cfs_tasks) {
 #endif
 		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 
+		if (imbalance <= 0 || scanned >= limit)
+			break;
 		scanned++;
 		if (!cl__can_migrate_task(s, src, dst, p, st))
 			continue;

@@ -416,15 +416,15 @@ CL_INLINE void cl__update_cfs_rq_avg(struct cl_cfs_rq *cfs_rq, uint64_t now)
 
 CL_INLINE void cl__timeline_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
 {
-	struct cds_list_head *pos = cfs_rq->tasks_timeline.prev;
+	struct cds_list_head *pos;
 
-	/* from the tail: the just-run entity usually goes last */
-	while (pos != &cfs_rq->tasks_timeline) {
+	/* from the tail: the just-run entity usually goes last; the loop ends
+	 * on the head (insert first) when every entity is later than @se */
+	cds_list_for_each_prev(pos, &cfs_rq->tasks_timeline) {
 		struct cl_sched_entity *o = cl_container_of(pos, struct cl_sched_entity, run_node);
 
 		if (cl__vdiff(o->vruntime, se->vruntime) <= 0)
 			break;
-		pos = pos->prev;
 	}
 	cds_list_add(&se->run_node, pos);
 }
