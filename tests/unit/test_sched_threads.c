@@ -467,6 +467,23 @@ Test(sched_threads, balance_under_rq_lock_aborts, .init = rcu_init, .signal = SI
 	cl_balance_run(s, 1, 0, NULL);
 }
 
+/* A group walk (RCU reader) from a thread never registered with urcu-memb. */
+static void *unregistered_walk(void *arg)
+{
+	cl_sched_bandwidth_refill(cl_sched_root_group((struct cl_sched *)arg), 1000);
+	return NULL;
+}
+
+Test(sched_threads, rcu_reader_unregistered_aborts, .init = rcu_init, .signal = SIGABRT)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	pthread_t th;
+
+	cr_assert_not_null(cl_task_group_create(cl_sched_root_group(s), 0));
+	pthread_create(&th, NULL, unregistered_walk, s);
+	pthread_join(th, NULL);
+}
+
 /* A runqueue operation without the rq lock. */
 Test(sched_threads, rq_op_without_lock_aborts, .init = rcu_init, .signal = SIGABRT)
 {

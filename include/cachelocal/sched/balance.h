@@ -60,14 +60,14 @@ struct cl_balance_stats {
 /**
  * cl_balance_set_migration_cost() - set the cache-hot window.
  * @s: the instance (NULL: no-op).
- * @ns: a task that ran less than @ns ago is not migrated (0: never hot).
+ * @cost_ns: a task that ran less than @cost_ns ago is not migrated (0: never hot).
  *
  * Context: any; read racily by balancing passes.
  */
-CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t ns)
+CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t cost_ns)
 {
 	if (s)
-		CL_WRITE_ONCE(s->migration_cost_ns, ns);
+		CL_WRITE_ONCE(s->migration_cost_ns, cost_ns);
 }
 
 /**
@@ -151,7 +151,7 @@ CL_INLINE int cl__can_migrate_task(const struct cl_sched *s, struct cl_rq *src, 
  * @s: the instance.
  * @src_cpu: the busy CPU.
  * @dst_cpu: the pulling CPU.
- * @now: current time (both rqs' clocks are updated to it).
+ * @now_ns: current time (both rqs' clocks are updated to it).
  * @st: counters to add to (may be NULL).
  *
  * Context: holding no rq lock; takes both in address order.
@@ -159,7 +159,7 @@ CL_INLINE int cl__can_migrate_task(const struct cl_sched *s, struct cl_rq *src, 
  * equal CPUs, or a CPU offline).
  */
 CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned int dst_cpu,
-			      uint64_t now, struct cl_balance_stats *st)
+			      uint64_t now_ns, struct cl_balance_stats *st)
 {
 	struct cl_balance_stats dummy;
 	struct cl_rq *src, *dst;
@@ -186,8 +186,8 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		errno = EINVAL;
 		return -1;
 	}
-	cl_rq_update_clock(src, now);
-	cl_rq_update_clock(dst, now);
+	cl_rq_update_clock(src, now_ns);
+	cl_rq_update_clock(dst, now_ns);
 	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
 	/* the node forms: the entities are cache-line aligned (see rq.h) */
 #ifdef CL_DETACH_FROM_HEAD
@@ -228,13 +228,13 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
  * from it.
  * @s: the instance.
  * @dst_cpu: the (idle or lightly loaded) CPU that pulls.
- * @now: current time.
+ * @now_ns: current time.
  * @st: counters to add to (may be NULL).
  *
  * Context: holding no rq lock.
  * Return: tasks moved (0 if balanced), or -1 with errno EINVAL.
  */
-CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t now,
+CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t now_ns,
 			     struct cl_balance_stats *st)
 {
 	int src;
@@ -249,7 +249,7 @@ CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t 
 	src = cl_balance_find_busiest(s, dst_cpu);
 	if (src < 0)
 		return 0;
-	return cl_balance_move(s, (unsigned int)src, dst_cpu, now, st);
+	return cl_balance_move(s, (unsigned int)src, dst_cpu, now_ns, st);
 }
 
 /* Mark @rq going offline (hotplug_lock held): no enqueue, no balancing to or from it. */

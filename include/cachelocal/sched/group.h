@@ -111,13 +111,27 @@ CL_WEAK int cl__rcu_tsan_gp;
 #define CL__TSAN_ACQUIRE(a) ((void)0)
 #endif
 
+/*
+ * Under CL_DEBUG, RCU readers assert that their thread is registered with
+ * urcu-memb (an unregistered reader "works" until a grace period frees
+ * what it reads). The flag is liburcu's own, from its static header.
+ */
+#ifdef CL_DEBUG
+#include <urcu/static/urcu-memb.h>
+#define CL__ASSERT_RCU_REGISTERED() CL_DEBUG_ASSERT(URCU_TLS(urcu_memb_reader).registered)
+#else
+#define CL__ASSERT_RCU_REGISTERED() ((void)0)
+#endif
+
 /**
  * cl_sched_rcu_read_lock() - enter an RCU read-side section (urcu-memb).
  *
- * Context: a thread registered with urcu_memb_register_thread(); nests.
+ * Context: a thread registered with urcu_memb_register_thread() (asserted
+ * under CL_DEBUG); nests.
  */
 CL_INLINE void cl_sched_rcu_read_lock(void)
 {
+	CL__ASSERT_RCU_REGISTERED();
 	urcu_memb_read_lock();
 }
 
@@ -483,7 +497,7 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
  * group's load_avg sum.
  * @root: the root group.
  * @cpu: the CPU.
- * @now: clock of @cpu's rq.
+ * @now_ns: clock of @cpu's rq.
  *
  * Each step is "group base + this CPU's offset": no per-group pointer array.
  *
@@ -492,7 +506,7 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
  * Return: the number of groups visited.
  */
 CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, unsigned int cpu,
-						  uint64_t now)
+						  uint64_t now_ns)
 {
 	struct cl_task_group *tg;
 	unsigned long n = 0;
@@ -503,14 +517,14 @@ CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, un
 		struct cl_sched_entity *se = cl_cfs_rq_se(cfs_rq);
 		long delta;
 
-		cl__update_cfs_rq_avg(cfs_rq, now);
+		cl__update_cfs_rq_avg(cfs_rq, now_ns);
 		delta = (long)cfs_rq->avg.load_avg - cfs_rq->tg_load_avg_contrib;
 		if (delta) {
 			cfs_rq->tg_load_avg_contrib += delta;
 			CL_ATOMIC_FETCH_ADD(&tg->load_avg, delta, CL_RELAXED);
 		}
 		if (se)
-			cl__update_se_avg(se, now);
+			cl__update_se_avg(se, now_ns);
 		n++;
 	}
 	cl_sched_rcu_read_unlock();
@@ -549,18 +563,18 @@ CL_INLINE int cl_cfs_rq_throttled_hierarchy(const struct cl_cfs_rq *cfs_rq)
 /**
  * cl_tg_bandwidth_refill() - start a new period if @period_ns has elapsed.
  * @tg: a group.
- * @now: the current time (any clock shared by all CPUs' rqs).
+ * @now_ns: the current time (any clock shared by all CPUs' rqs).
  *
  * Context: any thread; takes @tg's bw_lock.
  * Return: 1 if the pool was refilled, 0 if not (no quota or same period).
  */
-CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now)
+CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now_ns)
 {
 	int refilled = 0;
 
 	cl_spin_lock(&tg->bw_lock);
-	if (tg->quota_ns && now - tg->period_start >= tg->period_ns) {
-		tg->period_start = now - (now - tg->period_start) % tg->period_ns;
+	if (tg->quota_ns && now_ns - tg->period_start >= tg->period_ns) {
+		tg->period_start = now_ns - (now_ns - tg->period_start) % tg->period_ns;
 		tg->runtime = (int64_t)tg->quota_ns;
 		tg->nr_periods++;
 		refilled = 1;
@@ -572,19 +586,19 @@ CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now)
 /**
  * cl_sched_bandwidth_refill() - cl_tg_bandwidth_refill() for every group.
  * @root: the root group.
- * @now: the current time.
+ * @now_ns: the current time.
  *
  * Context: any registered RCU reader thread; takes the RCU read lock.
  * Return: how many groups were refilled.
  */
-CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, uint64_t now)
+CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, uint64_t now_ns)
 {
 	struct cl_task_group *tg;
 	unsigned long n = 0;
 
 	cl_sched_rcu_read_lock();
 	cl__tg_for_each_rcu(tg, root)
-		n += (unsigned long)cl_tg_bandwidth_refill(tg, now);
+		n += (unsigned long)cl_tg_bandwidth_refill(tg, now_ns);
 	cl_sched_rcu_read_unlock();
 	return n;
 }

@@ -276,7 +276,7 @@ CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_e
 /**
  * cl_rq_tick() - periodic accounting of @rq's running task.
  * @rq: the rq.
- * @now: current time (ns); updates the rq clock.
+ * @now_ns: current time (ns); updates the rq clock.
  *
  * Charges the running task at every level, updates load averages and group
  * weights, takes bandwidth runtime, and decides whether it should be
@@ -285,24 +285,24 @@ CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_e
  * Context: @rq's lock held.
  * Return: 1 if the caller should reschedule (cl_rq_pick_next()), else 0.
  */
-CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now)
+CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
 {
 	struct cl_task *p;
 	struct cl_sched_entity *se;
 	struct cl_cfs_rq *cfs_rq;
 	int resched = 0;
 
-	cl_rq_update_clock(rq, now);
+	cl_rq_update_clock(rq, now_ns);
 	p = rq->curr;
 	if (!p)
 		return rq->nr_running != 0 && rq->online;
-	now = rq->clock_task;
+	now_ns = rq->clock_task;
 	if (!p->se.on_rq || !rq->online)
 		resched = 1; /* blocked, or the CPU is going offline: pick (NULL) next */
 	cl__for_each_curr_level(p, se, cfs_rq) {
-		cl__update_curr(cfs_rq, now);
-		cl__update_cfs_rq_avg(cfs_rq, now);
-		cl__update_se_avg(se, now);
+		cl__update_curr(cfs_rq, now_ns);
+		cl__update_cfs_rq_avg(cfs_rq, now_ns);
+		cl__update_se_avg(se, now_ns);
 		if (se->my_q)
 			cl__update_cfs_group(se);
 		if (cfs_rq->runtime_enabled && cfs_rq->runtime_remaining <= 0 &&

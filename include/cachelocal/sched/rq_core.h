@@ -293,18 +293,18 @@ CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
 }
 
 /**
- * cl_rq_update_clock() - set @rq's clock to @now (ignored if it would go back).
+ * cl_rq_update_clock() - set @rq's clock to @now_ns (ignored if it would go back).
  * @rq: the rq.
- * @now: ns, from the caller's clock (cl__now_ns() or a simulated one).
+ * @now_ns: ns, from the caller's clock (cl__now_ns() or a simulated one).
  *
  * Context: @rq's lock held.
  */
-CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now)
+CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
 {
 	CL__RQ_ASSERT_HELD(rq);
-	if ((int64_t)(now - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
-		rq->clock = now;
-		rq->clock_task = now;
+	if ((int64_t)(now_ns - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
+		rq->clock = now_ns;
+		rq->clock_task = now_ns;
 	}
 	rq->clock_update_flags |= CL_RQCF_UPDATED;
 }
