@@ -299,8 +299,9 @@ CL_INLINE int cl_task_set_weight(struct cl_task *p, unsigned long weight)
  * that is in a group, detach it with cl_task_set_group(p, NULL).
  *
  * Context: @p's rq lock held (cl_task_rq_lock()), or @p never queued;
- * takes the root's groups_lock (a leaf). To move a queued task: dequeue,
- * put it if it was running, set, enqueue.
+ * takes the root's groups_lock (a leaf). To move a queued task, under its
+ * rq lock: cl_rq_dequeue(CL_DEQUEUE_SLEEP), cl_rq_put_prev() if it was
+ * running, set, cl_rq_enqueue(CL_ENQUEUE_WAKEUP).
  * Return: 0, or -1 with errno EBUSY if @p is queued, migrating or still
  * its rq's curr (dequeued but not yet put), or EINVAL if @p is NULL, @tg
  * was destroyed or @tg and @p belong to different instances.
