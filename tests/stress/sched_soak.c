@@ -39,14 +39,8 @@
 
 #include <cachelocal/sched/balance.h>
 
-#ifdef CL_HAVE_TSAN
 /* liburcu 0.13 is not TSan-instrumented: see CL_SCHED_TSAN_SUPPRESSIONS. */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return CL_SCHED_TSAN_SUPPRESSIONS;
-}
-#endif
+CL_SCHED_DEFINE_TSAN_SUPPRESSIONS();
 
 #define MAX_CPUS 8
 #define NR_TASKS 96

@@ -13,14 +13,8 @@
 
 #define SIM_TICK_NS 1000000ULL
 
-#ifdef CL_HAVE_TSAN
 /* liburcu 0.13 is not TSan-instrumented: see CL_SCHED_TSAN_SUPPRESSIONS. */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return CL_SCHED_TSAN_SUPPRESSIONS;
-}
-#endif
+CL_SCHED_DEFINE_TSAN_SUPPRESSIONS();
 
 /* Check every rq's invariants; fail the test with the reason. */
 static inline void sim_validate(struct cl_sched *s)

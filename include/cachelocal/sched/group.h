@@ -99,6 +99,23 @@ CL_ASSERT_APART(struct cl_tg_percpu, cfs_rq, se);
 #define CL_SCHED_TSAN_SUPPRESSIONS \
 	"called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n"
 
+/*
+ * CL_SCHED_DEFINE_TSAN_SUPPRESSIONS(); at file scope of one C file of a
+ * program: under TSan, defines __tsan_default_suppressions() returning
+ * CL_SCHED_TSAN_SUPPRESSIONS; otherwise nothing.
+ */
+#ifdef CL_HAVE_TSAN
+#define CL_SCHED_DEFINE_TSAN_SUPPRESSIONS()                 \
+	const char *__tsan_default_suppressions(void);      \
+	const char *__tsan_default_suppressions(void)       \
+	{                                                   \
+		return CL_SCHED_TSAN_SUPPRESSIONS;          \
+	}                                                   \
+	extern int cl__sched_tsan_suppressions_defined
+#else
+#define CL_SCHED_DEFINE_TSAN_SUPPRESSIONS() extern int cl__sched_tsan_suppressions_defined
+#endif
+
 #ifdef CL_HAVE_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
