@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -116,6 +117,7 @@ struct cl_rt_task {
 	int exited;                        /* 1 once DEAD and switched away (futex word) */
 	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
 	int refs;                          /* 2 at spawn: running + handle */
+	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
 	struct cds_list_head live;         /* in rt->tasks (rt->tasks_lock) */
@@ -147,7 +149,10 @@ struct cl__rt_worker {
 	/* written by other threads (kick): on its own line */
 	CL_GROUP_BEGIN_GUARDED(cl_rt_worker_idle);
 	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
+	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
 	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
+	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
+	struct cl_rt_task **wake_tail;
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
@@ -214,10 +219,14 @@ struct cl_runtime {
 	uint64_t balance_ns;
 	int stop;                          /* workers leave their loop */
 	int shut;                          /* cl_runtime_shutdown() completed */
-	/* high 32 bits: live tasks; low 32: blocked ones (one word: one snapshot) */
-	uint64_t counts;
-	int quiesce_seq;                   /* futex word bumped when counts may have quiesced */
+	unsigned long live;                /* tasks spawned and not yet returned */
+	int quiesce_seq;                   /* futex word: bumped when live hits 0 or a worker sleeps */
 	int shutdown_waiting;
+	/* per-switch clock: TSC scaled to ns when constant and non-stop, else clock_gettime */
+	int use_ticks;
+	uint64_t ticks_base;
+	uint64_t ns_base;
+	uint64_t ns_per_tick_q32;          /* ns per tick, 32.32 fixed point */
 	unsigned int next_spawn;           /* round robin for outside spawns */
 	struct cl_spinlock tasks_lock;     /* protects tasks, stack_cache */
 	struct cds_list_head tasks;        /* every task not yet freed */
@@ -250,23 +259,81 @@ CL_INLINE long cl__rt_futex(int *addr, int op, int val, const struct timespec *t
 #define CL__FUTEX_WAIT 0
 #define CL__FUTEX_WAKE 1
 
-CL_INLINE uint64_t cl__rt_now(void)
+#ifdef CL__CTX_HAVE_TICKS
+__extension__ typedef unsigned __int128 cl__u128;
+#endif
+
+/* The runtime's clock in ns (monotonic; the rq clocks and balancing use it). */
+CL_ALWAYS_INLINE uint64_t cl__rt_now(const struct cl_runtime *rt)
 {
+#ifdef CL__CTX_HAVE_TICKS
+	if (CL_LIKELY(rt->use_ticks)) {
+		cl__u128 d = (cl__u128)(cl__ctx_ticks() - rt->ticks_base);
+
+		return rt->ns_base + (uint64_t)((d * rt->ns_per_tick_q32) >> 32);
+	}
+#else
+	(void)rt;
+#endif
 	return (uint64_t)cl__now_ns();
 }
 
-/* ---- live/blocked accounting (shutdown's deadlock detection) ---- */
-
-#define CL__RT_LIVE_ONE (1ULL << 32)
-
-CL_INLINE void cl__rt_counts_add(struct cl_runtime *rt, int64_t delta)
+/*
+ * cl__rt_clock_init() - use the TSC if /proc/cpuinfo lists constant_tsc and
+ * nonstop_tsc: calibrate it against CLOCK_MONOTONIC over 2 ms.
+ */
+CL_INLINE void cl__rt_clock_init(struct cl_runtime *rt)
 {
-	uint64_t v = CL_ATOMIC_FETCH_ADD(&rt->counts, (uint64_t)delta, CL_SEQ_CST) + (uint64_t)delta;
+#ifdef CL__CTX_HAVE_TICKS
+	char line[4096];
+	int constant = 0, nonstop = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	uint64_t t0, n0, t1, n1;
 
-	if ((v >> 32) == (v & 0xffffffffULL) && CL_ATOMIC_LOAD(&rt->shutdown_waiting, CL_SEQ_CST)) {
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && !(constant && nonstop)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		constant = strstr(line, " constant_tsc") != NULL;
+		nonstop = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	if (!constant || !nonstop)
+		return;
+	n0 = (uint64_t)cl__now_ns();
+	t0 = cl__ctx_ticks();
+	do
+		n1 = (uint64_t)cl__now_ns();
+	while (n1 - n0 < 2000000ULL);
+	t1 = cl__ctx_ticks();
+	if (t1 <= t0)
+		return;
+	rt->ns_per_tick_q32 = (uint64_t)(((cl__u128)(n1 - n0) << 32) / (t1 - t0));
+	rt->ticks_base = t1;
+	rt->ns_base = n1;
+	rt->use_ticks = rt->ns_per_tick_q32 != 0;
+#else
+	(void)rt;
+#endif
+}
+
+/* ---- live tasks (shutdown) ---- */
+
+/* Tell a waiting cl_runtime_shutdown() to look again. */
+CL_INLINE void cl__rt_poke_shutdown(struct cl_runtime *rt)
+{
+	if (CL_ATOMIC_LOAD(&rt->shutdown_waiting, CL_SEQ_CST)) {
 		CL_ATOMIC_FETCH_ADD(&rt->quiesce_seq, 1, CL_SEQ_CST);
 		cl__rt_futex(&rt->quiesce_seq, CL__FUTEX_WAKE, INT_MAX, NULL);
 	}
+}
+
+CL_INLINE void cl__rt_live_add(struct cl_runtime *rt, long delta)
+{
+	if (CL_ATOMIC_FETCH_ADD(&rt->live, (unsigned long)delta, CL_SEQ_CST) + (unsigned long)delta == 0)
+		cl__rt_poke_shutdown(rt);
 }
 
 /* ---- stacks ---- */
@@ -439,7 +506,7 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 		if (CL_ATOMIC_LOAD(&prev->ext_joiner, CL_SEQ_CST))
 			cl__rt_futex(&prev->exited, CL__FUTEX_WAKE, INT_MAX, NULL);
 		cl__rt_wake_waiters(&waiters);
-		cl__rt_counts_add(w->rt, -(int64_t)CL__RT_LIVE_ONE);
+		cl__rt_live_add(w->rt, -1);
 		cl__rt_task_put(prev, w);
 	}
 }
@@ -453,6 +520,24 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 }
 
 CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
+
+/* Enqueue the local wakeups @w deferred (cl__rt_wake()). Context: @w's rq lock. */
+CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *t = w->wake_head;
+
+	if (CL_LIKELY(!t))
+		return;
+	w->wake_head = NULL;
+	w->wake_tail = &w->wake_head;
+	while (t) {
+		struct cl_rt_task *n = t->wake_next;
+
+		t->wake_next = NULL;
+		cl_rq_enqueue(w->rq, &t->task, CL_ENQUEUE_WAKEUP);
+		t = n;
+	}
+}
 
 /*
  * cl__rt_schedule() - the running task @self stops running on @w (yield,
@@ -472,8 +557,9 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	struct cl_rt_task *n;
 
 	cl_rq_lock(rq);
-	w->now_ns = cl__rt_now();
+	w->now_ns = cl__rt_now(w->rt);
 	cl_rq_update_clock(rq, w->now_ns);
+	cl__rt_flush_wakes(w);
 	if (mode != CL__RT_YIELD)
 		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
 	next = cl_rq_pick_next(rq);
@@ -508,7 +594,6 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_spinlock *lock)
 {
 	CL_WRITE_ONCE(self->state, CL__RT_BLOCKED);
-	cl__rt_counts_add(self->rt, 1);
 	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);
 }
 
@@ -559,8 +644,12 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 
 /*
  * cl__rt_wake() - make @t, blocked and taken off its wait list by the
- * caller, runnable again: on the rq of the worker that last ran it (the
- * caller's own rq when they are the same: a local wakeup, no notification).
+ * caller, runnable again on the rq of the worker that last ran it.
+ * Remote (another worker, or a caller outside the runtime): enqueued under
+ * that rq's lock, the worker notified. Local (the caller's own worker):
+ * put on the worker's wake list, which only this thread touches, and
+ * enqueued under the rq lock the caller's next switch takes anyway (one
+ * lock round trip instead of two; the kernel's wake list does the same).
  *
  * Context: any thread; holding no rq lock (a wait-list lock may be held).
  */
@@ -568,7 +657,14 @@ CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 {
 	struct cl_rt_task *self = cl__rt_current();
 
-	cl__rt_counts_add(t->rt, -1);
+	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	if (self && self->w == t->w) {
+		struct cl__rt_worker *w = self->w;
+
+		*w->wake_tail = t;
+		w->wake_tail = &t->wake_next;
+		return;
+	}
 	cl__rt_enqueue_wake(t->rt, t, t->w->cpu, self ? self->w : NULL, CL_ENQUEUE_WAKEUP);
 }
 
@@ -701,7 +797,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	cl_spin_lock(&rt->tasks_lock);
 	cds_list_add(&t->live, &rt->tasks);
 	cl_spin_unlock(&rt->tasks_lock);
-	cl__rt_counts_add(rt, (int64_t)CL__RT_LIVE_ONE);
+	cl__rt_live_add(rt, 1);
 	cl__rt_enqueue_wake(rt, t, cpu, cur, 0);
 	return t;
 }
@@ -830,8 +926,9 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	struct cl_rt_task *n;
 
 	cl_rq_lock(w->rq);
-	w->now_ns = cl__rt_now();
+	w->now_ns = cl__rt_now(w->rt);
 	cl_rq_update_clock(w->rq, w->now_ns);
+	cl__rt_flush_wakes(w);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
 		cl_rq_unlock(w->rq);
@@ -884,7 +981,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			;
 		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
 			break;
-		now = cl__rt_now();
+		now = cl__rt_now(rt);
 		cl__rt_balance(w, now);
 		if (CL_READ_ONCE(w->rq->nr_running))
 			continue;
@@ -899,7 +996,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 					break;
 				}
 				CL_CPU_RELAX();
-				if (!(i & 63) && cl__rt_now() > until)
+				if (!(i & 63) && cl__rt_now(rt) > until)
 					break;
 			}
 			if (hit) {
@@ -916,9 +1013,11 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			ts.tv_sec = (time_t)(rt->balance_ns / 1000000000ULL);
 			ts.tv_nsec = (long)(rt->balance_ns % 1000000000ULL);
 			w->nr_idle_sleeps++;
+			cl__rt_poke_shutdown(rt);
 			cl__rt_futex(&w->sleeping, CL__FUTEX_WAIT, 1, &ts);
 		}
-		CL_ATOMIC_STORE(&w->sleeping, 0, CL_RELAXED);
+		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
+		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
 	}
 	urcu_memb_unregister_thread();
 	return NULL;
@@ -989,6 +1088,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
 	cl_spin_init(&rt->tasks_lock);
 	CDS_INIT_LIST_HEAD(&rt->tasks);
+	cl__rt_clock_init(rt);
 	rt->mask_words = n / bpl + 1;
 	rt->pin_masks = (unsigned long *)calloc((size_t)n * rt->mask_words, sizeof(unsigned long));
 	rt->workers = (struct cl__rt_worker *)aligned_alloc(CL_FALSE_SHARING_SIZE,
@@ -1005,6 +1105,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 
 		rt->pin_masks[(size_t)i * rt->mask_words + i / bpl] |= 1UL << (i % bpl);
 		w->rt = rt;
+		w->wake_tail = &w->wake_head;
 		w->cpu = i;
 		w->rq = cl_sched_rq(rt->sched, i);
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
@@ -1045,6 +1146,37 @@ CL_INLINE const char *cl_runtime_context_kind(void)
 	return CL__CTX_KIND;
 }
 
+/*
+ * cl__rt_all_asleep() - is every worker asleep with an empty rq, and stayed
+ * so across two collections? Then no task runs, none is queued, and no
+ * task can wake another: the live tasks are all blocked for good (unless a
+ * thread outside the runtime wakes one, which the caller rules out).
+ */
+CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
+{
+	unsigned int epoch[2][64];
+	unsigned int n = rt->nr_workers < 64 ? rt->nr_workers : 64;
+
+	if (rt->nr_workers > 64)
+		return 0; /* not supported beyond 64 workers: shutdown just waits */
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < n; i++) {
+			struct cl__rt_worker *w = &rt->workers[i];
+
+			epoch[pass][i] = CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST);
+			if (!CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST) ||
+			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST))
+				return 0;
+			if (CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST) != epoch[pass][i])
+				return 0;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (epoch[0][i] != epoch[1][i])
+			return 0;
+	return CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) != 0;
+}
+
 /**
  * cl_runtime_shutdown() - wait until every task has returned, then stop and
  * join the workers.
@@ -1078,12 +1210,11 @@ CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
 	CL_ATOMIC_STORE(&rt->shutdown_waiting, 1, CL_SEQ_CST);
 	for (;;) {
 		int seq = CL_ATOMIC_LOAD(&rt->quiesce_seq, CL_SEQ_CST);
-		uint64_t v = CL_ATOMIC_LOAD(&rt->counts, CL_SEQ_CST);
-		struct timespec ts = { 0, 10000000 };
+		struct timespec ts = { 0, 2000000 };
 
-		if ((v >> 32) == 0)
+		if (CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) == 0)
 			break;
-		if ((v >> 32) == (v & 0xffffffffULL)) {
+		if (cl__rt_all_asleep(rt)) {
 			CL_ATOMIC_STORE(&rt->shutdown_waiting, 0, CL_SEQ_CST);
 			errno = EDEADLK;
 			return -1;
