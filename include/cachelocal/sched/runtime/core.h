@@ -814,6 +814,22 @@ CL_INLINE struct cl_rt_task *cl_self(void)
 }
 
 /**
+ * cl_worker_id() - the worker (rq index) the calling task runs on now.
+ *
+ * A task may be moved by the balancer whenever it is not running, so the
+ * value holds until the caller next blocks or yields.
+ *
+ * Context: any thread.
+ * Return: 0..cl_runtime_nr_workers() - 1, or -1 outside a runtime task.
+ */
+CL_INLINE int cl_worker_id(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	return t ? (int)t->w->cpu : -1;
+}
+
+/**
  * cl_yield() - let the worker run another runnable task first, if the fair
  * class says one is due (its vruntime is behind).
  *
