@@ -75,6 +75,12 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 /* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
  * wakes this often to try an idle balance. */
 #define CL_RUNTIME_BALANCE_NS 4000000ULL
+/*
+ * Cache-hot window of the runtime's balancer (the runqueue's default, 0.5
+ * ms, is for kernel threads; runtime tasks switch every few microseconds
+ * and would never look cold). The balancer still takes the coldest first.
+ */
+#define CL_RUNTIME_MIGRATION_COST_NS 20000ULL
 /* Freed task stacks kept per worker for reuse. */
 #define CL_RUNTIME_STACK_CACHE 64u
 
@@ -179,6 +185,8 @@ struct cl__rt_worker {
  * @spin_ns: idle spin before a worker sleeps (0: CL_RUNTIME_SPIN_NS;
  *           CL_RUNTIME_NO_SPIN: sleep at once).
  * @balance_ns: periodic balancing interval (0: CL_RUNTIME_BALANCE_NS).
+ * @migration_cost_ns: balancer's cache-hot window (0:
+ *              CL_RUNTIME_MIGRATION_COST_NS; CL_RUNTIME_NEVER_HOT: none).
  */
 struct cl_runtime_attr {
 	unsigned int nr_workers;
@@ -186,10 +194,12 @@ struct cl_runtime_attr {
 	size_t stack_size;
 	uint64_t spin_ns;
 	uint64_t balance_ns;
+	uint64_t migration_cost_ns;
 };
 
 #define CL_RUNTIME_UNPINNED 0x1u
 #define CL_RUNTIME_NO_SPIN UINT64_MAX
+#define CL_RUNTIME_NEVER_HOT UINT64_MAX
 
 /**
  * struct cl_spawn_attr - how to start a task (NULL or zeroed = defaults).
@@ -381,7 +391,8 @@ CL_INLINE void *cl__rt_map_get(struct cl_runtime *rt, struct cl__rt_worker *w)
 	}
 	if (m)
 		return m;
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | CL__MAP_ANONYMOUS, -1, 0);
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE,
+		 -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
 	if (mprotect(m, cl__rt_page(), PROT_NONE) != 0) {
@@ -1116,6 +1127,12 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		return NULL;
 	}
 	memset((void *)rt->workers, 0, (size_t)n * sizeof(struct cl__rt_worker));
+	if (attr && attr->migration_cost_ns == CL_RUNTIME_NEVER_HOT)
+		cl_balance_set_migration_cost(rt->sched, 0);
+	else
+		cl_balance_set_migration_cost(rt->sched, attr && attr->migration_cost_ns
+								 ? attr->migration_cost_ns
+								 : CL_RUNTIME_MIGRATION_COST_NS);
 	for (unsigned int i = 0; i < n; i++) {
 		struct cl__rt_worker *w = &rt->workers[i];
 
