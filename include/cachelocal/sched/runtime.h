@@ -34,17 +34,19 @@
  *  3. A waker takes the record off the list under L and writes its result;
  *     from then on it alone owns the wakeup (each record is woken once).
  *     It then takes the rq lock of the worker that last ran the task,
- *     enqueues it, and releases the lock. Same worker: a local wakeup, done.
- *     Another worker: it then executes a full fence and reads that worker's
- *     `sleeping` flag; if set, it swaps it to 0 and FUTEX_WAKEs the worker.
- *  4. An idle worker sets `sleeping` = 1, executes a full fence, reads its
- *     rq's nr_running and only if that is 0 calls FUTEX_WAIT(sleeping, 1).
- *     Either the waker's fence orders its enqueue before the worker's read
- *     (the worker sees the task and does not sleep), or the worker's store
- *     precedes the waker's read (the waker sees 1 and wakes it; if the
- *     wake comes before the wait, the futex value is already 0 and the
- *     wait returns at once). A sleeping worker also wakes every
- *     CL_RUNTIME_BALANCE_NS to balance, but correctness does not rely on it.
+ *     enqueues it, reads that worker's `sleeping` flag, and releases the
+ *     lock. Same worker: the enqueue is deferred to the worker's next
+ *     switch (a list only that thread touches; the switch takes the rq
+ *     lock anyway). If `sleeping` was set, the waker swaps it to 0 and, if
+ *     it was the one to clear it, FUTEX_WAKEs the worker.
+ *  4. An idle worker decides to sleep under its rq lock: only if
+ *     nr_running is 0 (and no stop is asked) does it set `sleeping` = 1;
+ *     then, without the lock, FUTEX_WAIT(sleeping, 1). The lock orders the
+ *     two sides: either the worker saw the waker's task (it does not
+ *     sleep), or the waker saw `sleeping` = 1 (it wakes it). A wake that
+ *     lands before the FUTEX_WAIT leaves the word 0, so the wait returns
+ *     at once. A sleeping worker also wakes every CL_RUNTIME_BALANCE_NS to
+ *     balance, but correctness does not rely on it.
  *  5. Yield keeps the rq lock across the switch for the same reason as 2:
  *     a queued, switching-out task cannot be stolen by a balancer (which
  *     needs that lock) before its context is saved.

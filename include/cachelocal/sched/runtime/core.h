@@ -608,12 +608,17 @@ CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_spinlock *lock)
 	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);
 }
 
-/* Wake @w's thread if it sleeps in its idle loop. */
+/*
+ * cl__rt_kick() - wake @w's thread out of its futex sleep. @w decides to
+ * sleep under its rq lock (nr_running == 0 -> sleeping = 1), and a waker
+ * reads `sleeping` under the same lock right after its enqueue, so either
+ * the worker sees the task or the waker sees the flag. The swap to 0 makes
+ * one waker do the FUTEX_WAKE; a wake that lands before the worker's
+ * FUTEX_WAIT makes that wait return at once (the word is no longer 1).
+ */
 CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
 {
-	CL_ATOMIC_FENCE(CL_SEQ_CST); /* order the enqueue before reading sleeping (see protocol) */
-	if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED) &&
-	    CL_ATOMIC_XCHG(&w->sleeping, 0, CL_SEQ_CST) == 1)
+	if (CL_ATOMIC_XCHG(&w->sleeping, 0, CL_ACQ_REL) == 1)
 		cl__rt_futex(&w->sleeping, CL__FUTEX_WAKE, 1, NULL);
 }
 
@@ -623,7 +628,7 @@ CL_INLINE void cl__rt_kick_idle(struct cl_runtime *rt, unsigned int from)
 	for (unsigned int i = 1; i < rt->nr_workers; i++) {
 		struct cl__rt_worker *o = &rt->workers[(from + i) % rt->nr_workers];
 
-		if (CL_ATOMIC_LOAD(&o->sleeping, CL_RELAXED)) {
+		if (CL_ATOMIC_LOAD(&o->sleeping, CL_RELAXED)) { /* a hint: it may be waking already */
 			cl__rt_kick(o);
 			return;
 		}
@@ -641,14 +646,18 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 	struct cl__rt_worker *tw = &rt->workers[cpu];
 	struct cl_rq *rq = tw->rq;
 	unsigned int nr;
+	int sleeping;
 
 	cl_rq_lock(rq);
 	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 	cl_rq_enqueue(rq, &t->task, flags);
 	nr = rq->nr_running;
+	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
 	cl_rq_unlock(rq);
-	if (tw != cur)
+	if (sleeping)
 		cl__rt_kick(tw);
+	else if (tw != cur)
+		return;
 	else if (!(flags & CL_ENQUEUE_WAKEUP) && nr >= 2 && rt->nr_workers > 1)
 		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
 }
@@ -1032,9 +1041,11 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			}
 		}
 		/* sleep: announce, recheck, wait (see the wake protocol) */
-		CL_ATOMIC_STORE(&w->sleeping, 1, CL_SEQ_CST);
-		CL_ATOMIC_FENCE(CL_SEQ_CST);
-		if (!CL_READ_ONCE(w->rq->nr_running) && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE)) {
+		cl_rq_lock(w->rq);
+		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
+			CL_ATOMIC_STORE(&w->sleeping, 1, CL_RELAXED);
+		cl_rq_unlock(w->rq);
+		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED)) {
 			struct timespec ts;
 
 			ts.tv_sec = (time_t)(rt->balance_ns / 1000000000ULL);
@@ -1071,8 +1082,12 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
 {
 	CL_ATOMIC_STORE(&rt->stop, 1, CL_SEQ_CST);
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
-		if (rt->workers[i].started)
+		if (rt->workers[i].started) {
+			/* the worker checks stop under its rq lock before sleeping */
+			cl_rq_lock(rt->workers[i].rq);
+			cl_rq_unlock(rt->workers[i].rq);
 			cl__rt_kick(&rt->workers[i]);
+		}
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
 		if (rt->workers[i].started) {
 			pthread_join(rt->workers[i].thread, NULL);
