@@ -46,6 +46,7 @@ static void *pipe_task(void *p)
 }
 
 enum { SAME, CROSS, UNPINNED };
+static uint64_t spin_ns; /* 0: the runtime's default */
 static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
 
 /* One run: ns per round trip, or -1. */
@@ -63,6 +64,7 @@ static double pipe_run(int place, long loops)
 	memset(&sa0, 0, sizeof(sa0));
 	memset(&sa1, 0, sizeof(sa1));
 	ra.nr_workers = place == SAME ? 1 : 2;
+	ra.spin_ns = spin_ns;
 	if (place == UNPINNED)
 		ra.flags = CL_RUNTIME_UNPINNED;
 	rt = cl_runtime_create(&ra);
@@ -101,13 +103,14 @@ static void print_kernel_style(const char *who, long loops, double ns_per_op)
 
 static void usage(void)
 {
-	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel]\n"
+	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel] [--spin-ns N]\n"
 	       "            [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
 	       "  -l LOOPS     round trips per run (default 1000000; --quick: 100000)\n"
 	       "  --same-cpu   both tasks on one worker (kernel: taskset -c CPU perf bench sched pipe -T)\n"
 	       "  --cross-cpu  the tasks pinned on two workers (kernel: perf bench sched pipe -T)\n"
 	       "  --unpinned   two unpinned workers (kernel: perf bench sched pipe -T)\n"
 	       "  --vs-kernel  also run `perf bench sched pipe` with the matching placement\n"
+	       "  --spin-ns N  idle workers spin N ns before sleeping (default: the runtime's, 50000)\n"
 	       "  (no placement option: all three)\n");
 	bench_usage("pipe");
 }
@@ -131,6 +134,8 @@ int main(int argc, char **argv)
 			want[CROSS] = any = 1;
 		} else if (!strcmp(argv[i], "--unpinned")) {
 			want[UNPINNED] = any = 1;
+		} else if (!strcmp(argv[i], "--spin-ns")) {
+			spin_ns = (uint64_t)rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
 		} else if (!strcmp(argv[i], "--vs-kernel")) {
 			vs_kernel = 1;
 		} else if (!bench_is_shared_arg(argc, argv, &i)) {
