@@ -220,6 +220,9 @@ bench: deps
 
 # ---------------------------------------------------------------- install
 
+# cachelocal.pc links liburcu only where used (the sched/ headers), if installed.
+comma := ,
+URCU_LIBS_AS_NEEDED := $(if $(URCU_LIBS),-Wl$(comma)--push-state$(comma)--as-needed $(strip $(URCU_LIBS)) -Wl$(comma)--pop-state)
 PC_VERSION := $(shell sed -n 's/^\#define CL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' include/cachelocal/version.h | paste -sd.)
 
 install:
@@ -229,6 +232,7 @@ install:
 	$(Q)install -d $(DESTDIR)$(PKGCONFIGDIR)
 	$(Q)for pc in cachelocal cachelocal-sched; do \
 		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(PC_VERSION)|' \
+		-e 's|@URCU_LIBS_AS_NEEDED@|$(URCU_LIBS_AS_NEEDED)|' \
 		scripts/$$pc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc.pc; done
 	@echo "installed $(words $(HEADERS)) headers into $(DESTDIR)$(INCLUDEDIR)/cachelocal and cachelocal.pc into $(DESTDIR)$(PKGCONFIGDIR)"
 

@@ -1,16 +1,27 @@
 #!/bin/sh
 # check-headers.sh - every public header compiles alone, warning-free:
-# as C11 with the house-style warning flags and as C++17, with gcc and clang.
+# as C11 with the house-style warning flags and as C++17 with -pedantic
+# -Werror, with gcc and clang (cachelocal.h, internal/ and the pieces of
+# split headers included); grouped structs have one layout in C and C++;
+# and no header includes a higher layer (scripts/check-layers.sh, with its
+# self-test proving that an upward include is caught).
 # Usage: check-headers.sh  (env: EXTRA_CFLAGS, e.g. the liburcu cflags)
 set -u
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cwarn="-Wall -Wextra -Werror -pedantic -Wshadow -Wundef -Wcast-align -Wstrict-prototypes -Wmissing-prototypes"
-cxxwarn="-Wall -Wextra -Werror -Wshadow -Wundef"
+cxxwarn="-Wall -Wextra -Werror -pedantic -Wshadow -Wundef -Wcast-align"
 extra="${EXTRA_CFLAGS:-}"
 fail=0
 n=0
+
+# ---- layers: no upward include; the checker rejects planted bad includes
+n=$((n + 2))
+sh scripts/check-layers.sh || fail=$((fail + 1))
+sh scripts/check-layers.sh --self-test || fail=$((fail + 1))
+
+# ---- each header alone (twice: the include guard works), C11 and C++17
 for h in $(cd include && find cachelocal -name '*.h' ! -path '*/arch/*' | sort); do
 	printf '#include <%s>\n#include <%s>\n' "$h" "$h" >"$tmp/t.c"
 	cp "$tmp/t.c" "$tmp/t.cpp"
@@ -23,9 +34,98 @@ for h in $(cd include && find cachelocal -name '*.h' ! -path '*/arch/*' | sort);
 	for cxx in g++ clang++; do
 		n=$((n + 1))
 		if ! $cxx -std=c++17 $cxxwarn -Iinclude $extra -c "$tmp/t.cpp" -o "$tmp/t.o" 2>"$tmp/err"; then
-			echo "FAIL: $h as C++17 with $cxx:"; head -20 "$tmp/err"; fail=$((fail + 1))
+			echo "FAIL: $h as C++17 -pedantic with $cxx:"; head -20 "$tmp/err"; fail=$((fail + 1))
 		fi
 	done
 done
+
+# ---- one layout in C and C++: offsets in grouped structs, printed by a C
+# and a C++ build of one program, must match (the C++ group markers are
+# spelled differently, see cacheline.h).
+cat >"$tmp/layout.c" <<'LAYOUT'
+#include <stdio.h>
+#include <cachelocal/cachelocal.h>
+struct t_groups {
+	char first;
+	CL_GROUP_BEGIN(t_plain);
+	int a;
+	CL_GROUP_END(t_plain);
+	CL_GROUP_BEGIN_ALIGNED(t_hot);
+	unsigned nr;
+	CL_GROUP_END_ALIGNED(t_hot);
+	int lock;
+	CL_GROUP_BEGIN_GUARDED(t_stats);
+	unsigned long long hits;
+	CL_GROUP_END_GUARDED(t_stats);
+	char last;
+};
+struct t_outer {
+	char before;
+	CL_GROUPED_MEMBER(struct t_groups in);
+	int after;
+};
+#define P(T, m) printf("%s.%s %zu\n", #T, #m, (size_t)offsetof(T, m))
+int main(void)
+{
+	P(struct t_groups, a);
+	P(struct t_groups, nr);
+	P(struct t_groups, lock);
+	P(struct t_groups, hits);
+	P(struct t_groups, last);
+	printf("t_groups %zu %zu %zu\n", sizeof(struct t_groups), (size_t)_Alignof(struct t_groups),
+	       (size_t)CL_GROUP_SIZE(struct t_groups, t_hot));
+	P(struct t_outer, in);
+	P(struct t_outer, after);
+	P(struct cl_cid_domain, slot);
+	P(struct cl_cid_domain, strong_release);
+	P(struct cl_cid_domain, nr_waiters);
+	P(struct cl_cid_domain, lock);
+	P(struct cl_cid_domain, fork_reg);
+	printf("cl_cid_domain %zu\n", sizeof(struct cl_cid_domain));
+	return 0;
+}
+LAYOUT
+sed 's/_Alignof/alignof/' "$tmp/layout.c" >"$tmp/layout.cpp"
+for pair in "gcc g++" "clang clang++"; do
+	cc=${pair% *}
+	cxx=${pair#* }
+	n=$((n + 1))
+	if $cc -std=c11 -Iinclude $extra "$tmp/layout.c" -o "$tmp/lc" -pthread 2>"$tmp/err" &&
+		$cxx -std=c++17 -Iinclude $extra "$tmp/layout.cpp" -o "$tmp/lcxx" -pthread 2>>"$tmp/err" &&
+		"$tmp/lc" >"$tmp/lc.out" && "$tmp/lcxx" >"$tmp/lcxx.out"; then
+		if ! cmp -s "$tmp/lc.out" "$tmp/lcxx.out"; then
+			echo "FAIL: grouped structs differ between $cc (C) and $cxx (C++):"
+			diff "$tmp/lc.out" "$tmp/lcxx.out"
+			fail=$((fail + 1))
+		fi
+	else
+		echo "FAIL: layout program with $cc/$cxx:"; head -20 "$tmp/err"; fail=$((fail + 1))
+	fi
+done
+
+# ---- the C++ markers silence -pedantic for themselves only: a zero-size
+# array of the user's own, after a group, must still be reported.
+cat >"$tmp/leak.cpp" <<'LEAK'
+#include <cachelocal/cacheline.h>
+struct user {
+	CL_GROUP_BEGIN_ALIGNED(user_hot);
+	int a;
+	CL_GROUP_END_ALIGNED(user_hot);
+	CL_GROUPED_MEMBER(int b);
+	int own[0];
+	int after;
+};
+LEAK
+for cxx in g++ clang++; do
+	n=$((n + 1))
+	if $cxx -std=c++17 $cxxwarn -Iinclude -c "$tmp/leak.cpp" -o "$tmp/t.o" 2>"$tmp/err"; then
+		echo "FAIL: $cxx -pedantic accepted a user's zero-size array next to group markers"
+		fail=$((fail + 1))
+	elif ! grep -q "leak.cpp:7:.*\(zero-size\|zero size\)" "$tmp/err"; then
+		echo "FAIL: $cxx rejected leak.cpp, but not for the user's zero-size array (line 7):"
+		head -10 "$tmp/err"; fail=$((fail + 1))
+	fi
+done
+
 echo "header checks: $((n - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -25,8 +25,14 @@
  * Group markers are zero-size members (a GNU extension, spelled with
  * __extension__ so -pedantic C stays quiet): they take no space, and the
  * _ALIGNED/_GUARDED forms add only alignment, so C and C++ see one layout.
- * g++ -pedantic rejects zero-size members that are not last; compile C++ users
- * of grouped structs without -pedantic (clang++ accepts them).
+ * In C++ the same zero-size member is wrapped in a diagnostic push/pop that
+ * covers its own declaration only (g++ -pedantic rejects a zero-size member
+ * that is not last even with __extension__), so `g++/clang++ -std=c++17
+ * -pedantic -Werror` accept grouped structs and still warn about the
+ * user's own code. One more g++ -pedantic rule applies where a grouped
+ * struct is embedded in another struct with members after it (the warning
+ * is reported at the embedding member): declare that member with
+ * CL_GROUPED_MEMBER(struct grouped name); in C it is the plain declaration.
  *
  * Line numbers in the asserts and in cl_layout_print() count from the start
  * of the struct: they describe the cache lines of an object placed on a line
@@ -64,7 +70,38 @@ CL_BEGIN_DECLS
 
 #define CL__GROUP_BEGIN_NAME(g) cl__group_begin__##g
 #define CL__GROUP_END_NAME(g) cl__group_end__##g
-#define CL__MARKER(name) __extension__ unsigned char name[0]
+/*
+ * CL__MARKER_ATTR(name, attr): a zero-size member `name` with attributes
+ * attr (alignment), written before the user's ';'. In C++ the pragmas
+ * scope the -Wpedantic exemption to this one declaration (the pedwarn is
+ * located at the member), and a static_assert takes the user's ';' so the
+ * macro stays usable as one member declaration.
+ */
+#ifdef __cplusplus
+#define CL__MARKER_ATTR(name, attr)                                                     \
+	_Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"") \
+	__extension__ unsigned char name[0] attr;                                       \
+	_Pragma("GCC diagnostic pop") static_assert(true, "cachelocal group marker")
+#else
+#define CL__MARKER_ATTR(name, attr) __extension__ unsigned char name[0] attr
+#endif
+#define CL__MARKER(name) CL__MARKER_ATTR(name, )
+
+/*
+ * CL_GROUPED_MEMBER(decl): a member `decl` (e.g. `struct cl_sched_entity se`)
+ * whose type contains group markers, followed by more members. Layout and
+ * meaning as the plain declaration; in C++ it keeps g++ -pedantic from
+ * rejecting the embedding of a struct with zero-size members. Followed by a
+ * semicolon.
+ */
+#ifdef __cplusplus
+#define CL_GROUPED_MEMBER(decl)                                                         \
+	_Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"") \
+	decl;                                                                           \
+	_Pragma("GCC diagnostic pop") static_assert(true, "cachelocal grouped member")
+#else
+#define CL_GROUPED_MEMBER(decl) decl
+#endif
 
 /*
  * CL_GROUP_BEGIN(g) / CL_GROUP_END(g): mark members between them as group g.
@@ -78,20 +115,20 @@ CL_BEGIN_DECLS
  * CL_GROUP_END_ALIGNED(g): ends the group and pads so that the next member
  * starts on a new cache line (at the end of a struct: rounds its size up).
  */
-#define CL_GROUP_BEGIN_ALIGNED(g) CL__MARKER(CL__GROUP_BEGIN_NAME(g)) CL_CACHELINE_ALIGNED
+#define CL_GROUP_BEGIN_ALIGNED(g) CL__MARKER_ATTR(CL__GROUP_BEGIN_NAME(g), CL_CACHELINE_ALIGNED)
 #define CL_GROUP_END_ALIGNED(g) \
 	CL__MARKER(CL__GROUP_END_NAME(g)); \
-	CL__MARKER(cl__group_pad__##g) CL_CACHELINE_ALIGNED
+	CL__MARKER_ATTR(cl__group_pad__##g, CL_CACHELINE_ALIGNED)
 
 /*
  * CL_GROUP_BEGIN_GUARDED(g) / CL_GROUP_END_GUARDED(g): as _ALIGNED, in units
  * of CL_FALSE_SHARING_SIZE: for a write-heavy group that must not share an
  * adjacent-line prefetch pair with anything else.
  */
-#define CL_GROUP_BEGIN_GUARDED(g) CL__MARKER(CL__GROUP_BEGIN_NAME(g)) CL_FALSE_SHARING_ALIGNED
+#define CL_GROUP_BEGIN_GUARDED(g) CL__MARKER_ATTR(CL__GROUP_BEGIN_NAME(g), CL_FALSE_SHARING_ALIGNED)
 #define CL_GROUP_END_GUARDED(g) \
 	CL__MARKER(CL__GROUP_END_NAME(g)); \
-	CL__MARKER(cl__group_pad__##g) CL_FALSE_SHARING_ALIGNED
+	CL__MARKER_ATTR(cl__group_pad__##g, CL_FALSE_SHARING_ALIGNED)
 
 /* Offset and size in bytes of group g of type T (constant expressions). */
 #define CL_GROUP_OFFSET(T, g) offsetof(T, CL__GROUP_BEGIN_NAME(g))

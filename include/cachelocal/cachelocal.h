@@ -10,6 +10,7 @@
 #include "config.h"
 #include "compiler.h"
 #include "cacheline.h"
+#include "spinlock.h"
 #include "rseq.h"
 #include "topology.h"
 #include "percpu.h"

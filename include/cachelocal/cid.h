@@ -62,10 +62,11 @@
  *
  * fork(): in the child every domain starts clean, as if just created (no
  * users, no allowed CPUs, no holders, statistics zero; policy and topology
- * kept): the child joins again. Implemented with pthread_atfork() handlers
- * (registered once per process) over a process-wide list of domains; the
- * handlers hold every domain's lock across fork(), so a domain is never
- * copied in the middle of a slow-path update. Do not fork from a
+ * kept): the child joins again. Implemented with the library's one fork
+ * registry (internal/fork.h: pthread_atfork() handlers registered once per
+ * process, shared with the per-CPU pools); the handlers hold every domain's
+ * lock across fork(), so a domain is never copied in the middle of a
+ * slow-path update. Do not fork from a
  * pthread_atfork handler of your own that runs while a cid call is active,
  * and do not dlclose() the object whose copy of these handlers registered
  * first.
@@ -83,545 +84,47 @@
 #ifndef CACHELOCAL_CID_H
 #define CACHELOCAL_CID_H
 
+/*
+ * The implementation is split by job under cachelocal/cid/ (each piece
+ * compiles alone; none is API on its own):
+ *   cid/types.h   enum cl_cid_policy, struct cl_cid_stats, the domain layout
+ *   cid/policy.h  the policy engine: lock-free steps and their counters
+ *   cid/wait.h    spin rounds, the fallback lock, sleep and wake-up
+ *   cid/fork.h    reset to "just created", in the child of fork()
+ * This file: the public API (create/destroy, users, acquire/release, stats).
+ */
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cacheline.h"
+#include "cid/fork.h"
+#include "cid/policy.h"
+#include "cid/types.h"
+#include "cid/wait.h"
 #include "compiler.h"
 #include "config.h"
+#include "internal/bitmap.h"
+#include "internal/fork.h"
+#include "internal/membarrier.h"
 #include "rseq.h"
-#include "sys.h"
 #include "topology.h"
 
 CL_BEGIN_DECLS
 
-/*
- * CL_CID_SPIN_ROUNDS: lock-free scans of the cids below the bound before an
- * acquirer falls back to the domain lock and sleeps. Build-time knob.
- */
-#ifndef CL_CID_SPIN_ROUNDS
-#define CL_CID_SPIN_ROUNDS 16
-#endif
-#if !(CL_CID_SPIN_ROUNDS >= 1)
-#error "cachelocal: CL_CID_SPIN_ROUNDS must be >= 1"
-#endif
-
-/* enum cl_cid_policy - how cl_cid_acquire() chooses a cid (see the top). */
-enum cl_cid_policy {
-	CL_CID_NAIVE = 0,
-	CL_CID_RECENT = 1,
-	CL_CID_LLC = 2,
-};
-
-/*
- * struct cl_cid_stats - a snapshot of a domain (cl_cid_domain_stats()).
- *
- * Every successful acquire counts exactly once in acquisitions and in
- * exactly one of recent_hits, llc_hits, spreads, lowest, fallbacks (the step
- * that produced the cid). The counters live in each cid's own line and are
- * written only by that cid's holder, so they are exact; the snapshot is
- * taken without stopping the domain.
- */
-struct cl_cid_stats {
-	unsigned long long acquisitions; /* successful acquires */
-	unsigned long long recent_hits;  /* this CPU's recent cid (RECENT, LLC) */
-	unsigned long long llc_hits;     /* a free cid last used in this CPU's LLC (LLC) */
-	unsigned long long spreads;      /* a new cid by growing max_nr_cid (RECENT, LLC) */
-	unsigned long long lowest;       /* the lowest free cid, lock-free scan */
-	unsigned long long fallbacks;    /* obtained on the fallback lock path */
-	unsigned long long waits;        /* times an acquirer slept for a cid */
-	unsigned long long busy;         /* acquires refused with EBUSY */
-	unsigned users;                  /* current users (join - leave) */
-	unsigned nr_allowed;             /* CPUs in the grow-only allowed union */
-	unsigned bound;                  /* min(nr_allowed, users) */
-	unsigned max_nr_cid;             /* spread cursor: cids handed out by spreading */
-	unsigned held;                   /* cids held at the snapshot */
-	unsigned waiters;                /* acquirers on the fallback lock path now */
-	unsigned nr_cids;                /* size of the cid space (possible CPUs) */
-};
-
-/* ---- private layout ---- */
-
-/*
- * One per cid, alone on its false-sharing unit. state: bit 0 = held; bits
- * 1.. = 1 + the CPU that acquired it last (0 = never used), kept across the
- * release so the LLC policy knows where the cid's data was last warm. The
- * counters are written only by the current holder (plain increments through
- * relaxed atomics: exact, and race-free for readers).
- */
-struct cl__cid_slot {
-	unsigned long state;
-	unsigned long long acquisitions;
-	unsigned long long recent_hits;
-	unsigned long long llc_hits;
-	unsigned long long spreads;
-	unsigned long long lowest;
-	unsigned long long fallbacks;
-} CL_FALSE_SHARING_ALIGNED;
-
-/* One per CPU, alone on its false-sharing unit: written only when it changes. */
-struct cl__cid_cpu {
-	int recent; /* the cid last acquired on this CPU, -1 none */
-} CL_FALSE_SHARING_ALIGNED;
-
-CL_STATIC_ASSERT(sizeof(struct cl__cid_slot) % CL_FALSE_SHARING_SIZE == 0,
-		 "cachelocal: cid slots must not share a false-sharing unit");
-CL_STATIC_ASSERT(sizeof(struct cl__cid_cpu) % CL_FALSE_SHARING_SIZE == 0,
-		 "cachelocal: per-CPU cid state must not share a false-sharing unit");
-
-#define CL__CID_HELD 1ul
-#define CL__CID_STATE(cpu) ((((unsigned long)(cpu) + 1ul) << 1) | CL__CID_HELD)
-#define CL__CID_LAST_CPU(state) ((long)((state) >> 1) - 1)
-
-/*
- * struct cl_cid_domain - treat as opaque; the layout is here because the
- * library is header-only.
- *
- * cl_cid_domain_read_fast: read by every acquire (bound inputs, arrays);
- *   written by join/leave/refresh (rare) and by spreading (max_nr_cid grows at
- *   most to the bound, shrinks only with it).
- * cl_cid_domain_slow: the fallback lock, its condition variable and the
- *   waiter count (read by every release: stays clean while nobody waits),
- *   and what only the slow paths touch. Kept apart from the fast group so
- *   that sleeping acquirers do not invalidate it.
- */
-struct cl_cid_domain {
-	CL_GROUP_BEGIN_GUARDED(cl_cid_domain_read_fast);
-	struct cl__cid_slot *slot; /* [nr] */
-	struct cl__cid_cpu *cpu;   /* [nr] */
-	int *llc;                  /* [nr] LLC id of each CPU, -1 unknown; read-only */
-	unsigned nr;               /* cids and CPU ids: 0 .. nr-1 */
-	int policy;
-	unsigned users;
-	unsigned nr_allowed;
-	unsigned max_nr_cid;
-	int strong_release; /* no membarrier: releases use a full fence */
-	CL_GROUP_END_GUARDED(cl_cid_domain_read_fast);
-
-	CL_GROUP_BEGIN_GUARDED(cl_cid_domain_slow);
-	unsigned nr_waiters;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned long *allowed; /* [allowed_words] grow-only union, bits < nr */
-	unsigned allowed_words;
-	unsigned long long waits;
-	unsigned long long busy;
-	struct cl_cid_domain *next; /* process-wide list, for fork */
-	CL_GROUP_END_GUARDED(cl_cid_domain_slow);
-};
-
-#ifndef __cplusplus
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, slot);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, cpu);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, llc);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, nr);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, policy);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, users);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, nr_allowed);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, max_nr_cid);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_read_fast, strong_release);
-CL_ASSERT_GROUP_SIZE(struct cl_cid_domain, cl_cid_domain_read_fast, CL_CACHELINE_SIZE);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, nr_waiters);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, lock);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, cond);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, allowed_words);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, waits);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, busy);
-CL_ASSERT_GROUP_MEMBER(struct cl_cid_domain, cl_cid_domain_slow, next);
-CL_ASSERT_SAME_LINE(struct cl_cid_domain, slot, max_nr_cid);
-CL_ASSERT_APART_GUARD(struct cl_cid_domain, users, nr_waiters);
-CL_ASSERT_APART_GUARD(struct cl_cid_domain, max_nr_cid, lock);
-#endif
-
-/* ---- process-wide state: the list of domains, for fork() ---- */
-
-CL_WEAK pthread_mutex_t cl__cid_list_lock = PTHREAD_MUTEX_INITIALIZER;
-CL_WEAK struct cl_cid_domain *cl__cid_list_head;
-CL_WEAK pthread_once_t cl__cid_atfork_once = PTHREAD_ONCE_INIT;
-/* Private expedited membarrier: 0 not tried, 1 registered, -1 unavailable. */
-CL_WEAK int cl__cid_membarrier_state;
-
-#define CL__MEMBARRIER_CMD_QUERY 0
-#define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
-#define CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
-#define CL__CID_CLOCK_REALTIME 0
-/* A sleeping acquirer re-checks at least this often (a safety net only). */
-#define CL__CID_RECHECK_NS 10000000L
-
-#define CL__CID_BITS_PER_WORD (8 * (unsigned)sizeof(unsigned long))
-
-/* ---- private helpers ---- */
-
-/* Reset to "just created" (keeps policy, nr, llc and the allocations). */
-CL_INLINE void cl__cid_domain_reset(struct cl_cid_domain *d)
-{
-	unsigned i;
-
-	memset(d->slot, 0, (size_t)d->nr * sizeof(*d->slot));
-	for (i = 0; i < d->nr; i++)
-		d->cpu[i].recent = -1;
-	memset(d->allowed, 0, (size_t)d->allowed_words * sizeof(*d->allowed));
-	d->users = 0;
-	d->nr_allowed = 0;
-	d->max_nr_cid = 0;
-	d->nr_waiters = 0;
-	d->waits = 0;
-	d->busy = 0;
-}
-
-CL_INLINE void cl__cid_atfork_prepare(void)
-{
-	struct cl_cid_domain *d;
-
-	pthread_mutex_lock(&cl__cid_list_lock);
-	for (d = cl__cid_list_head; d; d = d->next)
-		pthread_mutex_lock(&d->lock);
-}
-
-CL_INLINE void cl__cid_atfork_parent(void)
-{
-	struct cl_cid_domain *d;
-
-	for (d = cl__cid_list_head; d; d = d->next)
-		pthread_mutex_unlock(&d->lock);
-	pthread_mutex_unlock(&cl__cid_list_lock);
-}
-
-/* The child has one thread, which holds every lock (prepare took them):
- * empty every domain, re-create the condition variables (the parent's
- * sleepers do not exist here), then unlock. */
-CL_INLINE void cl__cid_atfork_child(void)
-{
-	struct cl_cid_domain *d;
-
-	for (d = cl__cid_list_head; d; d = d->next) {
-		pthread_cond_init(&d->cond, NULL);
-		cl__cid_domain_reset(d);
-		pthread_mutex_unlock(&d->lock);
-	}
-	pthread_mutex_unlock(&cl__cid_list_lock);
-}
-
-CL_INLINE void cl__cid_atfork_register(void)
-{
-	pthread_atfork(cl__cid_atfork_prepare, cl__cid_atfork_parent, cl__cid_atfork_child);
-}
-
-/* Register this process for private expedited membarrier; 1 or -1. */
-CL_INLINE int cl__cid_membarrier_register(void)
-{
-	int saved = errno, ok = -1;
-#ifdef SYS_membarrier
-	long need = CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED | CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-	long mask = syscall(SYS_membarrier, CL__MEMBARRIER_CMD_QUERY, 0, 0);
-
-	if (mask > 0 && (mask & need) == need &&
-	    syscall(SYS_membarrier, CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-		ok = 1;
-#endif
-	CL_ATOMIC_STORE(&cl__cid_membarrier_state, ok, CL_RELAXED);
-	errno = saved;
-	return ok;
-}
-
-/* A full barrier on every CPU running a thread of this process: 0, or -1 if
- * membarrier is unusable. */
-CL_INLINE int cl__cid_membarrier(void)
-{
-	int saved = errno, r = -1;
-#ifdef SYS_membarrier
-	r = (int)syscall(SYS_membarrier, CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-	if (r != 0 && errno == EPERM && cl__cid_membarrier_register() == 1) /* e.g. after fork */
-		r = (int)syscall(SYS_membarrier, CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-#endif
-	errno = saved;
-	return r == 0 ? 0 : -1;
-}
-
-CL_INLINE unsigned cl__cid_bound(const struct cl_cid_domain *d)
-{
-	unsigned a = CL_ATOMIC_LOAD(&d->nr_allowed, CL_RELAXED);
-	unsigned u = CL_ATOMIC_LOAD(&d->users, CL_RELAXED);
-
-	return a < u ? a : u;
-}
-
-/* Try to take cid c for cpu: 1 if taken, 0 if it is held. */
-CL_ALWAYS_INLINE int cl__cid_try(struct cl_cid_domain *d, unsigned c, int cpu)
-{
-	unsigned long *st = &d->slot[c].state;
-	unsigned long old = CL_ATOMIC_LOAD(st, CL_RELAXED);
-
-	if (old & CL__CID_HELD)
-		return 0;
-	CL_INJECT(40);
-	return CL_ATOMIC_CAS(st, &old, CL__CID_STATE(cpu), CL_SEQ_CST, CL_RELAXED);
-}
-
-/* Count one acquisition of c (we hold c: nobody else writes its counters). */
-#define CL__CID_COUNT(d, c, field)                                                   \
-	do {                                                                         \
-		struct cl__cid_slot *s__ = &(d)->slot[c];                            \
-		CL_WRITE_ONCE(s__->acquisitions, CL_READ_ONCE(s__->acquisitions) + 1); \
-		CL_WRITE_ONCE(s__->field, CL_READ_ONCE(s__->field) + 1);              \
-	} while (0)
-
-CL_ALWAYS_INLINE void cl__cid_set_recent(struct cl_cid_domain *d, int cpu, int c)
-{
-	int *r = &d->cpu[cpu].recent;
-
-	if (CL_READ_ONCE(*r) != c)
-		CL_WRITE_ONCE(*r, c);
-}
-
-/* Lowest free cid below bound, one pass; -1 if none. */
-CL_INLINE int cl__cid_scan_lowest(struct cl_cid_domain *d, unsigned bound, int cpu)
-{
-	unsigned i;
-
-	for (i = 0; i < bound; i++)
-		if (cl__cid_try(d, i, cpu))
-			return (int)i;
-	return -1;
-}
-
-/* LLC step: a free cid below bound whose last user shares cpu's LLC. */
-CL_INLINE int cl__cid_scan_llc(struct cl_cid_domain *d, unsigned bound, int cpu)
-{
-	int llc = d->llc[cpu];
-	unsigned i;
-
-	if (llc < 0)
-		return -1;
-	for (i = 0; i < bound; i++) {
-		unsigned long st = CL_ATOMIC_LOAD(&d->slot[i].state, CL_RELAXED);
-		long last = CL__CID_LAST_CPU(st);
-
-		if ((st & CL__CID_HELD) || last < 0 || (unsigned long)last >= d->nr ||
-		    d->llc[last] != llc)
-			continue;
-		if (cl__cid_try(d, i, cpu))
-			return (int)i;
-	}
-	return -1;
-}
-
-/* Spread step: grow max_nr_cid toward bound and take the cid it adds. */
-CL_INLINE int cl__cid_spread(struct cl_cid_domain *d, unsigned bound, int cpu)
-{
-	unsigned m = CL_ATOMIC_LOAD(&d->max_nr_cid, CL_RELAXED);
-	unsigned tries;
-
-	/* Each failed CAS means another acquirer moved the cursor: at most
-	 * 2 * bound attempts before the cursor reaches the bound. */
-	for (tries = 0; m < bound && tries < 2 * bound + 2; tries++) {
-		CL_INJECT(41);
-		if (!CL_ATOMIC_CAS(&d->max_nr_cid, &m, m + 1, CL_RELAXED, CL_RELAXED))
-			continue;
-		if (cl__cid_try(d, m, cpu))
-			return (int)m;
-		m++;
-	}
-	return -1;
-}
-
-/* The cids currently held (a racy count). */
-CL_INLINE unsigned cl__cid_held(const struct cl_cid_domain *d)
-{
-	unsigned i, n = 0;
-
-	for (i = 0; i < d->nr; i++)
-		n += (unsigned)(CL_ATOMIC_LOAD(&d->slot[i].state, CL_RELAXED) & CL__CID_HELD);
-	return n;
-}
-
-/* Sleep on d->cond for at most CL__CID_RECHECK_NS; caller holds d->lock. */
-CL_INLINE void cl__cid_sleep(struct cl_cid_domain *d)
-{
-	struct timespec ts;
-
-	clock_gettime(CL__CID_CLOCK_REALTIME, &ts);
-	ts.tv_nsec += CL__CID_RECHECK_NS;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&d->cond, &d->lock, &ts);
-}
-
-/*
- * Fallback: under the domain lock; sleeps until a cid below the bound is
- * free, or fails with EBUSY when the caller would exceed the users.
- *
- * No lost wakeup: a release stores "free" (release order), then reads
- * nr_waiters with only a compiler barrier between. The waiter increments
- * nr_waiters, then runs membarrier(PRIVATE_EXPEDITED), a full barrier on
- * every CPU running one of our threads, then scans. So a release either
- * sees the waiter (and signals it) or its store is visible to the scan
- * (asymmetric Dekker, as in liburcu's membarrier flavor). Without
- * membarrier the domain switches to seq_cst releases; the timed sleep is a
- * safety net for releases racing with that switch.
- */
-static CL_UNUSED CL_NOINLINE CL_COLD int cl__cid_acquire_locked(struct cl_cid_domain *d, int cpu)
-{
-	int c = -1;
-
-	pthread_mutex_lock(&d->lock);
-	CL_ATOMIC_FETCH_ADD(&d->nr_waiters, 1u, CL_SEQ_CST);
-	if (!CL_ATOMIC_LOAD(&d->strong_release, CL_RELAXED) && cl__cid_membarrier() != 0)
-		CL_ATOMIC_STORE(&d->strong_release, 1, CL_SEQ_CST);
-	for (;;) {
-		unsigned bound = cl__cid_bound(d);
-		int r = d->policy != CL_CID_NAIVE ? CL_READ_ONCE(d->cpu[cpu].recent) : -1;
-
-		if (r >= 0 && (unsigned)r < bound && cl__cid_try(d, (unsigned)r, cpu)) {
-			c = r;
-			break;
-		}
-		c = cl__cid_scan_lowest(d, bound, cpu);
-		if (c >= 0)
-			break;
-		if (cl__cid_held(d) >= CL_ATOMIC_LOAD(&d->users, CL_RELAXED)) {
-			CL_WRITE_ONCE(d->busy, d->busy + 1);
-			break;
-		}
-		CL_WRITE_ONCE(d->waits, d->waits + 1);
-		cl__cid_sleep(d);
-	}
-	CL_ATOMIC_FETCH_SUB(&d->nr_waiters, 1u, CL_SEQ_CST);
-	pthread_mutex_unlock(&d->lock);
-	if (c < 0) {
-		errno = EBUSY;
-		return -1;
-	}
-	CL__CID_COUNT(d, c, fallbacks);
-	if (d->policy != CL_CID_NAIVE)
-		cl__cid_set_recent(d, cpu, c);
-	return c;
-}
-
-static CL_UNUSED CL_NOINLINE int cl__cid_acquire_slow(struct cl_cid_domain *d, int cpu,
-						     unsigned bound, int recent)
-{
-	unsigned round;
-	int c;
-
-	if (bound == 0)
-		return cl__cid_acquire_locked(d, cpu);
-	if (d->policy != CL_CID_NAIVE) {
-		unsigned m = CL_ATOMIC_LOAD(&d->max_nr_cid, CL_RELAXED);
-
-		/* The bound shrank: pull the spread cursor back (kernel 6.14). */
-		while (m > bound &&
-		       !CL_ATOMIC_CAS(&d->max_nr_cid, &m, bound, CL_RELAXED, CL_RELAXED))
-			;
-		if (d->policy == CL_CID_LLC && recent >= 0) {
-			c = cl__cid_scan_llc(d, bound, cpu);
-			if (c >= 0) {
-				CL__CID_COUNT(d, c, llc_hits);
-				goto got;
-			}
-		}
-		c = cl__cid_spread(d, bound, cpu);
-		if (c >= 0) {
-			CL__CID_COUNT(d, c, spreads);
-			goto got;
-		}
-	}
-	for (round = 0; round < CL_CID_SPIN_ROUNDS; round++) {
-		c = cl__cid_scan_lowest(d, bound, cpu);
-		if (c >= 0) {
-			CL__CID_COUNT(d, c, lowest);
-			goto got;
-		}
-		/* Holders of every cid below the bound: first assume they are
-		 * running and about to release; then that they are preempted
-		 * (more threads than CPUs) and give them our CPU. */
-		if (round < 2)
-			CL_CPU_RELAX();
-		else
-			sched_yield();
-		bound = cl__cid_bound(d);
-	}
-	return cl__cid_acquire_locked(d, cpu);
-got:
-	if (d->policy != CL_CID_NAIVE)
-		cl__cid_set_recent(d, cpu, c);
-	return c;
-}
-
-static CL_UNUSED CL_NOINLINE CL_COLD void cl__cid_wake(struct cl_cid_domain *d, int all)
-{
-	pthread_mutex_lock(&d->lock);
-	if (all)
-		pthread_cond_broadcast(&d->cond);
-	else
-		pthread_cond_signal(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-}
-
-/* The calling thread's allowed CPUs as a raw bitmap (malloc'ed), or NULL. */
-CL_INLINE unsigned long *cl__cid_getaffinity(unsigned *nwords)
-{
-	unsigned nbits = cl_nr_possible_cpus();
-	size_t len;
-
-	if (nbits < 1024)
-		nbits = 1024;
-	len = (nbits + CL__CID_BITS_PER_WORD - 1) / CL__CID_BITS_PER_WORD * sizeof(unsigned long);
-	for (;;) {
-		unsigned long *buf = (unsigned long *)calloc(1, len);
-		long r;
-
-		if (!buf) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		r = syscall(SYS_sched_getaffinity, 0, len, buf);
-		if (r > 0) {
-			*nwords = (unsigned)(len / sizeof(unsigned long));
-			return buf;
-		}
-		free(buf);
-		if (r == 0)
-			errno = EINVAL;
-		if (r == 0 || errno != EINVAL || len >= ((size_t)1 << 20))
-			return NULL;
-		len *= 2; /* the kernel's mask is larger than ours */
-	}
-}
+/* ---- users and the allowed-CPU union (private) ---- */
 
 /* OR mask into d->allowed and recount; caller holds d->lock. Returns how many
  * CPUs < d->nr the mask contained. */
 CL_INLINE unsigned cl__cid_merge_allowed(struct cl_cid_domain *d, const unsigned long *mask,
 					 unsigned nbits)
 {
-	unsigned i, n = 0, total = 0;
+	unsigned n = cl__bitmap_or(d->allowed, mask, nbits < d->nr ? nbits : d->nr);
 
-	if (nbits > d->nr)
-		nbits = d->nr;
-	for (i = 0; i < nbits; i++) {
-		unsigned long bit = 1ul << (i % CL__CID_BITS_PER_WORD);
-
-		if (mask[i / CL__CID_BITS_PER_WORD] & bit) {
-			d->allowed[i / CL__CID_BITS_PER_WORD] |= bit;
-			n++;
-		}
-	}
-	for (i = 0; i < d->allowed_words; i++)
-		total += (unsigned)__builtin_popcountl(d->allowed[i]);
-	CL_ATOMIC_STORE(&d->nr_allowed, total, CL_SEQ_CST);
+	CL_ATOMIC_STORE(&d->nr_allowed, cl__bitmap_weight(d->allowed, d->nr), CL_SEQ_CST);
 	return n;
-}
-
-CL_INLINE void cl__cid_kick_waiters(struct cl_cid_domain *d)
-{
-	if (CL_ATOMIC_LOAD(&d->nr_waiters, CL_SEQ_CST))
-		pthread_cond_broadcast(&d->cond);
 }
 
 /* This machine's topology, out of line: keeps the sysfs parser out of
@@ -701,13 +204,12 @@ CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
 	memset((void *)d, 0, sizeof(*d));
 	d->nr = nr;
 	d->policy = (int)policy;
-	d->allowed_words = (nr + CL__CID_BITS_PER_WORD - 1) / CL__CID_BITS_PER_WORD;
 	d->slot = (struct cl__cid_slot *)aligned_alloc(CL_FALSE_SHARING_SIZE,
 						       (size_t)nr * sizeof(*d->slot));
 	d->cpu = (struct cl__cid_cpu *)aligned_alloc(CL_FALSE_SHARING_SIZE,
 						     (size_t)nr * sizeof(*d->cpu));
 	d->llc = (int *)malloc((size_t)nr * sizeof(*d->llc));
-	d->allowed = (unsigned long *)calloc(d->allowed_words, sizeof(*d->allowed));
+	d->allowed = cl__bitmap_alloc(nr);
 	if (!d->slot || !d->cpu || !d->llc || !d->allowed)
 		goto nomem;
 	for (i = 0; i < nr; i++)
@@ -722,15 +224,8 @@ CL_INLINE struct cl_cid_domain *cl_cid_domain_create(enum cl_cid_policy policy,
 	cl__cid_domain_reset(d);
 	if (t == &own)
 		cl_topology_free(&own);
-	if (CL_ATOMIC_LOAD(&cl__cid_membarrier_state, CL_RELAXED) == 0)
-		cl__cid_membarrier_register();
-	d->strong_release = CL_ATOMIC_LOAD(&cl__cid_membarrier_state, CL_RELAXED) != 1;
-
-	pthread_once(&cl__cid_atfork_once, cl__cid_atfork_register);
-	pthread_mutex_lock(&cl__cid_list_lock);
-	d->next = cl__cid_list_head;
-	cl__cid_list_head = d;
-	pthread_mutex_unlock(&cl__cid_list_lock);
+	d->strong_release = !cl__membarrier_ready();
+	cl__fork_register(&d->fork_reg, &d->lock, cl__cid_fork_child);
 	return d;
 
 nomem:
@@ -756,18 +251,9 @@ nomem:
  */
 CL_INLINE void cl_cid_domain_destroy(struct cl_cid_domain *d)
 {
-	struct cl_cid_domain **pp;
-
 	if (!d)
 		return;
-	pthread_mutex_lock(&cl__cid_list_lock);
-	for (pp = &cl__cid_list_head; *pp; pp = &(*pp)->next) {
-		if (*pp == d) {
-			*pp = d->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&cl__cid_list_lock);
+	cl__fork_unregister(&d->fork_reg);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
 	free(d->slot);
@@ -777,19 +263,26 @@ CL_INLINE void cl_cid_domain_destroy(struct cl_cid_domain *d)
 	free(d);
 }
 
-/* Merge mask into the allowed union and, if add_user, add a user. */
+/*
+ * The one writer of users and the allowed union, under the domain lock:
+ * merge mask (if not NULL) into the union, then add users_delta (+1 join,
+ * -1 leave, 0 refresh) to the users, then wake sleeping acquirers (the
+ * bound may have changed).
+ */
 CL_INLINE int cl__cid_update(struct cl_cid_domain *d, const unsigned long *mask, unsigned nbits,
-			     int add_user)
+			     int users_delta)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&d->lock);
-	if (add_user && d->users == UINT_MAX)
+	if (users_delta > 0 && d->users == UINT_MAX)
 		err = EOVERFLOW;
-	else if (cl__cid_merge_allowed(d, mask, nbits) == 0 && add_user)
+	else if (users_delta < 0 && d->users == 0)
 		err = EINVAL;
-	else if (add_user)
-		CL_ATOMIC_STORE(&d->users, d->users + 1, CL_SEQ_CST);
+	else if (mask && cl__cid_merge_allowed(d, mask, nbits) == 0 && users_delta > 0)
+		err = EINVAL;
+	else if (users_delta)
+		CL_ATOMIC_STORE(&d->users, d->users + (unsigned)users_delta, CL_SEQ_CST);
 	cl__cid_kick_waiters(d);
 	pthread_mutex_unlock(&d->lock);
 	if (err) {
@@ -800,20 +293,20 @@ CL_INLINE int cl__cid_update(struct cl_cid_domain *d, const unsigned long *mask,
 }
 
 /* cl__cid_update() with the calling thread's allowed CPUs. */
-CL_INLINE int cl__cid_update_self(struct cl_cid_domain *d, int add_user)
+CL_INLINE int cl__cid_update_self(struct cl_cid_domain *d, int users_delta)
 {
 	unsigned long *mask;
-	unsigned nwords = 0;
+	unsigned nbits = 0;
 	int r;
 
 	if (!d) {
 		errno = EINVAL;
 		return -1;
 	}
-	mask = cl__cid_getaffinity(&nwords);
+	mask = cl__bitmap_getaffinity(cl_nr_possible_cpus(), &nbits);
 	if (!mask)
 		return -1;
-	r = cl__cid_update(d, mask, nwords * CL__CID_BITS_PER_WORD, add_user);
+	r = cl__cid_update(d, mask, nbits, users_delta);
 	free(mask);
 	return r;
 }
@@ -875,24 +368,11 @@ CL_INLINE int cl_cid_domain_join(struct cl_cid_domain *d)
  */
 CL_INLINE int cl_cid_domain_leave(struct cl_cid_domain *d)
 {
-	int err = 0;
-
 	if (!d) {
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&d->lock);
-	if (d->users == 0)
-		err = EINVAL;
-	else
-		CL_ATOMIC_STORE(&d->users, d->users - 1, CL_SEQ_CST);
-	cl__cid_kick_waiters(d);
-	pthread_mutex_unlock(&d->lock);
-	if (err) {
-		errno = err;
-		return -1;
-	}
-	return 0;
+	return cl__cid_update(d, NULL, 0, -1);
 }
 
 /**

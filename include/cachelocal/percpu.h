@@ -43,8 +43,9 @@
  *
  * Fork: a child keeps a private copy of every range (plain private
  * anonymous memory) and may keep using its pools. The pool locks are taken
- * around fork() (pthread_atfork, registered once per process by the first
- * pool) so the child never inherits a lock held by a thread it does not have.
+ * around fork() (the library's one fork registry, internal/fork.h, shared
+ * with the cid domains) so the child never inherits a lock held by a thread
+ * it does not have.
  *
  * Concurrency:
  *
@@ -71,6 +72,8 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "internal/bitmap.h"
+#include "internal/fork.h"
 #include "sys.h"
 #include "topology.h"
 
@@ -168,7 +171,7 @@ struct cl_percpu_pool {
 	uint64_t *pagemap_buf;       /* CL__PERCPU_PAGEMAP_WINDOW entries, allocated on first reuse */
 	unsigned max_node;
 	struct cl_percpu_stats stats;
-	struct cl_percpu_pool *reg_next, *reg_prev; /* process-wide list, for fork */
+	struct cl__fork_entry fork_reg; /* lock held across fork() (internal/fork.h) */
 };
 
 /* ---- addressing (hot path) ---- */
@@ -204,36 +207,6 @@ CL_ALWAYS_INLINE void *cl__percpu_ptr(const volatile void *p, unsigned cpu, size
  * combined per-CPU object), the address of its member `to` (same CPU's copy).
  */
 #define CL_SIBLING(ptr, T, from, to) (&cl_container_of((ptr), T, from)->to)
-
-/* ---- process-wide state: the pool list the fork handlers walk ---- */
-
-CL_WEAK pthread_mutex_t cl__percpu_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-CL_WEAK struct cl_percpu_pool *cl__percpu_registry;
-CL_WEAK pthread_once_t cl__percpu_atfork_once = PTHREAD_ONCE_INIT;
-
-CL_INLINE void cl__percpu_atfork_prepare(void)
-{
-	struct cl_percpu_pool *p;
-
-	pthread_mutex_lock(&cl__percpu_registry_lock);
-	for (p = cl__percpu_registry; p; p = p->reg_next)
-		pthread_mutex_lock(&p->lock);
-}
-
-CL_INLINE void cl__percpu_atfork_release(void)
-{
-	struct cl_percpu_pool *p;
-
-	for (p = cl__percpu_registry; p; p = p->reg_next)
-		pthread_mutex_unlock(&p->lock);
-	pthread_mutex_unlock(&cl__percpu_registry_lock);
-}
-
-CL_INLINE void cl__percpu_atfork_register(void)
-{
-	pthread_atfork(cl__percpu_atfork_prepare, cl__percpu_atfork_release,
-		       cl__percpu_atfork_release);
-}
 
 /* ---- private helpers (called with pool->lock held) ---- */
 
@@ -346,8 +319,8 @@ CL_INLINE long cl__percpu_add_range(struct cl_percpu_pool *pool)
 	 * of them on the first write of one (THP "always"): keep base pages. */
 	madvise(base, len, CL__MADV_NOHUGEPAGE);
 	if (pool->cpu_node) {
-		const size_t words = pool->max_node / (8 * sizeof(unsigned long)) + 1;
-		unsigned long *mask = (unsigned long *)calloc(words, sizeof(unsigned long));
+		const unsigned nbits = pool->max_node + 1;
+		unsigned long *mask = cl__bitmap_alloc(nbits);
 
 		for (unsigned cpu = 0; mask && cpu < pool->nr_cpus; cpu++) {
 			int node = pool->cpu_node[cpu];
@@ -355,12 +328,12 @@ CL_INLINE long cl__percpu_add_range(struct cl_percpu_pool *pool)
 
 			if (node < 0)
 				continue;
-			memset(mask, 0, words * sizeof(unsigned long));
-			mask[(unsigned)node / (8 * sizeof(unsigned long))] |=
-				1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
-			/* MPOL_PREFERRED = 1; maxnode counts bits, plus the kernel's off-by-one. */
-			rc = syscall(SYS_mbind, base + (size_t)cpu * pool->stride, pool->stride, 1, mask,
-				     (unsigned long)(words * 8 * sizeof(unsigned long) + 1), 0u);
+			cl__bitmap_zero(mask, nbits);
+			cl__bitmap_set(mask, (unsigned)node);
+			/* maxnode counts the bits of every word, plus the kernel's off-by-one. */
+			rc = syscall(SYS_mbind, base + (size_t)cpu * pool->stride, pool->stride,
+				     CL__MPOL_PREFERRED, mask,
+				     (unsigned long)cl__bitmap_words(nbits) * CL__BITS_PER_LONG + 1, 0u);
 			if (rc == 0)
 				pool->stats.nr_numa_bound++;
 			else
@@ -540,13 +513,7 @@ CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create_topo(const struct cl_perc
 		pool->stats.numa_nodes = nodes;
 	}
 	pthread_mutex_init(&pool->lock, NULL);
-	pthread_once(&cl__percpu_atfork_once, cl__percpu_atfork_register);
-	pthread_mutex_lock(&cl__percpu_registry_lock);
-	pool->reg_next = cl__percpu_registry;
-	if (cl__percpu_registry)
-		cl__percpu_registry->reg_prev = pool;
-	cl__percpu_registry = pool;
-	pthread_mutex_unlock(&cl__percpu_registry_lock);
+	cl__fork_register(&pool->fork_reg, &pool->lock, NULL);
 	return pool;
 }
 
@@ -847,14 +814,7 @@ CL_INLINE void cl_percpu_pool_destroy(struct cl_percpu_pool *pool)
 		return;
 	if (pool->flags & CL_PERCPU_ROBUST)
 		cl_percpu_pool_report_leaks(pool, stderr);
-	pthread_mutex_lock(&cl__percpu_registry_lock);
-	if (pool->reg_prev)
-		pool->reg_prev->reg_next = pool->reg_next;
-	else
-		cl__percpu_registry = pool->reg_next;
-	if (pool->reg_next)
-		pool->reg_next->reg_prev = pool->reg_prev;
-	pthread_mutex_unlock(&cl__percpu_registry_lock);
+	cl__fork_unregister(&pool->fork_reg);
 	for (size_t i = 0; i < pool->nr_ranges; i++) {
 		munmap(pool->ranges[i].base, (size_t)pool->nr_cpus * pool->stride);
 		free(pool->ranges[i].objs);

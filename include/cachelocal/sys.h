@@ -66,7 +66,14 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 #define CL__MADV_DONTFORK 10
 #define CL__MADV_DOFORK 11
 #define CL__MADV_NOHUGEPAGE 15
+#define CL__CLOCK_REALTIME 0
 #define CL__CLOCK_MONOTONIC 1
+/* mbind(2) mode: allocate on the given node when it has memory, else elsewhere. */
+#define CL__MPOL_PREFERRED 1
+/* membarrier(2) commands. */
+#define CL__MEMBARRIER_CMD_QUERY 0
+#define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 
 /* Monotonic time in nanoseconds. Never fails on Linux. */
 CL_INLINE unsigned long long cl__now_ns(void)

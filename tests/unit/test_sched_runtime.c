@@ -722,7 +722,10 @@ Test(sched_runtime, tasks_get_their_groups_share_of_one_worker)
 	cr_assert(share.units[1] > share.units[0], "group 3072 got fewer units than group 1024");
 #endif
 	cr_assert_gt(share.units[0], 0);
-	destroy_ok(rt); /* frees the groups with the scheduler */
+	/* returned tasks detached from their groups: the groups can go */
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(cl_task_group_destroy(g[i]), 0, "group %d: %s", i, strerror(errno));
+	destroy_ok(rt);
 	urcu_memb_unregister_thread();
 }
 

@@ -443,6 +443,22 @@ CL_INLINE void cl__rt_map_drain(struct cl_runtime *rt, void **list)
 	}
 }
 
+/*
+ * A task leaving for good (returned, or discarded by cl_runtime_destroy())
+ * detaches from its task group, which counts its attached tasks.
+ */
+CL_INLINE void cl__rt_task_detach(struct cl_rt_task *t)
+{
+	struct cl_rq *rq;
+
+	if (!t->task.tg)
+		return;
+	rq = cl_task_rq_lock(t->rt->sched, &t->task);
+	cl_task_set_group(&t->task, NULL);
+	if (rq)
+		cl_task_rq_unlock(rq, &t->task);
+}
+
 /* Drop one reference of @t; the last one frees it (caller runs on @w, or NULL). */
 CL_INLINE void cl__rt_task_put(struct cl_rt_task *t, struct cl__rt_worker *w)
 {
@@ -517,6 +533,7 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 		if (CL_ATOMIC_LOAD(&prev->ext_joiner, CL_SEQ_CST))
 			cl__rt_futex(&prev->exited, CL__FUTEX_WAKE, INT_MAX, NULL);
 		cl__rt_wake_waiters(&waiters);
+		cl__rt_task_detach(prev);
 		cl__rt_live_add(w->rt, -1);
 		cl__rt_task_put(prev, w);
 	}
@@ -754,7 +771,8 @@ CL_INLINE void cl__rt_task_entry(void *value, void *data)
  * Context: any thread, inside or outside the runtime's tasks; not after
  * cl_runtime_shutdown() succeeded.
  * Return: the task (a handle for cl_join(), unless detached), or NULL with
- * errno EINVAL (NULL @rt or @fn, bad @attr->cpu, @attr->pin without a cpu),
+ * errno EINVAL (NULL @rt or @fn, bad @attr->cpu, @attr->pin without a cpu,
+ * @attr->tg destroyed or of another scheduler instance),
  * ENOMEM (no memory for the stack), EPIPE (runtime shut down).
  */
 CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
@@ -788,8 +806,11 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	memset((void *)t, 0, sizeof(*t));
 	cl_task_init(&t->task, attr ? attr->nice : 0);
 	t->task.data = t;
-	if (attr && attr->tg)
-		cl_task_set_group(&t->task, attr->tg);
+	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
+		cl__rt_map_put(rt, cur, m); /* EINVAL: a destroyed group or another instance's */
+		errno = EINVAL;
+		return NULL;
+	}
 	t->rt = rt;
 	t->fn = fn;
 	t->arg = arg;
@@ -811,8 +832,8 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	else
 		cpu = CL_ATOMIC_FETCH_ADD(&rt->next_spawn, 1u, CL_RELAXED) % rt->nr_workers;
 	if (attr && attr->pin)
-		cl_task_set_affinity(&t->task, rt->pin_masks + (size_t)cpu * rt->mask_words,
-				     rt->nr_workers);
+		(void)cl_task_set_affinity(&t->task, rt->pin_masks + (size_t)cpu * rt->mask_words,
+					   rt->nr_workers); /* a valid one-CPU mask: cannot fail */
 	t->w = &rt->workers[cpu];
 	cl_spin_lock(&rt->tasks_lock);
 	cds_list_add(&t->live, &rt->tasks);
@@ -1072,8 +1093,10 @@ CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 	}
 	cl__rt_map_drain(rt, &rt->stack_cache);
 	free(rt->pin_masks);
+	/* EBUSY only with tasks queued or attached to a group: every task was
+	 * detached (cl__rt_task_detach()) before we get here */
 	if (rt->sched)
-		cl_sched_destroy(rt->sched);
+		(void)cl_sched_destroy(rt->sched);
 	free(rt);
 }
 
@@ -1306,6 +1329,8 @@ CL_INLINE int cl_runtime_destroy(struct cl_runtime *rt)
 		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, live);
 
 		cds_list_del(pos);
+		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE))
+			cl__rt_task_detach(t); /* blocked for good: never resumed */
 #ifdef CL_HAVE_TSAN
 		if (t->rc.tsan_fiber)
 			__tsan_destroy_fiber(t->rc.tsan_fiber);
