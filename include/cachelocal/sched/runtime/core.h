@@ -28,6 +28,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "../../compiler.h"
+#include "../../objcache.h"
 #include "../../sys.h"
 #include "../balance.h"
 #include "../group.h"
@@ -81,8 +82,6 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
  * and would never look cold). The balancer still takes the coldest first.
  */
 #define CL_RUNTIME_MIGRATION_COST_NS 20000ULL
-/* Freed task stacks kept per worker for reuse. */
-#define CL_RUNTIME_STACK_CACHE 64u
 
 /* Task states (struct cl_rt_task.state). */
 #define CL__RT_RUNNABLE 0 /* queued or running */
@@ -108,8 +107,11 @@ struct cl__rt_ctx {
 
 /*
  * struct cl_rt_task - a runtime task: a runqueue task, a stack and a context.
- * Lives at the top of its stack mapping (one mapping: guard page, stack,
- * descriptor). Freed when it has exited and has been joined (or detached).
+ * Descriptors come from a per-CPU object cache (objcache.h) and keep their
+ * stack mapping (guard page + stack) across reuse: an object handed out
+ * again already has its stack, so a spawn on a warm cache makes no system
+ * call and takes no shared lock. Returned to the cache when the task has
+ * exited and has been joined (or was detached).
  */
 struct cl_rt_task {
 	struct cl_task task;               /* the runqueue's view (first: cl_task_of) */
@@ -126,9 +128,12 @@ struct cl_rt_task {
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
-	struct cds_list_head live;         /* in rt->tasks (rt->tasks_lock) */
-	void *map;                         /* the mapping: guard + stack + this */
-	size_t map_size;
+	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
+	struct cl__rt_keep {
+		void *map;                 /* guard page + stack, or NULL for a new object */
+		size_t map_size;
+		struct cds_list_head all;  /* in rt->all: every object that got a stack */
+	} keep;
 };
 
 /*
@@ -168,8 +173,6 @@ struct cl__rt_worker {
 	struct cl__rt_fin fin;
 	uint64_t now_ns;                   /* clock read at this worker's last switch */
 	uint64_t last_balance_ns;
-	void *stack_cache;                 /* freed task mappings (linked through their first word) */
-	unsigned int nr_stack_cache;
 	pthread_t thread;
 	int started;
 	uint64_t nr_idle_sleeps;           /* statistics */
@@ -238,10 +241,9 @@ struct cl_runtime {
 	uint64_t ns_base;
 	uint64_t ns_per_tick_q32;          /* ns per tick, 32.32 fixed point */
 	unsigned int next_spawn;           /* round robin for outside spawns */
-	struct cl_spinlock tasks_lock;     /* protects tasks, stack_cache */
-	struct cds_list_head tasks;        /* every task not yet freed */
-	void *stack_cache;                 /* freed mappings returned by outside threads */
-	unsigned int nr_stack_cache;
+	struct cl_objcache *tcache;        /* task descriptors (with their stacks) */
+	struct cl_spinlock all_lock;       /* protects all */
+	struct cds_list_head all;          /* every descriptor that has a stack mapping */
 };
 
 /* The task running on this thread, NULL outside the runtime's tasks. */
@@ -355,92 +357,33 @@ CL_INLINE size_t cl__rt_page(void)
 	return p > 0 ? (size_t)p : 4096u;
 }
 
-/* Size of one task mapping: guard page + stack + descriptor, page-rounded. */
+/* Size of one stack mapping: guard page + stack, page-rounded. */
 CL_INLINE size_t cl__rt_map_size(size_t stack)
 {
 	size_t pg = cl__rt_page();
-	size_t d = (sizeof(struct cl_rt_task) + 63u) & ~(size_t)63u;
 
-	return pg + ((stack + d + pg - 1) & ~(pg - 1));
+	return pg + ((stack + pg - 1) & ~(pg - 1));
 }
 
-/* Free mappings are linked through the first word above their guard page. */
-CL_INLINE void **cl__rt_map_link(void *m)
-{
-	return (void **)(void *)((char *)m + cl__rt_page());
-}
-
-/* A mapping for a task: from @w's cache, the runtime's, or a new mmap. */
-CL_INLINE void *cl__rt_map_get(struct cl_runtime *rt, struct cl__rt_worker *w)
+/* Give @t (a new cache object) its stack: guard page below, PROT_NONE. */
+CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
 {
 	size_t size = cl__rt_map_size(rt->stack_size);
-	void *m = NULL;
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE, -1, 0);
 
-	if (w && w->stack_cache) {
-		m = w->stack_cache;
-		w->stack_cache = *cl__rt_map_link(m);
-		w->nr_stack_cache--;
-	} else if (CL_READ_ONCE(rt->nr_stack_cache)) {
-		cl_spin_lock(&rt->tasks_lock);
-		m = rt->stack_cache;
-		if (m) {
-			rt->stack_cache = *cl__rt_map_link(m);
-			rt->nr_stack_cache--;
-		}
-		cl_spin_unlock(&rt->tasks_lock);
-	}
-	if (m)
-		return m;
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE,
-		 -1, 0);
 	if (m == MAP_FAILED)
-		return NULL;
+		return -1;
 	if (mprotect(m, cl__rt_page(), PROT_NONE) != 0) {
 		munmap(m, size);
-		return NULL;
+		return -1;
 	}
-	return m;
-}
-
-/* Return a mapping: to @w's cache (caller runs on @w), the runtime's, or munmap. */
-CL_INLINE void cl__rt_map_put(struct cl_runtime *rt, struct cl__rt_worker *w, void *m)
-{
-	size_t size = cl__rt_map_size(rt->stack_size);
-
-#ifdef CL__RT_ASAN
-	__asan_unpoison_memory_region((char *)m + cl__rt_page(), size - cl__rt_page());
-#endif
-	if (w && w->nr_stack_cache < CL_RUNTIME_STACK_CACHE) {
-		*cl__rt_map_link(m) = w->stack_cache;
-		w->stack_cache = m;
-		w->nr_stack_cache++;
-		return;
-	}
-	if (!w) {
-		cl_spin_lock(&rt->tasks_lock);
-		if (rt->nr_stack_cache < CL_RUNTIME_STACK_CACHE) {
-			*cl__rt_map_link(m) = rt->stack_cache;
-			rt->stack_cache = m;
-			CL_WRITE_ONCE(rt->nr_stack_cache, rt->nr_stack_cache + 1);
-			m = NULL;
-		}
-		cl_spin_unlock(&rt->tasks_lock);
-		if (!m)
-			return;
-	}
-	munmap(m, size);
-}
-
-CL_INLINE void cl__rt_map_drain(struct cl_runtime *rt, void **list)
-{
-	size_t size = cl__rt_map_size(rt->stack_size);
-
-	while (*list) {
-		void *m = *list;
-
-		*list = *cl__rt_map_link(m);
-		munmap(m, size);
-	}
+	t->keep.map = m;
+	t->keep.map_size = size;
+	cl_spin_lock(&rt->all_lock);
+	cds_list_add(&t->keep.all, &rt->all);
+	cl_spin_unlock(&rt->all_lock);
+	return 0;
 }
 
 /*
@@ -459,21 +402,27 @@ CL_INLINE void cl__rt_task_detach(struct cl_rt_task *t)
 		cl_task_rq_unlock(rq, &t->task);
 }
 
-/* Drop one reference of @t; the last one frees it (caller runs on @w, or NULL). */
-CL_INLINE void cl__rt_task_put(struct cl_rt_task *t, struct cl__rt_worker *w)
+/* Give @t back to the cache (its stack stays with it). */
+CL_INLINE void cl__rt_task_release(struct cl_rt_task *t)
 {
-	struct cl_runtime *rt = t->rt;
-
-	if (CL_ATOMIC_FETCH_SUB(&t->refs, 1, CL_ACQ_REL) != 1)
-		return;
-	cl_spin_lock(&rt->tasks_lock);
-	cds_list_del(&t->live);
-	cl_spin_unlock(&rt->tasks_lock);
 #ifdef CL_HAVE_TSAN
 	if (t->rc.tsan_fiber)
 		__tsan_destroy_fiber(t->rc.tsan_fiber);
+	t->rc.tsan_fiber = NULL;
 #endif
-	cl__rt_map_put(rt, w, t->map);
+#ifdef CL__RT_ASAN
+	/* frames that never returned left redzones on the stack */
+	__asan_unpoison_memory_region((char *)t->keep.map + cl__rt_page(),
+				      t->keep.map_size - cl__rt_page());
+#endif
+	cl_objcache_free(t->rt->tcache, t);
+}
+
+/* Drop one reference of @t; the last one releases it. */
+CL_INLINE void cl__rt_task_put(struct cl_rt_task *t)
+{
+	if (CL_ATOMIC_FETCH_SUB(&t->refs, 1, CL_ACQ_REL) == 1)
+		cl__rt_task_release(t);
 }
 
 /* ---- switching ---- */
@@ -525,6 +474,7 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 		struct cds_list_head waiters;
 
 		CDS_INIT_LIST_HEAD(&waiters);
+		cl__rt_task_detach(prev); /* before a joiner can see it exited */
 		cl_spin_lock(&prev->join_lock);
 		CL_ATOMIC_STORE(&prev->exited, 1, CL_SEQ_CST);
 		cds_list_splice(&prev->join_waiters, &waiters);
@@ -533,9 +483,8 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 		if (CL_ATOMIC_LOAD(&prev->ext_joiner, CL_SEQ_CST))
 			cl__rt_futex(&prev->exited, CL__FUTEX_WAKE, INT_MAX, NULL);
 		cl__rt_wake_waiters(&waiters);
-		cl__rt_task_detach(prev);
 		cl__rt_live_add(w->rt, -1);
-		cl__rt_task_put(prev, w);
+		cl__rt_task_put(prev);
 	}
 }
 
@@ -781,8 +730,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	struct cl_rt_task *self = cl__rt_current(), *t;
 	struct cl__rt_worker *cur;
 	unsigned int cpu;
-	size_t pg, size;
-	void *m;
+	size_t pg;
 
 	if (!rt || !fn || (attr && (attr->cpu >= (int)rt->nr_workers || attr->cpu < -1 ||
 				    (attr->pin && attr->cpu < 0)))) {
@@ -794,34 +742,31 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 		return NULL;
 	}
 	cur = self && self->rt == rt ? self->w : NULL;
-	m = cl__rt_map_get(rt, cur);
-	if (!m) {
+	t = (struct cl_rt_task *)cl_objcache_alloc(rt->tcache);
+	if (!t || (!t->keep.map && cl__rt_stack_map(rt, t) != 0)) {
+		if (t)
+			cl_objcache_free(rt->tcache, t);
 		errno = ENOMEM;
 		return NULL;
 	}
 	pg = cl__rt_page();
-	size = cl__rt_map_size(rt->stack_size);
-	t = (struct cl_rt_task *)(void *)((char *)m + size -
-					  ((sizeof(struct cl_rt_task) + 63u) & ~(size_t)63u));
-	memset((void *)t, 0, sizeof(*t));
+	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
 	cl_task_init(&t->task, attr ? attr->nice : 0);
 	t->task.data = t;
 	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
-		cl__rt_map_put(rt, cur, m); /* EINVAL: a destroyed group or another instance's */
+		cl_objcache_free(rt->tcache, t); /* EINVAL: a destroyed group or another instance's */
 		errno = EINVAL;
 		return NULL;
 	}
 	t->rt = rt;
 	t->fn = fn;
 	t->arg = arg;
-	t->map = m;
-	t->map_size = size;
 	t->refs = attr && attr->detached ? 1 : 2;
 	cl_spin_init(&t->join_lock);
 	CDS_INIT_LIST_HEAD(&t->join_waiters);
-	t->rc.stack_lo = (char *)m + pg;
-	t->rc.stack_size = (size_t)((char *)t - ((char *)m + pg));
-	cl__ctx_make(&t->rc.ctx, (char *)m + pg, t->rc.stack_size, cl__rt_task_entry, t);
+	t->rc.stack_lo = (char *)t->keep.map + pg;
+	t->rc.stack_size = t->keep.map_size - pg;
+	cl__ctx_make(&t->rc.ctx, (char *)t->keep.map + pg, t->rc.stack_size, cl__rt_task_entry, t);
 #ifdef CL_HAVE_TSAN
 	t->rc.tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -835,9 +780,6 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 		(void)cl_task_set_affinity(&t->task, rt->pin_masks + (size_t)cpu * rt->mask_words,
 					   rt->nr_workers); /* a valid one-CPU mask: cannot fail */
 	t->w = &rt->workers[cpu];
-	cl_spin_lock(&rt->tasks_lock);
-	cds_list_add(&t->live, &rt->tasks);
-	cl_spin_unlock(&rt->tasks_lock);
 	cl__rt_live_add(rt, 1);
 	cl__rt_enqueue_wake(rt, t, cpu, cur, 0);
 	return t;
@@ -936,7 +878,7 @@ CL_INLINE int cl_join(struct cl_rt_task *t, void **ret)
 	if (ret)
 		*ret = t->ret;
 	self = cl__rt_current();
-	cl__rt_task_put(t, self ? self->w : NULL);
+	cl__rt_task_put(t);
 	return 0;
 }
 
@@ -1086,12 +1028,13 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 
 CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 {
-	if (rt->workers) {
-		for (unsigned int i = 0; i < rt->nr_workers; i++)
-			cl__rt_map_drain(rt, &rt->workers[i].stack_cache);
-		free(rt->workers);
-	}
-	cl__rt_map_drain(rt, &rt->stack_cache);
+	struct cl_rt_task *t;
+
+	cds_list_for_each_entry(t, &rt->all, keep.all)
+		munmap(t->keep.map, t->keep.map_size);
+	if (rt->tcache)
+		cl_objcache_destroy(rt->tcache);
+	free(rt->workers);
 	free(rt->pin_masks);
 	/* EBUSY only with tasks queued or attached to a group: every task was
 	 * detached (cl__rt_task_detach()) before we get here */
@@ -1151,14 +1094,22 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->stack_size = (rt->stack_size + 15u) & ~(size_t)15u;
 	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;
 	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
-	cl_spin_init(&rt->tasks_lock);
-	CDS_INIT_LIST_HEAD(&rt->tasks);
+	cl_spin_init(&rt->all_lock);
+	CDS_INIT_LIST_HEAD(&rt->all);
 	cl__rt_clock_init(rt);
 	rt->mask_words = n / bpl + 1;
 	rt->pin_masks = (unsigned long *)calloc((size_t)n * rt->mask_words, sizeof(unsigned long));
 	rt->workers = (struct cl__rt_worker *)aligned_alloc(CL_FALSE_SHARING_SIZE,
 							    (size_t)n * sizeof(struct cl__rt_worker));
-	rt->sched = rt->workers && rt->pin_masks ? cl_sched_create(n, NULL) : NULL;
+	{
+		struct cl_objcache_attr oa;
+
+		memset(&oa, 0, sizeof(oa));
+		oa.obj_size = sizeof(struct cl_rt_task);
+		oa.align = CL_CACHELINE_SIZE;
+		rt->tcache = cl_objcache_create(&oa);
+	}
+	rt->sched = rt->workers && rt->pin_masks && rt->tcache ? cl_sched_create(n, NULL) : NULL;
 	if (!rt->sched) {
 		cl__rt_free(rt);
 		errno = ENOMEM;
@@ -1313,7 +1264,7 @@ CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
  */
 CL_INLINE int cl_runtime_destroy(struct cl_runtime *rt)
 {
-	struct cds_list_head *pos, *n;
+	struct cds_list_head *pos;
 	int ret = 0;
 
 	if (!rt)
@@ -1325,17 +1276,16 @@ CL_INLINE int cl_runtime_destroy(struct cl_runtime *rt)
 		CL_WRITE_ONCE(rt->shut, 1);
 		ret = -1;
 	}
-	cds_list_for_each_safe(pos, n, &rt->tasks) {
-		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, live);
+	/* objects still handed out: blocked for good, or returned and not joined */
+	cds_list_for_each(pos, &rt->all) {
+		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
 
-		cds_list_del(pos);
+		if (!CL_ATOMIC_LOAD(&t->refs, CL_ACQUIRE))
+			continue;
 		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE))
-			cl__rt_task_detach(t); /* blocked for good: never resumed */
-#ifdef CL_HAVE_TSAN
-		if (t->rc.tsan_fiber)
-			__tsan_destroy_fiber(t->rc.tsan_fiber);
-#endif
-		munmap(t->map, t->map_size);
+			cl__rt_task_detach(t); /* never resumed */
+		t->refs = 0;
+		cl__rt_task_release(t);
 	}
 	cl__rt_free(rt);
 	if (ret)
