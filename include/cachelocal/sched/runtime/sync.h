@@ -311,6 +311,25 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 	return 1;
 }
 
+/*
+ * Common start of the sends: 1 sent, -1 error (errno), 0 full with the lock
+ * still held.
+ */
+CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg)
+{
+	if (!c || !msg) {
+		errno = EINVAL;
+		return -1;
+	}
+	cl_spin_lock(&c->lock);
+	if (c->closed) {
+		cl_spin_unlock(&c->lock);
+		errno = EPIPE;
+		return -1;
+	}
+	return cl__chan_send_locked(c, msg);
+}
+
 /**
  * cl_chan_send() - send a copy of @msg (esize bytes), waiting while @c is full.
  * @c: the channel.
@@ -325,19 +344,10 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 {
 	struct cl_rt_task *self;
+	int r = cl__chan_send_try(c, msg);
 
-	if (!c || !msg) {
-		errno = EINVAL;
-		return -1;
-	}
-	cl_spin_lock(&c->lock);
-	if (c->closed) {
-		cl_spin_unlock(&c->lock);
-		errno = EPIPE;
-		return -1;
-	}
-	if (cl__chan_send_locked(c, msg))
-		return 0;
+	if (r)
+		return r > 0 ? 0 : -1;
 	self = cl__rt_need_task();
 	if (!self) {
 		cl_spin_unlock(&c->lock);
@@ -396,18 +406,10 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
  */
 CL_INLINE int cl_chan_trysend(struct cl_chan *c, const void *msg)
 {
-	if (!c || !msg) {
-		errno = EINVAL;
-		return -1;
-	}
-	cl_spin_lock(&c->lock);
-	if (c->closed) {
-		cl_spin_unlock(&c->lock);
-		errno = EPIPE;
-		return -1;
-	}
-	if (cl__chan_send_locked(c, msg))
-		return 0;
+	int r = cl__chan_send_try(c, msg);
+
+	if (r)
+		return r > 0 ? 0 : -1;
 	cl_spin_unlock(&c->lock);
 	errno = EAGAIN;
 	return -1;
