@@ -58,8 +58,9 @@
  * function aborts on bad input. Blocking calls made outside a task fail
  * with EPERM instead of blocking.
  *
- * Task descriptors and stacks: one mapping per task (guard page, stack,
- * descriptor at its top), recycled through small per-worker caches.
+ * Task descriptors come from a per-CPU object cache (objcache.h); each
+ * keeps its stack mapping (a PROT_NONE guard page below the stack) while it
+ * sits in the cache, so a spawn on a warm cache makes no system call.
  */
 #ifndef CACHELOCAL_SCHED_RUNTIME_H
 #define CACHELOCAL_SCHED_RUNTIME_H
