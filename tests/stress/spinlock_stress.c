@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spinlock_stress - a per-CPU (and per-mm_cid) spinlock taken with
- * cl_rseq_cmpstore(kind, lock, 0, 1, index) keeps mutual exclusion under preemption,
- * migration and signals, in both index modes.
+ * spinlock_stress - mutual exclusion under preemption, migration and signals
+ * of two locks: a per-CPU (and per-mm_cid) spinlock taken with
+ * cl_rseq_cmpstore(kind, lock, 0, 1, index), in both index modes; and the TTAS lock of
+ * cachelocal/spinlock.h (struct cl_spinlock, one per index slot, taken with
+ * cl_spin_lock() or cl_spin_trylock() and released, possibly on another CPU,
+ * with cl_spin_unlock()).
  *
  * A worker locks the slot of its current index, checks that nobody else is
  * inside (an owner word), increments the slot's plain counter, sometimes
  * yields while holding the lock (so it may migrate and unlock from another
  * CPU), then releases with a store-release of 0. The plain counters must
  * add up to the number of lock acquisitions.
- *
- * A second pass (once, in the cpu_id run) does the same with the TTAS lock
- * of cachelocal/spinlock.h: struct cl_spinlock, one per index slot, taken
- * with cl_spin_lock() or cl_spin_trylock() and released, possibly on
- * another CPU, with cl_spin_unlock().
  */
 #include "stress.h"
 
@@ -65,23 +63,22 @@ static void *worker(struct stress_run *run, int id)
 
 		if (t->ttas) {
 			s = ttas_acquire(t, i);
-			goto locked;
-		}
-		for (;;) {
-			int c = cl_rseq_current_index(t->idx);
+		} else {
+			for (;;) {
+				int c = cl_rseq_current_index(t->idx);
 
-			s = &t->slots[(unsigned)c % t->nr];
-			r = cl_rseq_cmpstore(t->idx, &s->lock, 0, 1, c);
-			if (r == CL_RSEQ_OK)
-				break;
-			if (r == CL_RSEQ_CMPFAIL && ++spins % 16 == 0)
-				sched_yield(); /* the holder may be preempted */
-			else if (r != CL_RSEQ_CMPFAIL && r != CL_RSEQ_ABORT) {
-				stress_fail(run, "cmpstore returned %d", r);
-				return (void *)1;
+				s = &t->slots[(unsigned)c % t->nr];
+				r = cl_rseq_cmpstore(t->idx, &s->lock, 0, 1, c);
+				if (r == CL_RSEQ_OK)
+					break;
+				if (r == CL_RSEQ_CMPFAIL && ++spins % 16 == 0)
+					sched_yield(); /* the holder may be preempted */
+				else if (r != CL_RSEQ_CMPFAIL && r != CL_RSEQ_ABORT) {
+					stress_fail(run, "cmpstore returned %d", r);
+					return (void *)1;
+				}
 			}
 		}
-locked:
 		prev = __atomic_exchange_n(&s->owner, id + 1, __ATOMIC_RELAXED);
 		if (prev != 0) /* record and go on: returning would leave the lock held */
 			stress_fail(run, "worker %d entered a lock held by worker %d", id, prev - 1);
