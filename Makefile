@@ -85,7 +85,7 @@ endif
 STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 
 .PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
-	check-asan check-tsan stress examples bench install uninstall install-check layout \
+	check-asan check-tsan stress examples bench-smoke bench install uninstall install-check layout \
 	build-tests clean
 .PHONY: librseq check-interop bench-librseq FORCE
 
@@ -98,7 +98,8 @@ help:
 	@echo "  check-asan     unit and stress tests under AddressSanitizer + UBSan"
 	@echo "  check-tsan     unit and stress tests under ThreadSanitizer"
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
-	@echo "  examples       build and run examples/"
+	@echo "  examples       build and run examples/ (and bench-smoke)"
+	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
 	@echo "  bench          run the benchmark suite and write the report"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
@@ -246,6 +247,23 @@ examples: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(EXAMPLE_BIN)
 	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e >/dev/null || { echo "example $$e failed"; exit 1; }; done
 	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
+	$(Q)$(MAKE) --no-print-directory bench-smoke
+
+# The runtime benchmarks, built and run with tiny sizes: options, output and
+# exit codes are checked, never a time (CI runs this through `make examples`).
+RT_BENCH := pipe messaging schbench tbench
+RT_BENCH_BIN := $(addprefix $(BUILD)/bench/,$(RT_BENCH))
+bench-smoke:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(RT_BENCH_BIN)
+	$(Q)for b in $(RT_BENCH_BIN); do \
+		$$b --help >/dev/null || { echo "$$b --help failed"; exit 1; }; \
+		$$b --no-such-option >/dev/null 2>&1; rc=$$?; \
+		[ $$rc -eq 2 ] || { echo "$$b: unknown option exit $$rc, want 2"; exit 1; }; done
+	$(Q)$(BUILD)/bench/pipe -l 2000 --json >/dev/null 2>&1 || { echo "bench-smoke: pipe failed"; exit 1; }
+	$(Q)$(BUILD)/bench/messaging -g 1 -l 5 --json >/dev/null 2>&1 || { echo "bench-smoke: messaging failed"; exit 1; }
+	$(Q)$(BUILD)/bench/schbench -r 200 -F 4 --json >/dev/null 2>&1 || { echo "bench-smoke: schbench failed"; exit 1; }
+	$(Q)$(BUILD)/bench/tbench -r 2000 --json >/dev/null 2>&1 || { echo "bench-smoke: tbench failed"; exit 1; }
+	@echo "bench-smoke: $(words $(RT_BENCH_BIN)) runtime benchmarks built and ran (not timed)"
 
 bench: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
@@ -253,6 +271,9 @@ bench: deps librseq
 
 # ---------------------------------------------------------------- install
 
+# cachelocal.pc links liburcu only where used (the sched/ headers), if installed.
+comma := ,
+URCU_LIBS_AS_NEEDED := $(if $(URCU_LIBS),-Wl$(comma)--push-state$(comma)--as-needed $(strip $(URCU_LIBS)) -Wl$(comma)--pop-state)
 PC_VERSION := $(shell sed -n 's/^\#define CL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' include/cachelocal/version.h | paste -sd.)
 
 install:
@@ -262,6 +283,7 @@ install:
 	$(Q)install -d $(DESTDIR)$(PKGCONFIGDIR)
 	$(Q)for pc in cachelocal cachelocal-sched; do \
 		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(PC_VERSION)|' \
+		-e 's|@URCU_LIBS_AS_NEEDED@|$(URCU_LIBS_AS_NEEDED)|' \
 		scripts/$$pc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc.pc; done
 	@echo "installed $(words $(HEADERS)) headers into $(DESTDIR)$(INCLUDEDIR)/cachelocal and cachelocal.pc into $(DESTDIR)$(PKGCONFIGDIR)"
 

@@ -203,11 +203,14 @@ int main(int argc, char **argv)
 
 		cl_rq_lock(rq);
 		cl_rq_dequeue(rq, &tasks[i].t, CL_DEQUEUE_SLEEP);
+		cl_task_set_group(&tasks[i].t, NULL); /* detach: a group with tasks cannot go */
 		cl_rq_unlock(rq);
 	}
-	cl_task_group_destroy(web);
-	cl_task_group_destroy(batch);
-	cl_sched_destroy(s); /* waits for call_rcu (rcu_barrier) */
+	if (cl_task_group_destroy(web) || cl_task_group_destroy(batch) ||
+	    cl_sched_destroy(s)) { /* destroy waits for call_rcu (rcu_barrier) */
+		perror("teardown");
+		return 1;
+	}
 	free(tasks);
 	urcu_memb_unregister_thread();
 	return 0;

@@ -30,8 +30,14 @@ for b in "$@"; do
 	echo "== [$n/$#] bench/$name ${BENCH_ARGS:-}"
 	echo "## $name" >>"$report"
 	echo '```' >>"$report"
+	# the runtime benchmarks: short settings, the kernel's tool side by side
+	case "$name" in
+	pipe | messaging) extra="--quick --vs-kernel" ;;
+	schbench | tbench) extra="--quick" ;;
+	*) extra="" ;;
+	esac
 	# shellcheck disable=SC2086
-	if "$b" ${BENCH_ARGS:-} --json="$json" | tee -a "$report"; then :; else
+	if "$b" ${BENCH_ARGS:-} $extra --json="$json" | tee -a "$report"; then :; else
 		failed="$failed $name"
 	fi
 	echo '```' >>"$report"

@@ -17,5 +17,6 @@
 #include "cid.h"
 #include "percpu_ops.h"
 #include "counter.h"
+#include "counter_cid.h"
 
 #endif /* CACHELOCAL_CACHELOCAL_H */

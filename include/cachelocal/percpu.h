@@ -24,8 +24,10 @@
  * first-fit order, with no padding beyond the requested alignment (sizes are
  * rounded up to CL_PERCPU_MIN_ALIGN bytes). Memory is zero on every CPU at
  * allocation: never-used bytes are zero already; reused bytes are cleared on
- * the copies whose pages are populated (read from /proc/self/pagemap, so
- * unpopulated copies stay unpopulated; without pagemap every copy is cleared).
+ * the copies whose pages are populated (found with the PAGEMAP_SCAN ioctl,
+ * whose cost follows the CPUs that touched them; before Linux 6.7 from the
+ * pagemap entries; unpopulated copies stay unpopulated; without
+ * /proc/self/pagemap every copy is cleared).
  * Pages left completely free by cl_percpu_free() are given back to the kernel
  * (MADV_DONTNEED) on every CPU.
  *
@@ -67,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -221,6 +224,87 @@ CL_INLINE int cl__percpu_is_pow2(size_t x)
 }
 
 /*
+ * Clear (and check) one piece [lo, hi) of CPU cpu's copy of an object:
+ * returns 1 when check found a byte that is neither 0 nor CL_PERCPU_POISON.
+ */
+CL_INLINE int cl__percpu_fill_piece(char *lo, size_t n, int byte, int check)
+{
+	int damaged = 0;
+
+	if (check) {
+		const unsigned char *b = (const unsigned char *)lo;
+
+		for (size_t k = 0; k < n; k++) {
+			if (b[k] != 0 && b[k] != CL_PERCPU_POISON) {
+				damaged = 1;
+				break;
+			}
+		}
+	}
+	memset(lo, byte, n);
+	return damaged;
+}
+
+/*
+ * cl__percpu_fill_scan() - cl__percpu_fill() through PAGEMAP_SCAN: one ioctl
+ * over the object's span in every slice returns the populated page runs
+ * (present or swapped, not the shared zero page); only the copies lying in
+ * them are examined, so the cost follows the CPUs that touched the memory,
+ * not the pool's CPU count. Returns 0 and sets *bad, or -1 when the kernel
+ * has no PAGEMAP_SCAN (before 6.7): the caller then reads pagemap.
+ */
+CL_INLINE int cl__percpu_fill_scan(struct cl_percpu_pool *pool, const struct cl__percpu_range *r,
+				   int fd, size_t off, size_t len, int byte, int check, size_t *bad)
+{
+	const uintptr_t base = (uintptr_t)r->base, stride = pool->stride, pg = pool->page_size;
+	const uintptr_t end = base + (uintptr_t)(pool->nr_cpus - 1) * stride + off + len;
+	struct cl__page_region v[32];
+	struct cl__pm_scan_arg a;
+	long last_bad = -1;
+	long n;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.start = (base + off) & ~(uint64_t)(pg - 1);
+	a.end = (end + pg - 1) & ~(uint64_t)(pg - 1);
+	a.vec = (uint64_t)(uintptr_t)v;
+	a.vec_len = sizeof(v) / sizeof(v[0]);
+	a.category_inverted = CL__PAGE_IS_PFNZERO; /* not the zero page ... */
+	a.category_mask = CL__PAGE_IS_PFNZERO;
+	a.category_anyof_mask = CL__PAGE_IS_PRESENT | CL__PAGE_IS_SWAPPED; /* ... and populated */
+	a.return_mask = CL__PAGE_IS_PRESENT | CL__PAGE_IS_SWAPPED;
+	*bad = 0;
+	for (;;) {
+		n = ioctl(fd, CL__PAGEMAP_SCAN, &a);
+		if (n < 0)
+			return -1;
+		for (long i = 0; i < n; i++) {
+			/* CPUs whose copy [base + c*stride + off, + len) meets [s, e). */
+			uintptr_t s = (uintptr_t)v[i].start, e = (uintptr_t)v[i].end;
+			uintptr_t c = s - base >= off + len ? (s - base - off - len) / stride + 1 : 0;
+
+			for (; c < pool->nr_cpus && base + c * stride + off < e; c++) {
+				uintptr_t lo = base + c * stride + off, hi = lo + len;
+
+				lo = lo > s ? lo : s;
+				hi = hi < e ? hi : e;
+				if (lo >= hi)
+					continue;
+				CL_INJECT(40);
+				if (cl__percpu_fill_piece((char *)lo, hi - lo, byte, check) &&
+				    (long)c != last_bad) {
+					last_bad = (long)c;
+					(*bad)++;
+				}
+			}
+		}
+		if ((size_t)n < a.vec_len || a.walk_end >= a.end)
+			return 0;
+		a.start = a.walk_end;
+	}
+}
+
+/*
  * cl__percpu_fill() - on every CPU's copy of [off, off + len) of range r,
  * set to byte the parts lying in populated (present or swapped) pages; the
  * rest reads as zero and stays unpopulated. With damaged != NULL, first count
@@ -236,6 +320,10 @@ CL_INLINE size_t cl__percpu_fill(struct cl_percpu_pool *pool, const struct cl__p
 	size_t win_lo = 0, win_n = 0, bad = 0;
 	int fd = open("/proc/self/pagemap", O_RDONLY);
 
+	if (fd >= 0 && cl__percpu_fill_scan(pool, r, fd, off, len, byte, check, &bad) == 0) {
+		close(fd);
+		return bad;
+	}
 	if (fd >= 0) {
 		/* Kept in the pool: a malloc per call would churn allocator caches. */
 		if (!pool->pagemap_buf)
@@ -247,6 +335,7 @@ CL_INLINE size_t cl__percpu_fill(struct cl_percpu_pool *pool, const struct cl__p
 		size_t vpn = (size_t)((uintptr_t)copy / pg) + first;
 		int damaged = 0;
 
+		CL_INJECT(40);
 		for (size_t j = 0; j < np; j++) {
 			size_t lo = j == 0 ? off : (first + j) * pg;
 			size_t hi = (first + j + 1) * pg < off + len ? (first + j + 1) * pg : off + len;
@@ -270,17 +359,7 @@ CL_INLINE size_t cl__percpu_fill(struct cl_percpu_pool *pool, const struct cl__p
 				populated = (win[vpn + j - win_lo] >> 62) != 0;
 			if (!populated)
 				continue;
-			if (check && !damaged) {
-				const unsigned char *b = (const unsigned char *)copy + lo;
-
-				for (size_t k = 0; k < hi - lo; k++) {
-					if (b[k] != 0 && b[k] != CL_PERCPU_POISON) {
-						damaged = 1;
-						break;
-					}
-				}
-			}
-			memset(copy + lo, byte, hi - lo);
+			damaged |= cl__percpu_fill_piece(copy + lo, hi - lo, byte, check && !damaged);
 		}
 		bad += (size_t)damaged;
 	}
@@ -733,9 +812,11 @@ CL_INLINE int cl_percpu_free(struct cl_percpu_pool *pool, void *p)
 	pool->stats.bytes_live -= size;
 	pool->stats.nr_frees++;
 	if (r->nr_objs == 0) {
-		/* Empty range: drop every page of every CPU in one call. */
+		/* Empty range: drop every page of every CPU in one call. The
+		 * high-water mark stays: a write after this free repopulates a
+		 * page, and the next allocation below the mark must clear it (and
+		 * report it in robust mode), which only costs the populated pages. */
 		madvise(r->base, (size_t)pool->nr_cpus * pool->stride, CL__MADV_DONTNEED);
-		r->hwm = 0;
 		pthread_mutex_unlock(&pool->lock);
 		return 0;
 	}

@@ -1,64 +1,77 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cachelocal/percpu_ops.h - restartable per-CPU operations (rseq critical
- * sections) with a portable atomic fallback.
+ * sections) with a portable fallback, and the public per-CPU path built on
+ * them.
  *
- * Each operation updates one word of per-CPU (or per-concurrency-ID) data
- * without an atomic instruction: a short instruction sequence registered
- * with the kernel through rseq. The kernel aborts the sequence if the thread
- * is preempted, migrated or signalled before its single final store (the
- * commit), so "check the index, load, compare, store" behaves as one step on
- * that CPU. An aborted sequence jumps to an abort handler and the operation
- * returns a negative value: the caller re-reads its index and retries.
+ * Each operation updates per-CPU (or per-concurrency-ID) data without an
+ * atomic instruction: a short instruction sequence registered with the
+ * kernel through rseq. The kernel aborts the sequence if the thread is
+ * preempted, migrated or signalled before its final store (the commit), so
+ * "check the index, load, compare, store" behaves as one step on that CPU.
  *
- * Index modes (the _cpu_id / _mm_cid suffixes):
- *   cpu_id  data indexed by CPU number; the section compares the thread's
- *           rseq cpu_id (ABI offset 4) with the index it was given.
- *   mm_cid  data indexed by the kernel's concurrency ID; the section compares
- *           mm_cid (ABI offset 24) itself, because an mm_cid can change
- *           without the thread changing CPU (docs/rseq.md).
- * The index passed to an operation comes from cl_rseq_current_index() (or
- * cl_cpu_id() / cl_mm_cid()); a stale index only costs an abort.
+ * Two levels:
+ *   cl_rseq_<op>(kind, ..., index)   one attempt on data of a given index;
+ *       an abort returns CL_RSEQ_ABORT and the caller retries with a fresh
+ *       index (cl_rseq_current_index()).
+ *   cl_percpu_<op>(kind, p, stride, ...)   the per-CPU path: current index
+ *       -> this index's copy of a pool object (p + index * stride) ->
+ *       operation -> on abort, again. Returns the index whose copy changed.
+ *       This is what per-CPU structures (counter.h, objcache.h) use.
  *
- * Return codes: CL_RSEQ_OK (0) committed; CL_RSEQ_CMPFAIL (1) the compare
- * failed (nothing stored); CL_RSEQ_ABORT (-1) aborted or the index was not
- * the current one (retry with a fresh index); CL_RSEQ_NO_AREA (-2) the
- * process runs the rseq path but this thread has no rseq area (do not retry;
- * errno is ENOSYS).
+ * Index kinds (enum cl_rseq_index, the first parameter of every operation):
+ *   CL_RSEQ_INDEX_CPU_ID  data indexed by CPU number; the section compares
+ *                         the thread's rseq cpu_id (ABI offset 4).
+ *   CL_RSEQ_INDEX_MM_CID  data indexed by the kernel's concurrency ID; the
+ *                         section compares mm_cid (ABI offset 24) itself,
+ *                         because an mm_cid can change without the thread
+ *                         changing CPU (docs/rseq.md).
+ *
+ * Return codes of cl_rseq_<op>: CL_RSEQ_OK (0) committed; CL_RSEQ_CMPFAIL
+ * (1) a compare failed (nothing stored); CL_RSEQ_ABORT (-1) aborted or the
+ * index was not the current one (retry with a fresh index); CL_RSEQ_NO_AREA
+ * (-2) the process runs the rseq path but this thread has no rseq area (do
+ * not retry; errno ENOSYS); CL_RSEQ_EINVAL (-3) bad kind or memory order
+ * (errno EINVAL). cl_percpu_<op>: the index (>= 0), CL_PERCPU_CMPFAIL (-2),
+ * or -1 with errno EINVAL / ENOSYS.
  *
  * Implementation, chosen once per process (cl_rseq_ops_mode()):
- *   rseq    x86_64 asm (GNU asm goto) when rseq is registered for the first
- *           thread that asks;
- *   atomic  a fallback on the same per-CPU word with __atomic builtins: when
- *           this architecture has no asm here, the build uses
- *           ThreadSanitizer (it cannot model restarts), CL_NO_RSEQ_ASM is
- *           defined, rseq is unavailable (kernel without rseq, seccomp), or,
- *           for the mm_cid index, the kernel does not publish mm_cid.
+ *   rseq    x86_64 asm (arch/x86_64/percpu_ops.h, GNU asm goto) when rseq is
+ *           registered for the first thread that asks;
+ *   atomic  a fallback on the same per-CPU memory: when this architecture
+ *           has no asm here, the build uses ThreadSanitizer (it cannot model
+ *           restarts), CL_NO_RSEQ_ASM is defined, rseq is unavailable
+ *           (kernel without rseq, seccomp), or, for the mm_cid kind, the
+ *           kernel does not publish mm_cid. add is an atomic fetch-add; pop
+ *           and trypush use a lock bit in the list head; every other
+ *           operation takes one of 64 striped spinlocks chosen by the
+ *           address of the word it commits to (or of the pointer it loads).
  * The choice is process-wide (a weak symbol), never per thread: an rseq add
  * is a plain read-modify-write that is only safe if nobody else updates the
  * word with atomics from another CPU. Every translation unit of a program
  * must agree on CL_NO_RSEQ_ASM and on sanitizer flags.
  *
- * Synchronization table (same word, two threads):
- *                  add     cmpstore   pop      push     plain/atomic load
- *   add            yes     -          -        -        yes (untorn)
- *   cmpstore       -       yes        -        -        yes
- *   pop            -       -          yes      yes      yes (see below)
- *   push           -       -          yes      yes      yes (see below)
- * A list head is changed only through cl_rseq_pop()/cl_rseq_push(); in the
- * atomic fallback a pop briefly sets bit 0 of the head as its lock, so a
- * racy reader of a head must mask bit 0 (cl_rseq_list_first()).
+ * Synchronization table (same commit word, two threads):
+ *                      add   cmpstore/cmp*_store/deref_add   pop/trypush   load
+ *   add                yes   -                               -             yes (untorn)
+ *   cmpstore, cmp*     -     yes                             -             yes
+ *   pop, trypush       -     -                               yes           cl_rseq_list_first()
+ * deref_add's target word is written only by deref_add and add; the pointer
+ * it loads is changed only by cmpstore. A list head is changed only through
+ * pop/trypush; in the fallback a pop briefly sets bit 0 of the head as its
+ * lock, so a racy reader masks it (cl_rseq_list_first()).
  *
  * Writing one's own critical section (docs/percpu_ops.md): no system call
  * and no function call inside; never write a kernel-owned ABI field (only
- * rseq_cs); exactly one store after the last check, as the last instruction;
+ * rseq_cs); one commit store after the last check, as the last instruction;
  * the abort handler outside [start, post-commit) and preceded by CL_RSEQ_SIG.
  *
  * Test hooks: CL_INJECT(n) (config.h) runs in C around each critical
  * section; CL_RSEQ_INJECT_ASM(n) is an asm string placed between the steps
  * inside it (default ""), with CL_RSEQ_INJECT_CLOBBER (default nothing, else
- * a leading comma and register names) for the registers it uses. The stress
- * tests define both to widen the race windows.
+ * a leading comma and register names) for the registers it uses; it may use
+ * %rax and %rcx too (saved around it, see arch/x86_64/percpu_ops.h). The
+ * stress tests define both to widen the race windows.
  */
 #ifndef CACHELOCAL_PERCPU_OPS_H
 #define CACHELOCAL_PERCPU_OPS_H
@@ -67,6 +80,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "compiler.h"
 #include "config.h"
@@ -88,23 +102,35 @@ CL_BEGIN_DECLS
 #define CL__RSEQ_OPS_STATIC_MODE CL_RSEQ_OPS_ATOMIC_NO_ASM
 #endif
 
-#ifndef CL_RSEQ_INJECT_ASM
+#ifdef CL_RSEQ_INJECT_ASM
+#define CL__RSEQ_INJECT_USER 1 /* the sections save their scratch registers around it */
+#else
 #define CL_RSEQ_INJECT_ASM(n) ""
 #endif
 #ifndef CL_RSEQ_INJECT_CLOBBER
 #define CL_RSEQ_INJECT_CLOBBER
 #endif
 
-/* Return codes of every operation. */
+/* Return codes of the cl_rseq_<op> operations. */
 #define CL_RSEQ_OK 0
 #define CL_RSEQ_CMPFAIL 1
 #define CL_RSEQ_ABORT (-1)
 #define CL_RSEQ_NO_AREA (-2)
+#define CL_RSEQ_EINVAL (-3)
+
+/* cl_percpu_<op>: compare failed, list or buffer empty, buffer full. */
+#define CL_PERCPU_CMPFAIL (-2)
 
 /* Which id indexes the data an operation touches. */
 enum cl_rseq_index {
 	CL_RSEQ_INDEX_CPU_ID, /* rseq cpu_id: the CPU the thread runs on */
 	CL_RSEQ_INDEX_MM_CID, /* rseq mm_cid: the kernel's concurrency ID */
+};
+
+/* Order of the final store of the buffer operations. */
+enum cl_rseq_mo {
+	CL_RSEQ_MO_RELAXED, /* the buffer is read on its own CPU only */
+	CL_RSEQ_MO_RELEASE, /* a consumer on another CPU reads it after an acquire load of *v */
 };
 
 /* How the operations are carried out in this process. */
@@ -149,8 +175,8 @@ CL_ALWAYS_INLINE unsigned cl__rseq_ops_state_get(void)
 }
 
 /**
- * cl_rseq_ops_mode_index() - how operations on data of index @idx run here.
- * @idx: CL_RSEQ_INDEX_CPU_ID or CL_RSEQ_INDEX_MM_CID.
+ * cl_rseq_ops_mode_index() - how operations on data of index kind @kind run here.
+ * @kind: CL_RSEQ_INDEX_CPU_ID or CL_RSEQ_INDEX_MM_CID.
  *
  * The first call in the process decides (from the calling thread's rseq
  * registration) and every later call returns the same answer, except that a
@@ -161,18 +187,18 @@ CL_ALWAYS_INLINE unsigned cl__rseq_ops_state_get(void)
  * Return: an enum cl_rseq_ops_mode value; CL_RSEQ_OPS_RSEQ means critical
  * sections.
  */
-CL_INLINE enum cl_rseq_ops_mode cl_rseq_ops_mode_index(enum cl_rseq_index idx)
+CL_INLINE enum cl_rseq_ops_mode cl_rseq_ops_mode_index(enum cl_rseq_index kind)
 {
 #ifdef CL_HAVE_RSEQ_ASM
 	unsigned s = cl__rseq_ops_state_get();
 
 	if (!(s & CL__RSEQ_OPS_HAVE_RSEQ))
 		return CL_RSEQ_OPS_ATOMIC_NO_RSEQ;
-	if (idx == CL_RSEQ_INDEX_MM_CID && !(s & CL__RSEQ_OPS_HAVE_CID))
+	if (kind == CL_RSEQ_INDEX_MM_CID && !(s & CL__RSEQ_OPS_HAVE_CID))
 		return CL_RSEQ_OPS_ATOMIC_NO_MM_CID;
 	return CL_RSEQ_OPS_RSEQ;
 #else
-	(void)idx;
+	(void)kind;
 	return CL__RSEQ_OPS_STATIC_MODE;
 #endif
 }
@@ -221,9 +247,9 @@ CL_INLINE const char *cl_rseq_ops_mode_name(enum cl_rseq_ops_mode m)
  * the atomic fallback (process-wide); -1: the process uses critical sections
  * but this thread has no rseq area.
  */
-CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index idx, struct cl_rseq_abi **abi)
+CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
 {
-	unsigned need = idx == CL_RSEQ_INDEX_MM_CID ? CL__RSEQ_OPS_HAVE_CID : CL__RSEQ_OPS_HAVE_RSEQ;
+	unsigned need = kind == CL_RSEQ_INDEX_MM_CID ? CL__RSEQ_OPS_HAVE_CID : CL__RSEQ_OPS_HAVE_RSEQ;
 
 	if (CL_UNLIKELY(!(cl__rseq_ops_state_get() & need)))
 		return 0;
@@ -235,8 +261,8 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index idx, struct cl_rseq_a
 /* ---- the current index ---- */
 
 /**
- * cl_rseq_current_index() - the index to pass to an operation on @idx data.
- * @idx: CL_RSEQ_INDEX_CPU_ID or CL_RSEQ_INDEX_MM_CID.
+ * cl_rseq_current_index() - the index to pass to an operation on @kind data.
+ * @kind: CL_RSEQ_INDEX_CPU_ID or CL_RSEQ_INDEX_MM_CID.
  *
  * On the rseq path this is the raw field the critical section will compare
  * (cpu_id or mm_cid of this thread's rseq area), so it is below the number
@@ -248,208 +274,31 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index idx, struct cl_rseq_a
  * Context: any thread.
  * Return: an index >= 0.
  */
-CL_INLINE int cl_rseq_current_index(enum cl_rseq_index idx)
+CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 {
 	int v;
 
 #ifdef CL_HAVE_RSEQ_ASM
 	struct cl_rseq_abi *abi;
 
-	if (cl__rseq_ops_enter(idx, &abi) > 0)
-		return (int)(idx == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-							 : CL_READ_ONCE(abi->cpu_id));
+	if (cl__rseq_ops_enter(kind, &abi) > 0)
+		return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
+							  : CL_READ_ONCE(abi->cpu_id));
 #endif
-	v = idx == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
+	v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
 	return v >= 0 ? v : 0;
 }
 
-/* ---- x86_64 critical sections ---- */
-
 #ifdef CL_HAVE_RSEQ_ASM
+#define CL__PERCPU_OPS_INSIDE 1
+#include "arch/x86_64/percpu_ops.h"
+#undef CL__PERCPU_OPS_INSIDE
 
-/* Every ABI offset used in the asm below, tied to the struct. */
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, cpu_id) == CL_RSEQ_ABI_CPU_ID_OFFSET,
-		 "cpu_id offset used in asm");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, rseq_cs) == CL_RSEQ_ABI_RSEQ_CS_OFFSET,
-		 "rseq_cs offset used in asm");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, mm_cid) == CL_RSEQ_ABI_MM_CID_OFFSET,
-		 "mm_cid offset used in asm");
-CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, cpu_id) == 4, "cmpl on cpu_id");
-CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, mm_cid) == 4, "cmpl on mm_cid");
-CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, rseq_cs) == 8, "movq to rseq_cs");
-/* The descriptor emitted by CL__RSEQ_ASM_DESCRIPTOR: .long, .long, .quad x 3. */
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, start_ip) == 8, "rseq_cs start_ip");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, post_commit_offset) == 16, "rseq_cs post_commit");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, abort_ip) == 24, "rseq_cs abort_ip");
-CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
-
-/*
- * Labels inside one critical section (numeric local labels, so a section
- * can be inlined or duplicated any number of times):
- *   3  the struct cl_rseq_cs descriptor, in section __rseq_cs
- *   1  start_ip: first instruction after rseq_cs is published
- *   2  post-commit: first instruction after the commit store
- *   4  abort_ip, in section __rseq_failure, right after the signature
- * CL_RSEQ_INJECT_ASM() must use other labels (5 and up).
- */
-#define CL__RSEQ_ASM_DESCRIPTOR                  \
-	".pushsection __rseq_cs, \"aw\"\n\t"     \
-	".balign 32\n\t"                         \
-	"3:\n\t"                                 \
-	".long 0, 0\n\t"                         \
-	".quad 1f, (2f - 1f), 4f\n\t"            \
-	".popsection\n\t"
-
-/* Publish the descriptor in abi->rseq_cs, then start (label 1). */
-#define CL__RSEQ_ASM_START                      \
-	"leaq 3b(%%rip), %%rax\n\t"              \
-	"movq %%rax, %c[cs_off](%[abi])\n\t"     \
-	"1:\n\t"
-
-/* Abort unless the index field of the area still equals the index. */
-#define CL__RSEQ_ASM_CHECK_INDEX               \
-	"cmpl %[idx], %c[idx_off](%[abi])\n\t"   \
-	"jnz 4f\n\t"
-
-/*
- * Abort handler: the kernel checks the 4 bytes before abort_ip against the
- * registered signature. They are the immediate of "ud1 sig(%rip), %edi"
- * (0f b9 3d + imm32), which never executes: nothing jumps to it.
- */
-#define CL__RSEQ_ASM_ABORT                       \
-	".pushsection __rseq_failure, \"ax\"\n\t" \
-	".byte 0x0f, 0xb9, 0x3d\n\t"              \
-	".long %c[sig]\n\t"                       \
-	"4:\n\t"                                  \
-	"jmp %l[cl_abort]\n\t"                    \
-	".popsection\n\t"
-
-#define CL__RSEQ_ASM_COMMON_INPUTS(idx_offset)                                        \
-	[abi] "r"(abi), [idx] "r"(idx), [cs_off] "i"(CL_RSEQ_ABI_RSEQ_CS_OFFSET),      \
-		[idx_off] "i"(idx_offset), [sig] "i"(CL_RSEQ_SIG)
-
-/*
- * add: *v += count
- *
- *	rseq_cs = &descriptor;
- *	start:	if (area->index_field != idx) goto abort;
- *		*v += count;             <- commit (one add to memory)
- *	post_commit:
- *	return 0;
- *	abort:	return -1;
- */
-#define CL__RSEQ_ADD_ASM(idx_offset)                                                   \
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL_RSEQ_INJECT_ASM(1)    \
-			     CL__RSEQ_ASM_CHECK_INDEX CL_RSEQ_INJECT_ASM(2)                  \
-		     "addq %[count], %[v]\n\t"                                           \
-		     "2:\n\t" CL__RSEQ_ASM_ABORT                                         \
-		     : /* no outputs: results go through memory */                       \
-		     : CL__RSEQ_ASM_COMMON_INPUTS(idx_offset), [v] "m"(*v), [count] "er"(count) \
-		     : "memory", "cc", "rax" CL_RSEQ_INJECT_CLOBBER                      \
-		     : cl_abort)
-
-/*
- * cmpstore: if (*v == expect) *v = newv
- *
- *	rseq_cs = &descriptor;
- *	start:	if (area->index_field != idx) goto abort;
- *		if (*v != expect) goto cmpfail;
- *		*v = newv;               <- commit
- *	post_commit:
- *	return 0;  cmpfail: return 1;  abort: return -1;
- */
-#define CL__RSEQ_CMPSTORE_ASM(idx_offset)                                              \
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL_RSEQ_INJECT_ASM(1)    \
-			     CL__RSEQ_ASM_CHECK_INDEX CL_RSEQ_INJECT_ASM(2)                  \
-		     "cmpq %[v], %[expect]\n\t"                                          \
-		     "jnz %l[cl_cmpfail]\n\t" CL_RSEQ_INJECT_ASM(3)                      \
-		     "movq %[newv], %[v]\n\t"                                            \
-		     "2:\n\t" CL__RSEQ_ASM_ABORT                                         \
-		     : /* no outputs */                                                  \
-		     : CL__RSEQ_ASM_COMMON_INPUTS(idx_offset), [v] "m"(*v),              \
-		       [expect] "r"(expect), [newv] "r"(newv)                            \
-		     : "memory", "cc", "rax" CL_RSEQ_INJECT_CLOBBER                      \
-		     : cl_abort, cl_cmpfail)
-
-/*
- * pop: remove the first node of a singly linked list
- *
- *	rseq_cs = &descriptor;
- *	start:	if (area->index_field != idx) goto abort;
- *		node = *head;
- *		if (node == NULL) goto cmpfail;
- *		*out = node;             (a private word: harmless if aborted)
- *		next = *(node + next_offset);
- *		*head = next;            <- commit
- *	post_commit:
- *	return 0;  cmpfail: return 1;  abort: return -1;
- *
- * ABA-safe: node and next are read and head is written without the thread
- * leaving the CPU in between, and every other writer of this head runs its
- * own critical section on the same CPU, so none can run in between.
- */
-#define CL__RSEQ_POP_ASM(idx_offset)                                                   \
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL_RSEQ_INJECT_ASM(1)    \
-			     CL__RSEQ_ASM_CHECK_INDEX CL_RSEQ_INJECT_ASM(2)                  \
-		     "movq %[head], %%rax\n\t"                                           \
-		     "testq %%rax, %%rax\n\t"                                            \
-		     "jz %l[cl_cmpfail]\n\t" CL_RSEQ_INJECT_ASM(3)                       \
-		     "movq %%rax, %[out]\n\t"                                            \
-		     "movq (%%rax, %[off]), %%rax\n\t" CL_RSEQ_INJECT_ASM(4)             \
-		     "movq %%rax, %[head]\n\t"                                           \
-		     "2:\n\t" CL__RSEQ_ASM_ABORT                                         \
-		     : /* no outputs */                                                  \
-		     : CL__RSEQ_ASM_COMMON_INPUTS(idx_offset), [head] "m"(*head),        \
-		       [out] "m"(*out), [off] "r"(off)                                   \
-		     : "memory", "cc", "rax" CL_RSEQ_INJECT_CLOBBER                      \
-		     : cl_abort, cl_cmpfail)
-
-/*
- * One function per operation; the index field's offset must be an asm
- * constant, so each holds both sections and @idx (a constant at every call
- * site) selects one of them at compile time.
- */
-CL_ALWAYS_INLINE int cl__rseq_add_asm(struct cl_rseq_abi *abi, enum cl_rseq_index which,
-				      intptr_t *v, intptr_t count, int idx)
+/* The index field a section of @kind compares. */
+CL_ALWAYS_INLINE int cl__rseq_abi_index(const struct cl_rseq_abi *abi, enum cl_rseq_index kind)
 {
-	if (which == CL_RSEQ_INDEX_MM_CID)
-		CL__RSEQ_ADD_ASM(CL_RSEQ_ABI_MM_CID_OFFSET);
-	else
-		CL__RSEQ_ADD_ASM(CL_RSEQ_ABI_CPU_ID_OFFSET);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(20);
-	return CL_RSEQ_ABORT;
-}
-
-CL_ALWAYS_INLINE int cl__rseq_cmpstore_asm(struct cl_rseq_abi *abi, enum cl_rseq_index which,
-					   intptr_t *v, intptr_t expect, intptr_t newv, int idx)
-{
-	if (which == CL_RSEQ_INDEX_MM_CID)
-		CL__RSEQ_CMPSTORE_ASM(CL_RSEQ_ABI_MM_CID_OFFSET);
-	else
-		CL__RSEQ_CMPSTORE_ASM(CL_RSEQ_ABI_CPU_ID_OFFSET);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(21);
-	return CL_RSEQ_ABORT;
-}
-
-CL_ALWAYS_INLINE int cl__rseq_pop_asm(struct cl_rseq_abi *abi, enum cl_rseq_index which,
-				      void **head, size_t off, void **out, int idx)
-{
-	if (which == CL_RSEQ_INDEX_MM_CID)
-		CL__RSEQ_POP_ASM(CL_RSEQ_ABI_MM_CID_OFFSET);
-	else
-		CL__RSEQ_POP_ASM(CL_RSEQ_ABI_CPU_ID_OFFSET);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(22);
-	return CL_RSEQ_ABORT;
+	return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
+						  : CL_READ_ONCE(abi->cpu_id));
 }
 
 /* The operation cannot run: rseq process, thread without an rseq area. */
@@ -458,12 +307,22 @@ static CL_COLD CL_NOINLINE CL_UNUSED int cl__rseq_no_area(void)
 	errno = ENOSYS;
 	return CL_RSEQ_NO_AREA;
 }
-
 #endif /* CL_HAVE_RSEQ_ASM */
+
+static CL_COLD CL_NOINLINE CL_UNUSED int cl__rseq_einval(void)
+{
+	errno = EINVAL;
+	return CL_RSEQ_EINVAL;
+}
+
+CL_ALWAYS_INLINE int cl__rseq_kind_bad(enum cl_rseq_index kind)
+{
+	return (unsigned)kind > (unsigned)CL_RSEQ_INDEX_MM_CID;
+}
 
 /* ---- portable fallback ---- */
 
-/* Wait politely for a fallback list lock (bit 0 of a head) to go away. */
+/* Wait politely for a fallback lock to go away. */
 CL_INLINE void cl__rseq_spin(unsigned *spins)
 {
 	if (++*spins < 256) {
@@ -488,13 +347,13 @@ CL_INLINE void **cl__rseq_next_ptr(void *node, size_t next_offset)
  * next, clearing the bit. Pushes wait while the bit is set. A pop holding
  * the bit may be preempted: others spin, then yield.
  */
-CL_INLINE int cl__rseq_pop_atomic(void **head, size_t next_offset, void **out)
+CL_INLINE int cl__rseq_pop_atomic(void **head, size_t next_offset, void *end, void **out)
 {
 	unsigned spins = 0;
 	void *node = CL_ATOMIC_LOAD(head, CL_RELAXED);
 
 	for (;;) {
-		if (node == NULL)
+		if (node == end)
 			return CL_RSEQ_CMPFAIL;
 		if ((uintptr_t)node & CL__RSEQ_LIST_LOCK) {
 			cl__rseq_spin(&spins);
@@ -504,246 +363,439 @@ CL_INLINE int cl__rseq_pop_atomic(void **head, size_t next_offset, void **out)
 		if (CL_ATOMIC_CAS(head, &node, (void *)((uintptr_t)node | CL__RSEQ_LIST_LOCK),
 				  CL_ACQUIRE, CL_RELAXED))
 			break;
-		CL_INJECT(23);
+		CL_INJECT(30);
 	}
-	CL_INJECT(24);
+	CL_INJECT(31);
 	*out = node;
 	CL_ATOMIC_STORE(head, CL_ATOMIC_LOAD(cl__rseq_next_ptr(node, next_offset), CL_RELAXED),
 			CL_RELEASE);
 	return CL_RSEQ_OK;
 }
 
-/* ---- dispatch: critical section or fallback ---- */
-
-/*
- * CL__RSEQ_DISPATCH(idx, asm_call): run asm_call (which may use `abi`) when
- * the process uses critical sections for @idx; fail with CL_RSEQ_NO_AREA in
- * a thread without an rseq area; else fall through to the fallback below it.
- */
-#ifdef CL_HAVE_RSEQ_ASM
-#define CL__RSEQ_DISPATCH(idx, asm_call)                                  \
-	do {                                                              \
-		struct cl_rseq_abi *abi;                                  \
-		int m_ = cl__rseq_ops_enter((idx), &abi);                 \
-                                                                          \
-		if (CL_LIKELY(m_ > 0))                                    \
-			return asm_call;                                  \
-		if (m_ < 0)                                               \
-			return cl__rseq_no_area();                        \
-	} while (0)
-#else
-#define CL__RSEQ_DISPATCH(idx, asm_call) ((void)(idx))
-#endif
-
-CL_ALWAYS_INLINE int cl__rseq_add(enum cl_rseq_index which, intptr_t *v, intptr_t count, int idx)
-{
-	CL_INJECT(1);
-	CL__RSEQ_DISPATCH(which, cl__rseq_add_asm(abi, which, v, count, idx));
-	(void)idx;
-	CL_ATOMIC_FETCH_ADD(v, count, CL_RELAXED);
-	return CL_RSEQ_OK;
-}
-
-CL_ALWAYS_INLINE int cl__rseq_cmpstore(enum cl_rseq_index which, intptr_t *v, intptr_t expect,
-				       intptr_t newv, int idx)
-{
-	CL_INJECT(2);
-	CL__RSEQ_DISPATCH(which, cl__rseq_cmpstore_asm(abi, which, v, expect, newv, idx));
-	(void)idx;
-	return CL_ATOMIC_CAS(v, &expect, newv, CL_ACQ_REL, CL_ACQUIRE) ? CL_RSEQ_OK
-								       : CL_RSEQ_CMPFAIL;
-}
-
-CL_ALWAYS_INLINE int cl__rseq_pop(enum cl_rseq_index which, void **head, size_t next_offset,
-				  void **out, int idx)
-{
-	CL_INJECT(3);
-	CL__RSEQ_DISPATCH(which, cl__rseq_pop_asm(abi, which, head, next_offset, out, idx));
-	(void)idx;
-	return cl__rseq_pop_atomic(head, next_offset, out);
-}
-
-/* Push, built on cmpstore. */
-CL_ALWAYS_INLINE int cl__rseq_push(enum cl_rseq_index which, void **head, size_t next_offset,
-				   void *node, int idx)
+/* The head without a fallback pop's lock bit (waits for the bit to clear). */
+CL_INLINE void *cl__rseq_head_unlocked(void **head)
 {
 	unsigned spins = 0;
 	void *first = CL_ATOMIC_LOAD(head, CL_RELAXED);
 
-	/* Fallback only: a pop holds the head (bit 0); wait for it. */
 	while ((uintptr_t)first & CL__RSEQ_LIST_LOCK) {
 		cl__rseq_spin(&spins);
 		first = CL_ATOMIC_LOAD(head, CL_RELAXED);
 	}
-	*cl__rseq_next_ptr(node, next_offset) = first;
-	CL_INJECT(4);
-	/* The void * head is updated as an 8-byte integer by the asm. */
-	CL__RSEQ_DISPATCH(which, cl__rseq_cmpstore_asm(abi, which, (intptr_t *)(void *)head,
-							(intptr_t)first, (intptr_t)node, idx));
-	(void)idx;
+	return first;
+}
+
+/*
+ * Striped spinlocks of the fallback for the compare-and-store family: one
+ * of CL__RSEQ_FB_LOCKS, chosen by the address of the word committed to.
+ * Held for a few instructions (and a memcpy); a holder preempted makes
+ * others spin, then yield.
+ */
+#define CL__RSEQ_FB_LOCKS 64
+struct cl__rseq_fb_lockword {
+	unsigned v;
+} CL_ALIGNED(CL_CACHELINE_SIZE);
+
+CL_WEAK struct cl__rseq_fb_lockword cl__rseq_fb_locks[CL__RSEQ_FB_LOCKS];
+
+CL_INLINE unsigned *cl__rseq_fb_lock(const void *word)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)word >> 3) * 0x9E3779B97F4A7C15ull;
+	unsigned *l = &cl__rseq_fb_locks[h >> 58].v;
+	unsigned spins = 0, zero = 0;
+
+	while (!CL_ATOMIC_CAS(l, &zero, 1u, CL_ACQUIRE, CL_RELAXED)) {
+		zero = 0;
+		cl__rseq_spin(&spins);
+	}
+	return l;
+}
+
+CL_INLINE void cl__rseq_fb_unlock(unsigned *l)
+{
+	CL_ATOMIC_STORE(l, 0u, CL_RELEASE);
+}
+
+CL_STATIC_ASSERT(CL__RSEQ_FB_LOCKS == 64, "the lock hash keeps 6 bits");
+
+/* Fallback bodies, shared by cl_rseq_<op>() and cl_percpu_<op>(). */
+
+/* if (*v == expect) { if (v2) *v2 = newv2; *v = newv (mo) } under v's lock. */
+CL_INLINE int cl__rseq_cmpstore_store_fb(intptr_t *v, intptr_t expect, intptr_t *v2,
+					 intptr_t newv2, intptr_t newv, enum cl_rseq_mo mo)
+{
+	unsigned *l = cl__rseq_fb_lock(v);
+	int r = CL_RSEQ_CMPFAIL;
+
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
+		if (v2)
+			CL_ATOMIC_STORE(v2, newv2, CL_RELAXED);
+		if (mo == CL_RSEQ_MO_RELEASE)
+			CL_ATOMIC_STORE(v, newv, CL_RELEASE);
+		else
+			CL_ATOMIC_STORE(v, newv, CL_RELAXED);
+		r = CL_RSEQ_OK;
+	}
+	cl__rseq_fb_unlock(l);
+	return r;
+}
+
+CL_INLINE int cl__rseq_cmp2_store_fb(intptr_t *v, intptr_t expect, intptr_t *v2, intptr_t expect2,
+				     intptr_t newv)
+{
+	unsigned *l = cl__rseq_fb_lock(v);
+	int r = CL_RSEQ_CMPFAIL;
+
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect && CL_ATOMIC_LOAD(v2, CL_ACQUIRE) == expect2) {
+		CL_ATOMIC_STORE(v, newv, CL_RELEASE);
+		r = CL_RSEQ_OK;
+	}
+	cl__rseq_fb_unlock(l);
+	return r;
+}
+
+CL_INLINE int cl__rseq_cmpmemcpy_store_fb(intptr_t *v, intptr_t expect, void *dst, const void *src,
+					  size_t len, intptr_t newv, enum cl_rseq_mo mo)
+{
+	unsigned *l = cl__rseq_fb_lock(v);
+	int r = CL_RSEQ_CMPFAIL;
+
+	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
+		memcpy(dst, src, len);
+		if (mo == CL_RSEQ_MO_RELEASE)
+			CL_ATOMIC_STORE(v, newv, CL_RELEASE);
+		else
+			CL_ATOMIC_STORE(v, newv, CL_RELAXED);
+		r = CL_RSEQ_OK;
+	}
+	cl__rseq_fb_unlock(l);
+	return r;
+}
+
+/* Load *ptr and add through it under ptr's lock (a swapping cmpstore takes it too). */
+CL_INLINE void cl__rseq_deref_add_fb(void **ptr, ptrdiff_t off, intptr_t count)
+{
+	unsigned *l = cl__rseq_fb_lock(ptr);
+
+	CL_ATOMIC_FETCH_ADD((intptr_t *)(void *)((char *)CL_ATOMIC_LOAD(ptr, CL_ACQUIRE) + off), count,
+			    CL_RELAXED);
+	cl__rseq_fb_unlock(l);
+}
+
+/* Push with a release CAS; fails while a pop holds the lock bit or the head moved. */
+CL_INLINE int cl__rseq_trypush_fb(void **head, void *first, void *node)
+{
 	return CL_ATOMIC_CAS(head, &first, node, CL_RELEASE, CL_RELAXED) ? CL_RSEQ_OK
 									 : CL_RSEQ_CMPFAIL;
 }
 
-/* ---- public operations ---- */
+/*
+ * CL__RSEQ_DISPATCH(kind, asm_call): run asm_call (which may use `abi`) when
+ * the process uses critical sections for @kind; fail with CL_RSEQ_NO_AREA in
+ * a thread without an rseq area; else fall through to the fallback below it.
+ */
+#ifdef CL_HAVE_RSEQ_ASM
+#define CL__RSEQ_DISPATCH(kind, asm_call)                         \
+	do {                                                      \
+		struct cl_rseq_abi *abi;                          \
+		int m_ = cl__rseq_ops_enter((kind), &abi);        \
+                                                                  \
+		if (CL_LIKELY(m_ > 0))                            \
+			return asm_call;                          \
+		if (m_ < 0)                                       \
+			return cl__rseq_no_area();                \
+	} while (0)
+#else
+#define CL__RSEQ_DISPATCH(kind, asm_call) ((void)(kind))
+#endif
+
+/* ---- operations on the data of one index ---- */
 
 /**
- * cl_rseq_add_cpu_id() - *@v += @count on CPU @cpu's word, if running there.
- * @v: a word belonging to CPU @cpu (per-CPU data).
+ * cl_rseq_add() - *@v += @count on the word of index @index, if still there.
+ * @kind: the index kind of the data (CL_RSEQ_INDEX_CPU_ID or _MM_CID).
+ * @v: a word belonging to index @index (per-CPU data).
  * @count: the addend.
- * @cpu: the index of @v's owner, from cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID).
+ * @index: the index of @v's owner, from cl_rseq_current_index(@kind).
  *
  * Critical section (rseq path):
- *	if (rseq->cpu_id != cpu) abort;
- *	*v += count;                     commit
- * Fallback: atomic fetch-add (relaxed) on @v; @cpu is ignored.
+ *	if (rseq->cpu_id != index) abort;      (mm_cid kind: rseq->mm_cid)
+ *	*v += count;                           commit
+ * Fallback: atomic fetch-add (relaxed) on @v; @index is ignored.
  *
  * Context: any thread, also a signal handler once the thread has used an
  * operation (its rseq area is then live; the first use may register it).
  * Return: CL_RSEQ_OK; CL_RSEQ_ABORT (retry with a fresh index);
- * CL_RSEQ_NO_AREA (errno ENOSYS) if this thread has no rseq area.
+ * CL_RSEQ_NO_AREA (errno ENOSYS); CL_RSEQ_EINVAL (bad @kind).
  */
-CL_INLINE int cl_rseq_add_cpu_id(intptr_t *v, intptr_t count, int cpu)
+CL_ALWAYS_INLINE int cl_rseq_add(enum cl_rseq_index kind, intptr_t *v, intptr_t count, int index)
 {
-	return cl__rseq_add(CL_RSEQ_INDEX_CPU_ID, v, count, cpu);
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+		return cl__rseq_einval();
+	CL_INJECT(1);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, add, abi, v, count, index));
+	(void)index;
+	CL_ATOMIC_FETCH_ADD(v, count, CL_RELAXED);
+	return CL_RSEQ_OK;
 }
 
 /**
- * cl_rseq_add_mm_cid() - *@v += @count on concurrency ID @cid's word.
- * @v: a word belonging to mm_cid @cid.
- * @count: the addend.
- * @cid: from cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID).
- *
- * Critical section: as cl_rseq_add_cpu_id() with rseq->mm_cid compared.
- *
- * Context: any thread.
- * Return: CL_RSEQ_OK, CL_RSEQ_ABORT or CL_RSEQ_NO_AREA (errno ENOSYS).
- */
-CL_INLINE int cl_rseq_add_mm_cid(intptr_t *v, intptr_t count, int cid)
-{
-	return cl__rseq_add(CL_RSEQ_INDEX_MM_CID, v, count, cid);
-}
-
-/**
- * cl_rseq_cmpstore_cpu_id() - if *@v == @expect then *@v = @newv, on CPU @cpu.
- * @v: a word belonging to CPU @cpu.
+ * cl_rseq_cmpstore() - if *@v == @expect then *@v = @newv, on index @index.
+ * @kind: the index kind of the data.
+ * @v: a word belonging to index @index.
  * @expect: the value *@v must hold.
  * @newv: the value stored.
- * @cpu: the index of @v's owner.
+ * @index: the index of @v's owner.
  *
  * Critical section (rseq path):
- *	if (rseq->cpu_id != cpu) abort;
+ *	if (rseq->cpu_id != index) abort;
  *	if (*v != expect) return 1;
- *	*v = newv;                       commit
- * Fallback: a strong CAS (acquire-release on success). On x86_64 the rseq
- * path is ordered like a release store (TSO).
+ *	*v = newv;                             commit
+ * Fallback: under the word's striped lock, an acquire load, the compare, a
+ * release store (acquire-release, like a CAS).
+ * On x86_64 the rseq path is ordered like a release store (TSO).
  *
  * Context: any thread.
- * Return: CL_RSEQ_OK stored; CL_RSEQ_CMPFAIL *@v != @expect; CL_RSEQ_ABORT
- * (retry with a fresh index); CL_RSEQ_NO_AREA (errno ENOSYS).
+ * Return: CL_RSEQ_OK stored; CL_RSEQ_CMPFAIL *@v != @expect; CL_RSEQ_ABORT;
+ * CL_RSEQ_NO_AREA (errno ENOSYS); CL_RSEQ_EINVAL (bad @kind).
  */
-CL_INLINE int cl_rseq_cmpstore_cpu_id(intptr_t *v, intptr_t expect, intptr_t newv, int cpu)
+CL_ALWAYS_INLINE int cl_rseq_cmpstore(enum cl_rseq_index kind, intptr_t *v, intptr_t expect,
+				      intptr_t newv, int index)
 {
-	return cl__rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, v, expect, newv, cpu);
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+		return cl__rseq_einval();
+	CL_INJECT(2);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore, abi, v, expect, newv, index));
+	(void)index;
+	return cl__rseq_cmpstore_store_fb(v, expect, NULL, 0, newv, CL_RSEQ_MO_RELEASE);
 }
 
 /**
- * cl_rseq_cmpstore_mm_cid() - if *@v == @expect then *@v = @newv, for mm_cid @cid.
- * @v: a word belonging to mm_cid @cid.
- * @expect: the value *@v must hold.
- * @newv: the value stored.
- * @cid: from cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID).
- *
- * Critical section: as cl_rseq_cmpstore_cpu_id() with rseq->mm_cid compared.
- *
- * Context: any thread.
- * Return: CL_RSEQ_OK, CL_RSEQ_CMPFAIL, CL_RSEQ_ABORT or CL_RSEQ_NO_AREA.
- */
-CL_INLINE int cl_rseq_cmpstore_mm_cid(intptr_t *v, intptr_t expect, intptr_t newv, int cid)
-{
-	return cl__rseq_cmpstore(CL_RSEQ_INDEX_MM_CID, v, expect, newv, cid);
-}
-
-/**
- * cl_rseq_pop_cpu_id() - pop the first node of CPU @cpu's list.
- * @head: the list head (a void * holding the first node or NULL).
+ * cl_rseq_pop_until() - pop the first node of a list unless it is @end.
+ * @kind: the index kind of the data.
+ * @head: the list head (a void * holding the first node, or @end).
  * @next_offset: offset of the node's "next" pointer (a void *) in a node.
+ * @end: the value that marks an empty list (NULL, or a sentinel node).
  * @out: receives the node on success.
- * @cpu: the index of @head's owner.
+ * @index: the index of @head's owner.
  *
  * Critical section (rseq path):
- *	if (rseq->cpu_id != cpu) abort;
- *	node = *head; if (node == NULL) return 1;
- *	*out = node;
- *	*head = *(node + next_offset);   commit
- * Fallback: ABA-safe pop with a lock bit in bit 0 of the head (nodes must be
- * 2-byte aligned; see cl__rseq_pop_atomic()).
+ *	if (rseq->cpu_id != index) abort;
+ *	node = *head; if (node == end) return 1;
+ *	*out = node;                           (a private word: harmless if aborted)
+ *	*head = *(node + next_offset);         commit
+ * Fallback: ABA-safe pop with a lock bit in bit 0 of the head (nodes and
+ * @end must be 2-byte aligned; see cl__rseq_pop_atomic()).
  *
- * Context: any thread; nodes must not be freed while another thread may still
- * pop them from this list (they may be reused, pushed again: that is safe).
- * Not from a signal handler that may interrupt a pop or push of the same
- * list: in the fallback the handler would wait for the lock bit forever.
- * Return: CL_RSEQ_OK (*@out set); CL_RSEQ_CMPFAIL the list is empty;
- * CL_RSEQ_ABORT (retry with a fresh index); CL_RSEQ_NO_AREA (errno ENOSYS).
+ * Context: any thread; nodes must not be freed while another thread may
+ * still pop them from this list (they may be reused, pushed again). Not from
+ * a signal handler that may interrupt a pop or push of the same list: in
+ * the fallback the handler would wait for the lock bit forever.
+ * Return: CL_RSEQ_OK (*@out set); CL_RSEQ_CMPFAIL the head is @end;
+ * CL_RSEQ_ABORT; CL_RSEQ_NO_AREA (errno ENOSYS); CL_RSEQ_EINVAL.
  */
-CL_INLINE int cl_rseq_pop_cpu_id(void **head, size_t next_offset, void **out, int cpu)
+CL_ALWAYS_INLINE int cl_rseq_pop_until(enum cl_rseq_index kind, void **head, size_t next_offset,
+				       void *end, void **out, int index)
 {
-	return cl__rseq_pop(CL_RSEQ_INDEX_CPU_ID, head, next_offset, out, cpu);
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+		return cl__rseq_einval();
+	CL_INJECT(3);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, pop, abi, head, next_offset, end, out, index));
+	(void)index;
+	return cl__rseq_pop_atomic(head, next_offset, end, out);
 }
 
 /**
- * cl_rseq_pop_mm_cid() - pop the first node of mm_cid @cid's list.
- * @head: the list head.
+ * cl_rseq_pop() - cl_rseq_pop_until() with @end NULL: pop the first node.
+ * @kind: the index kind of the data.
+ * @head: the list head (NULL: empty).
  * @next_offset: offset of the "next" pointer in a node.
- * @out: receives the node on success.
- * @cid: from cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID).
+ * @out: receives the node.
+ * @index: the index of @head's owner.
  *
- * Critical section: as cl_rseq_pop_cpu_id() with rseq->mm_cid compared.
- *
- * Context: any thread.
- * Return: CL_RSEQ_OK, CL_RSEQ_CMPFAIL (empty), CL_RSEQ_ABORT or CL_RSEQ_NO_AREA.
+ * Context: as cl_rseq_pop_until().
+ * Return: as cl_rseq_pop_until(); CL_RSEQ_CMPFAIL means empty.
  */
-CL_INLINE int cl_rseq_pop_mm_cid(void **head, size_t next_offset, void **out, int cid)
+CL_ALWAYS_INLINE int cl_rseq_pop(enum cl_rseq_index kind, void **head, size_t next_offset,
+				 void **out, int index)
 {
-	return cl__rseq_pop(CL_RSEQ_INDEX_MM_CID, head, next_offset, out, cid);
+	return cl_rseq_pop_until(kind, head, next_offset, NULL, out, index);
 }
 
 /**
- * cl_rseq_push_cpu_id() - push @node on CPU @cpu's list (one attempt).
+ * cl_rseq_trypush() - push @node on the list of index @index (one attempt).
+ * @kind: the index kind of the data.
  * @head: the list head.
  * @next_offset: offset of the "next" pointer in a node.
  * @node: the node (at least 2-byte aligned).
- * @cpu: the index of @head's owner.
+ * @index: the index of @head's owner.
  *
- * Built on cmpstore:
- *	first = *head;                    (fallback: wait while bit 0 is set)
+ * Built on the cmpstore section:
+ *	first = *head;                         (fallback: wait while bit 0 is set)
  *	node->next = first;
- *	cmpstore(head, first, node, cpu);
+ *	cmpstore(head, first, node, index);    1: the head moved, try again
+ * Fallback: a release CAS (the pop's lock bit makes it fail while held).
  *
  * Context: any thread; @node is owned by the caller until the push commits.
- * Not from a signal handler that may interrupt a pop of the same list (see
- * cl_rseq_pop_cpu_id()).
- * Return: CL_RSEQ_OK pushed; CL_RSEQ_CMPFAIL the head changed (retry);
- * CL_RSEQ_ABORT (retry with a fresh index); CL_RSEQ_NO_AREA (errno ENOSYS).
+ * Not from a signal handler that may interrupt a pop of the same list.
+ * Return: CL_RSEQ_OK pushed; CL_RSEQ_CMPFAIL the head changed; CL_RSEQ_ABORT;
+ * CL_RSEQ_NO_AREA (errno ENOSYS); CL_RSEQ_EINVAL.
  */
-CL_INLINE int cl_rseq_push_cpu_id(void **head, size_t next_offset, void *node, int cpu)
+CL_ALWAYS_INLINE int cl_rseq_trypush(enum cl_rseq_index kind, void **head, size_t next_offset,
+				     void *node, int index)
 {
-	return cl__rseq_push(CL_RSEQ_INDEX_CPU_ID, head, next_offset, node, cpu);
+	void *first;
+
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+		return cl__rseq_einval();
+	first = cl__rseq_head_unlocked(head);
+	*cl__rseq_next_ptr(node, next_offset) = first;
+	CL_INJECT(4);
+	/* The void * head is updated as an 8-byte integer by the asm. */
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)head,
+					     (intptr_t)first, (intptr_t)node, index));
+	(void)index;
+	return cl__rseq_trypush_fb(head, first, node);
 }
 
 /**
- * cl_rseq_push_mm_cid() - push @node on mm_cid @cid's list (one attempt).
- * @head: the list head.
- * @next_offset: offset of the "next" pointer in a node.
- * @node: the node (at least 2-byte aligned).
- * @cid: from cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID).
+ * cl_rseq_cmpstore_store() - if *@v == @expect: *@v2 = @newv2, then *@v = @newv.
+ * @kind: the index kind of the data.
+ * @v: the commit word (a buffer's count) of index @index.
+ * @expect: the value *@v must hold.
+ * @v2: the first word stored (the buffer slot), same index's data.
+ * @newv2: stored to *@v2.
+ * @newv: stored to *@v, the commit.
+ * @mo: CL_RSEQ_MO_RELAXED, or CL_RSEQ_MO_RELEASE when a consumer on another
+ *	CPU reads *@v2 after an acquire load of *@v.
+ * @index: the index of the data's owner.
+ *
+ * The buffer push (cl_percpu_cmpstore_store()). Critical section:
+ *	if (rseq->cpu_id != index) abort;
+ *	if (*v != expect) return 1;
+ *	*v2 = newv2;                           (not visible as pushed until the commit)
+ *	*v = newv;                             commit (a release store on x86_64)
+ * Fallback: the same under *@v's striped lock, the commit a release store
+ * for CL_RSEQ_MO_RELEASE.
  *
  * Context: any thread.
- * Return: as cl_rseq_push_cpu_id().
+ * Return: CL_RSEQ_OK, CL_RSEQ_CMPFAIL, CL_RSEQ_ABORT, CL_RSEQ_NO_AREA (errno
+ * ENOSYS) or CL_RSEQ_EINVAL (bad @kind or @mo).
  */
-CL_INLINE int cl_rseq_push_mm_cid(void **head, size_t next_offset, void *node, int cid)
+CL_ALWAYS_INLINE int cl_rseq_cmpstore_store(enum cl_rseq_index kind, intptr_t *v, intptr_t expect,
+					    intptr_t *v2, intptr_t newv2, intptr_t newv,
+					    enum cl_rseq_mo mo, int index)
 {
-	return cl__rseq_push(CL_RSEQ_INDEX_MM_CID, head, next_offset, node, cid);
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+		return cl__rseq_einval();
+	CL_INJECT(5);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore_store, abi, v, expect, v2, newv2, newv,
+					     index));
+	(void)index;
+	return cl__rseq_cmpstore_store_fb(v, expect, v2, newv2, newv, mo);
+}
+
+/**
+ * cl_rseq_cmp2_store() - if *@v == @expect and *@v2 == @expect2: *@v = @newv.
+ * @kind: the index kind of the data.
+ * @v: the commit word (a buffer's count) of index @index.
+ * @expect: the value *@v must hold.
+ * @v2: a second word to compare (the buffer's top slot), same index's data.
+ * @expect2: the value *@v2 must hold.
+ * @newv: stored to *@v.
+ * @index: the index of the data's owner.
+ *
+ * The buffer pop (cl_percpu_cmp2_store()). Critical section:
+ *	if (rseq->cpu_id != index) abort;
+ *	if (*v != expect) return 1;
+ *	if (*v2 != expect2) return 1;
+ *	*v = newv;                             commit
+ * Fallback: the same under *@v's striped lock.
+ *
+ * Context: any thread.
+ * Return: CL_RSEQ_OK, CL_RSEQ_CMPFAIL, CL_RSEQ_ABORT, CL_RSEQ_NO_AREA (errno
+ * ENOSYS) or CL_RSEQ_EINVAL.
+ */
+CL_ALWAYS_INLINE int cl_rseq_cmp2_store(enum cl_rseq_index kind, intptr_t *v, intptr_t expect,
+					intptr_t *v2, intptr_t expect2, intptr_t newv, int index)
+{
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+		return cl__rseq_einval();
+	CL_INJECT(6);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmp2_store, abi, v, expect, v2, expect2, newv,
+					     index));
+	(void)index;
+	return cl__rseq_cmp2_store_fb(v, expect, v2, expect2, newv);
+}
+
+/**
+ * cl_rseq_cmpmemcpy_store() - if *@v == @expect: copy @len bytes, then *@v = @newv.
+ * @kind: the index kind of the data.
+ * @v: the commit word (a buffer's count) of index @index.
+ * @expect: the value *@v must hold.
+ * @dst: where to copy (the buffer's free slot), same index's data.
+ * @src: what to copy (private to the caller while the call runs).
+ * @len: bytes to copy; keep it small (the section is restarted from the
+ *	start on every abort; a few cache lines at most).
+ * @newv: stored to *@v.
+ * @mo: as for cl_rseq_cmpstore_store().
+ * @index: the index of the data's owner.
+ *
+ * The copy-in buffer push. Critical section:
+ *	if (rseq->cpu_id != index) abort;
+ *	if (*v != expect) return 1;
+ *	memcpy(dst, src, len);                 (8 bytes at a time, then bytes)
+ *	*v = newv;                             commit
+ * Fallback: the same under *@v's striped lock.
+ *
+ * Context: any thread.
+ * Return: CL_RSEQ_OK, CL_RSEQ_CMPFAIL, CL_RSEQ_ABORT, CL_RSEQ_NO_AREA (errno
+ * ENOSYS) or CL_RSEQ_EINVAL (bad @kind or @mo).
+ */
+CL_ALWAYS_INLINE int cl_rseq_cmpmemcpy_store(enum cl_rseq_index kind, intptr_t *v, intptr_t expect,
+					     void *dst, const void *src, size_t len, intptr_t newv,
+					     enum cl_rseq_mo mo, int index)
+{
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+		return cl__rseq_einval();
+	CL_INJECT(7);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpmemcpy_store, abi, v, expect, dst, src, len,
+					     newv, index));
+	(void)index;
+	return cl__rseq_cmpmemcpy_store_fb(v, expect, dst, src, len, newv, mo);
+}
+
+/**
+ * cl_rseq_deref_add() - *(intptr_t *)(*@ptr + @off) += @count, *@ptr read inside.
+ * @kind: the index kind of the data.
+ * @ptr: a pointer word of index @index (e.g. this CPU's current block).
+ * @off: byte offset of the counter word in the block *@ptr points to.
+ * @count: the addend.
+ * @index: the index of @ptr's owner.
+ *
+ * Critical section:
+ *	if (rseq->cpu_id != index) abort;
+ *	p = *ptr;
+ *	*(intptr_t *)(p + off) += count;       commit
+ * A cmpstore that swaps *@ptr on the same index cannot run between the load
+ * and the add, so the add lands in the block *@ptr held at the commit.
+ * Fallback: the load and an atomic add under *@ptr's striped lock (the
+ * cmpstore swapping *@ptr takes the same lock).
+ *
+ * Context: any thread.
+ * Return: CL_RSEQ_OK, CL_RSEQ_ABORT, CL_RSEQ_NO_AREA (errno ENOSYS) or
+ * CL_RSEQ_EINVAL.
+ */
+CL_ALWAYS_INLINE int cl_rseq_deref_add(enum cl_rseq_index kind, void **ptr, ptrdiff_t off,
+				       intptr_t count, int index)
+{
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+		return cl__rseq_einval();
+	CL_INJECT(8);
+	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, deref_add, abi, ptr, off, count, index));
+	(void)index;
+	cl__rseq_deref_add_fb(ptr, off, count);
+	return CL_RSEQ_OK;
 }
 
 /**
@@ -758,131 +810,446 @@ CL_INLINE void *cl_rseq_list_first(void **head)
 	return (void *)((uintptr_t)CL_ATOMIC_LOAD(head, CL_ACQUIRE) & ~CL__RSEQ_LIST_LOCK);
 }
 
-/* ---- short names (cpu_id index) and the index-parameter forms ---- */
+/* ---- the per-CPU path: current index -> this copy -> operation -> retry ---- */
+
+/*
+ * The per-CPU path works on objects of a percpu.h pool (or any layout where
+ * index i's copy of an object lies i * stride bytes after index 0's):
+ *
+ *	p      CPU 0's address of the object (what cl_percpu_alloc() returned);
+ *	stride the pool's stride (cl_percpu_pool_stride(); CL_PERCPU_STRIDE by
+ *	       default);
+ * and every index the kind can produce must have a copy: a pool made with
+ * max_nr_cpus 0 (all possible CPUs) covers cpu_id and mm_cid alike.
+ *
+ * Return of every cl_percpu_<op>(): the index whose copy the operation
+ * changed (or, for a failed compare, looked at), >= 0; CL_PERCPU_CMPFAIL
+ * (-2) when the compare failed / the list or buffer was empty / the buffer
+ * was full (nothing stored); -1 with errno EINVAL (NULL pointer, zero
+ * stride, bad kind or memory order) or ENOSYS (the process runs critical
+ * sections but this thread has no rseq area: nothing stored).
+ * Aborts are retried inside, with a fresh index each time.
+ */
+
+/* The fallback's index: cl_cpu_id() or cl_mm_cid(). */
+CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
+{
+	int v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
+
+	return v >= 0 ? v : 0;
+}
+
+/* Index i's copy of the object whose index-0 copy is at p. */
+CL_ALWAYS_INLINE void *cl__percpu_copy(const void *p, size_t stride, int i)
+{
+	return (void *)((const char *)p + (size_t)(unsigned)i * stride);
+}
+
+static CL_COLD CL_NOINLINE CL_UNUSED int cl__percpu_fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/*
+ * CL__PERCPU_RSEQ(kind, body...): run body (a loop that returns; it may use
+ * `abi`) when the process uses critical sections for @kind; -1 + ENOSYS in
+ * a thread without an rseq area; else fall through to the fallback after it.
+ */
+#ifdef CL_HAVE_RSEQ_ASM
+#define CL__PERCPU_RSEQ(kind, ...)                                \
+	do {                                                      \
+		struct cl_rseq_abi *abi;                          \
+		int m_ = cl__rseq_ops_enter((kind), &abi);        \
+                                                                  \
+		if (CL_LIKELY(m_ > 0)) {                          \
+			__VA_ARGS__                               \
+		}                                                 \
+		if (m_ < 0)                                       \
+			return cl__percpu_fail(ENOSYS);           \
+	} while (0)
+
+/* add, the copy's address computed in C from an index read before the section. */
+CL_ALWAYS_INLINE int cl__percpu_add_passed(enum cl_rseq_index kind, struct cl_rseq_abi *abi,
+					   intptr_t *p, size_t stride, intptr_t count)
+{
+	for (;;) {
+		int i = cl__rseq_abi_index(abi, kind);
+
+		CL_INJECT(10); /* stale index window */
+		if (CL_LIKELY(CL__RSEQ_ASM(kind, add, abi, (intptr_t *)cl__percpu_copy(p, stride, i),
+					   count, i) == CL_RSEQ_OK))
+			return i;
+	}
+}
+
+/* add, the index read and the copy's address computed inside the section. */
+CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq_abi *abi,
+					 intptr_t *p, size_t stride, intptr_t count)
+{
+	int i;
+
+	while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here, abi, p, stride, count, &i) != CL_RSEQ_OK))
+		CL_INJECT(10);
+	return i;
+}
+#else
+#define CL__PERCPU_RSEQ(kind, ...) ((void)(kind))
+#endif
 
 /**
- * cl_rseq_add() - cl_rseq_add_cpu_id(): *@v += @count on CPU @cpu's word.
- * @v: a word belonging to CPU @cpu.
+ * cl_percpu_add() - add @count to this CPU's (or mm_cid's) copy of *@p.
+ * @kind: CL_RSEQ_INDEX_CPU_ID or CL_RSEQ_INDEX_MM_CID.
+ * @p: CPU 0's address of a per-CPU intptr_t (a pool object).
+ * @stride: bytes between two indexes' copies.
  * @count: the addend.
- * @cpu: the index of @v's owner.
  *
- * Context: any thread.
- * Return: as cl_rseq_add_cpu_id().
+ * Per attempt (rseq path), one critical section that reads the index
+ * itself and computes the copy's address from it:
+ *	i = rseq->cpu_id;                      (mm_cid kind: rseq->mm_cid)
+ *	*(p + i * stride) += count;            commit
+ * (no index compare: the index is read after the section started, so a
+ * migration or preemption after the read aborts it). Measured faster than
+ * computing the address in C from an index the section then compares
+ * (bench/percpu_ops, docs/percpu_ops.md). Fallback: atomic add on the
+ * current index's copy.
+ *
+ * Context: any thread, also a signal handler (see cl_rseq_add()).
+ * Return: the index whose copy was added to, or -1 (errno EINVAL, ENOSYS).
  */
-CL_INLINE int cl_rseq_add(intptr_t *v, intptr_t count, int cpu)
+CL_ALWAYS_INLINE int cl_percpu_add(enum cl_rseq_index kind, intptr_t *p, size_t stride,
+				   intptr_t count)
 {
-	return cl_rseq_add_cpu_id(v, count, cpu);
+	int i;
+
+	if (CL_UNLIKELY(p == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, return cl__percpu_add_here(kind, abi, p, stride, count););
+	i = cl__percpu_fallback_index(kind);
+	CL_ATOMIC_FETCH_ADD((intptr_t *)cl__percpu_copy(p, stride, i), count, CL_RELAXED);
+	return i;
 }
 
 /**
- * cl_rseq_cmpstore() - cl_rseq_cmpstore_cpu_id().
- * @v: a word belonging to CPU @cpu.
- * @expect: the value *@v must hold.
+ * cl_percpu_cmpstore() - if this copy of *@p == @expect, store @newv there.
+ * @kind: the index kind.
+ * @p: CPU 0's address of a per-CPU intptr_t.
+ * @stride: bytes between two indexes' copies.
+ * @expect: the value the copy must hold.
  * @newv: the value stored.
- * @cpu: the index of @v's owner.
+ *
+ * Per attempt: cl_rseq_cmpstore() on the current index's copy.
  *
  * Context: any thread.
- * Return: as cl_rseq_cmpstore_cpu_id().
+ * Return: the index whose copy was stored to; CL_PERCPU_CMPFAIL the copy of
+ * the current index did not hold @expect; -1 (errno EINVAL, ENOSYS).
  */
-CL_INLINE int cl_rseq_cmpstore(intptr_t *v, intptr_t expect, intptr_t newv, int cpu)
+CL_ALWAYS_INLINE int cl_percpu_cmpstore(enum cl_rseq_index kind, intptr_t *p, size_t stride,
+					intptr_t expect, intptr_t newv)
 {
-	return cl_rseq_cmpstore_cpu_id(v, expect, newv, cpu);
+	int i;
+
+	if (CL_UNLIKELY(p == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		int r;
+
+		i = cl__rseq_abi_index(abi, kind);
+		r = CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)cl__percpu_copy(p, stride, i),
+				 expect, newv, i);
+		if (r != CL_RSEQ_ABORT)
+			return r == CL_RSEQ_OK ? i : CL_PERCPU_CMPFAIL;
+	});
+	i = cl__percpu_fallback_index(kind);
+	return cl__rseq_cmpstore_store_fb((intptr_t *)cl__percpu_copy(p, stride, i), expect, NULL, 0,
+					  newv, CL_RSEQ_MO_RELEASE) == CL_RSEQ_OK
+		       ? i
+		       : CL_PERCPU_CMPFAIL;
 }
 
 /**
- * cl_rseq_pop() - cl_rseq_pop_cpu_id().
- * @head: the list head.
- * @next_offset: offset of the "next" pointer in a node.
+ * cl_percpu_pop() - pop the first node of this CPU's copy of a list.
+ * @kind: the index kind.
+ * @head: CPU 0's address of a per-CPU list head (void *, NULL when empty).
+ * @stride: bytes between two indexes' copies.
+ * @next_offset: offset of the "next" pointer (a void *) in a node.
  * @out: receives the node.
- * @cpu: the index of @head's owner.
  *
- * Context: any thread.
- * Return: as cl_rseq_pop_cpu_id().
+ * Per attempt: cl_rseq_pop() on the current index's head.
+ *
+ * Context: as cl_rseq_pop_until().
+ * Return: the index whose list the node came from (*@out set);
+ * CL_PERCPU_CMPFAIL that list was empty; -1 (errno EINVAL, ENOSYS).
  */
-CL_INLINE int cl_rseq_pop(void **head, size_t next_offset, void **out, int cpu)
+CL_ALWAYS_INLINE int cl_percpu_pop(enum cl_rseq_index kind, void **head, size_t stride,
+				   size_t next_offset, void **out)
 {
-	return cl_rseq_pop_cpu_id(head, next_offset, out, cpu);
+	int i;
+
+	if (CL_UNLIKELY(head == NULL || out == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		int r;
+
+		i = cl__rseq_abi_index(abi, kind);
+		r = CL__RSEQ_ASM(kind, pop, abi, (void **)cl__percpu_copy(head, stride, i), next_offset,
+				 NULL, out, i);
+		if (r != CL_RSEQ_ABORT)
+			return r == CL_RSEQ_OK ? i : CL_PERCPU_CMPFAIL;
+	});
+	i = cl__percpu_fallback_index(kind);
+	return cl__rseq_pop_atomic((void **)cl__percpu_copy(head, stride, i), next_offset, NULL,
+				   out) == CL_RSEQ_OK
+		       ? i
+		       : CL_PERCPU_CMPFAIL;
 }
 
 /**
- * cl_rseq_push() - cl_rseq_push_cpu_id().
- * @head: the list head.
+ * cl_percpu_trypush() - push @node on this CPU's copy of a list.
+ * @kind: the index kind.
+ * @head: CPU 0's address of a per-CPU list head.
+ * @stride: bytes between two indexes' copies.
  * @next_offset: offset of the "next" pointer in a node.
- * @node: the node.
- * @cpu: the index of @head's owner.
+ * @node: the node (at least 2-byte aligned), owned by the caller.
  *
- * Context: any thread.
- * Return: as cl_rseq_push_cpu_id().
+ * Per attempt: cl_rseq_trypush() on the current index's head; an attempt
+ * whose snapshot of the head went stale (CL_RSEQ_CMPFAIL) is retried like
+ * an abort, so the path fails only on bad input or a missing rseq area.
+ *
+ * Context: as cl_rseq_trypush().
+ * Return: the index whose list @node was pushed on; -1 (errno EINVAL, ENOSYS).
  */
-CL_INLINE int cl_rseq_push(void **head, size_t next_offset, void *node, int cpu)
+CL_ALWAYS_INLINE int cl_percpu_trypush(enum cl_rseq_index kind, void **head, size_t stride,
+				       size_t next_offset, void *node)
 {
-	return cl_rseq_push_cpu_id(head, next_offset, node, cpu);
+	void **h, *first;
+	int i;
+
+	if (CL_UNLIKELY(head == NULL || node == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		i = cl__rseq_abi_index(abi, kind);
+		h = (void **)cl__percpu_copy(head, stride, i);
+		first = CL_READ_ONCE(*h);
+		*cl__rseq_next_ptr(node, next_offset) = first;
+		CL_INJECT(4);
+		if (CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)h, (intptr_t)first,
+				 (intptr_t)node, i) == CL_RSEQ_OK)
+			return i;
+	});
+	do {
+		i = cl__percpu_fallback_index(kind);
+		h = (void **)cl__percpu_copy(head, stride, i);
+		first = cl__rseq_head_unlocked(h);
+		*cl__rseq_next_ptr(node, next_offset) = first;
+		CL_INJECT(4);
+	} while (cl__rseq_trypush_fb(h, first, node) != CL_RSEQ_OK);
+	return i;
 }
 
 /**
- * cl_rseq_add_index() - cl_rseq_add_cpu_id() or cl_rseq_add_mm_cid() by @idx.
- * @idx: the index mode.
- * @v: the word.
+ * cl_percpu_cmpstore_store() - buffer push: append @item to this CPU's copy.
+ * @kind: the index kind.
+ * @count: CPU 0's address of the buffer's count (an intptr_t).
+ * @stride: bytes between two indexes' copies.
+ * @items: CPU 0's address of the buffer's slot array (void *[@cap]), in the
+ *	same pool object as @count.
+ * @cap: number of slots (> 0).
+ * @item: the pointer to append.
+ * @mo: CL_RSEQ_MO_RELAXED, or CL_RSEQ_MO_RELEASE when a consumer on another
+ *	CPU reads the slots after an acquire load of the count.
+ *
+ * Per attempt, on the current index's copy:
+ *	n = *count; if (n >= cap) return CL_PERCPU_CMPFAIL;   (full)
+ *	cl_rseq_cmpstore_store(count, n, &items[n], item, n + 1)
+ * (the section rechecks n: a push or pop that ran on this CPU in between
+ * makes it fail and the path starts over).
+ *
+ * Context: any thread.
+ * Return: the index whose buffer took @item; CL_PERCPU_CMPFAIL that buffer
+ * was full; -1 (errno EINVAL: NULL pointer, zero stride, @cap <= 0, bad
+ * kind or mo; ENOSYS).
+ */
+CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t *count,
+					      size_t stride, void **items, intptr_t cap, void *item,
+					      enum cl_rseq_mo mo)
+{
+	intptr_t *c, n;
+	void **slot;
+	int i;
+
+	if (CL_UNLIKELY(count == NULL || items == NULL || stride == 0 || cap <= 0 ||
+			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		i = cl__rseq_abi_index(abi, kind);
+		c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		n = CL_READ_ONCE(*c);
+		if (CL_UNLIKELY(n < 0 || n >= cap))
+			return CL_PERCPU_CMPFAIL;
+		slot = (void **)cl__percpu_copy(items, stride, i) + n;
+		CL_INJECT(11); /* stale snapshot window */
+		if (CL__RSEQ_ASM(kind, cmpstore_store, abi, c, n, (intptr_t *)(void *)slot,
+				 (intptr_t)item, n + 1, i) == CL_RSEQ_OK)
+			return i;
+	});
+	for (;;) {
+		i = cl__percpu_fallback_index(kind);
+		c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		if (n < 0 || n >= cap)
+			return CL_PERCPU_CMPFAIL;
+		slot = (void **)cl__percpu_copy(items, stride, i) + n;
+		if (cl__rseq_cmpstore_store_fb(c, n, (intptr_t *)(void *)slot, (intptr_t)item, n + 1,
+					       mo) == CL_RSEQ_OK)
+			return i;
+	}
+}
+
+/**
+ * cl_percpu_cmp2_store() - buffer pop: take the last item of this CPU's copy.
+ * @kind: the index kind.
+ * @count: CPU 0's address of the buffer's count.
+ * @stride: bytes between two indexes' copies.
+ * @items: CPU 0's address of the buffer's slot array.
+ * @out: receives the item.
+ *
+ * Per attempt, on the current index's copy:
+ *	n = *count; if (n <= 0) return CL_PERCPU_CMPFAIL;     (empty)
+ *	item = items[n - 1];
+ *	cl_rseq_cmp2_store(count, n, &items[n - 1], item, n - 1)
+ * (both compares: the count alone could match after a pop and a push of
+ * another item on this CPU in between).
+ *
+ * Context: any thread.
+ * Return: the index whose buffer gave *@out; CL_PERCPU_CMPFAIL that buffer
+ * was empty; -1 (errno EINVAL, ENOSYS).
+ */
+CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *count, size_t stride,
+					  void **items, void **out)
+{
+	intptr_t *c, n;
+	void **slot, *item;
+	int i;
+
+	if (CL_UNLIKELY(count == NULL || items == NULL || out == NULL || stride == 0 ||
+			cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		i = cl__rseq_abi_index(abi, kind);
+		c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		n = CL_READ_ONCE(*c);
+		if (CL_UNLIKELY(n <= 0))
+			return CL_PERCPU_CMPFAIL;
+		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
+		item = CL_READ_ONCE(*slot);
+		CL_INJECT(11); /* stale snapshot window */
+		if (CL__RSEQ_ASM(kind, cmp2_store, abi, c, n, (intptr_t *)(void *)slot,
+				 (intptr_t)item, n - 1, i) == CL_RSEQ_OK) {
+			*out = item;
+			return i;
+		}
+	});
+	for (;;) {
+		i = cl__percpu_fallback_index(kind);
+		c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		if (n <= 0)
+			return CL_PERCPU_CMPFAIL;
+		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
+		item = CL_ATOMIC_LOAD(slot, CL_RELAXED);
+		if (cl__rseq_cmp2_store_fb(c, n, (intptr_t *)(void *)slot, (intptr_t)item, n - 1) ==
+		    CL_RSEQ_OK) {
+			*out = item;
+			return i;
+		}
+	}
+}
+
+/**
+ * cl_percpu_cmpmemcpy_store() - copy-in buffer push: append one element by copy.
+ * @kind: the index kind.
+ * @count: CPU 0's address of the buffer's count (elements used).
+ * @stride: bytes between two indexes' copies.
+ * @buf: CPU 0's address of the element array (@cap elements of @size bytes).
+ * @cap: number of elements (> 0).
+ * @size: bytes per element (> 0; small: the copy runs inside the section).
+ * @src: the element to copy in.
+ * @mo: as for cl_percpu_cmpstore_store().
+ *
+ * Per attempt, on the current index's copy:
+ *	n = *count; if (n >= cap) return CL_PERCPU_CMPFAIL;   (full)
+ *	cl_rseq_cmpmemcpy_store(count, n, buf + n * size, src, size, n + 1)
+ *
+ * Context: any thread.
+ * Return: the index whose buffer took the element; CL_PERCPU_CMPFAIL full;
+ * -1 (errno EINVAL, ENOSYS).
+ */
+CL_ALWAYS_INLINE int cl_percpu_cmpmemcpy_store(enum cl_rseq_index kind, intptr_t *count,
+					       size_t stride, void *buf, intptr_t cap, size_t size,
+					       const void *src, enum cl_rseq_mo mo)
+{
+	intptr_t *c, n;
+	char *dst;
+	int i;
+
+	if (CL_UNLIKELY(count == NULL || buf == NULL || src == NULL || stride == 0 || cap <= 0 ||
+			size == 0 || cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		i = cl__rseq_abi_index(abi, kind);
+		c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		n = CL_READ_ONCE(*c);
+		if (CL_UNLIKELY(n < 0 || n >= cap))
+			return CL_PERCPU_CMPFAIL;
+		dst = (char *)cl__percpu_copy(buf, stride, i) + (size_t)n * size;
+		CL_INJECT(11); /* stale snapshot window */
+		if (CL__RSEQ_ASM(kind, cmpmemcpy_store, abi, c, n, dst, src, size, n + 1, i) ==
+		    CL_RSEQ_OK)
+			return i;
+	});
+	for (;;) {
+		i = cl__percpu_fallback_index(kind);
+		c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		if (n < 0 || n >= cap)
+			return CL_PERCPU_CMPFAIL;
+		dst = (char *)cl__percpu_copy(buf, stride, i) + (size_t)n * size;
+		if (cl__rseq_cmpmemcpy_store_fb(c, n, dst, src, size, n + 1, mo) == CL_RSEQ_OK)
+			return i;
+	}
+}
+
+/**
+ * cl_percpu_deref_add() - add @count through this CPU's copy of a pointer.
+ * @kind: the index kind.
+ * @ptr: CPU 0's address of a per-CPU pointer (void *) to a block.
+ * @stride: bytes between two indexes' copies.
+ * @off: byte offset of an intptr_t in the block.
  * @count: the addend.
- * @index: the index of @v's owner.
+ *
+ * Per attempt: cl_rseq_deref_add() on the current index's pointer: the
+ * block is the one the pointer held when the add committed.
  *
  * Context: any thread.
- * Return: as the chosen variant.
+ * Return: the index whose pointer was followed; -1 (errno EINVAL, ENOSYS).
  */
-CL_INLINE int cl_rseq_add_index(enum cl_rseq_index idx, intptr_t *v, intptr_t count, int index)
+CL_ALWAYS_INLINE int cl_percpu_deref_add(enum cl_rseq_index kind, void **ptr, size_t stride,
+					 ptrdiff_t off, intptr_t count)
 {
-	return cl__rseq_add(idx, v, count, index);
-}
+	int i;
 
-/**
- * cl_rseq_cmpstore_index() - cl_rseq_cmpstore_cpu_id() or _mm_cid() by @idx.
- * @idx: the index mode.
- * @v: the word.
- * @expect: the value *@v must hold.
- * @newv: the value stored.
- * @index: the index of @v's owner.
- *
- * Context: any thread.
- * Return: as the chosen variant.
- */
-CL_INLINE int cl_rseq_cmpstore_index(enum cl_rseq_index idx, intptr_t *v, intptr_t expect,
-				     intptr_t newv, int index)
-{
-	return cl__rseq_cmpstore(idx, v, expect, newv, index);
-}
-
-/**
- * cl_rseq_pop_index() - cl_rseq_pop_cpu_id() or cl_rseq_pop_mm_cid() by @idx.
- * @idx: the index mode.
- * @head: the list head.
- * @next_offset: offset of the "next" pointer in a node.
- * @out: receives the node.
- * @index: the index of @head's owner.
- *
- * Context: any thread.
- * Return: as the chosen variant.
- */
-CL_INLINE int cl_rseq_pop_index(enum cl_rseq_index idx, void **head, size_t next_offset,
-				void **out, int index)
-{
-	return cl__rseq_pop(idx, head, next_offset, out, index);
-}
-
-/**
- * cl_rseq_push_index() - cl_rseq_push_cpu_id() or cl_rseq_push_mm_cid() by @idx.
- * @idx: the index mode.
- * @head: the list head.
- * @next_offset: offset of the "next" pointer in a node.
- * @node: the node.
- * @index: the index of @head's owner.
- *
- * Context: any thread.
- * Return: as the chosen variant.
- */
-CL_INLINE int cl_rseq_push_index(enum cl_rseq_index idx, void **head, size_t next_offset,
-				 void *node, int index)
-{
-	return cl__rseq_push(idx, head, next_offset, node, index);
+	if (CL_UNLIKELY(ptr == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	CL__PERCPU_RSEQ(kind, for (;;) {
+		i = cl__rseq_abi_index(abi, kind);
+		if (CL__RSEQ_ASM(kind, deref_add, abi, (void **)cl__percpu_copy(ptr, stride, i), off,
+				 count, i) == CL_RSEQ_OK)
+			return i;
+	});
+	i = cl__percpu_fallback_index(kind);
+	cl__rseq_deref_add_fb((void **)cl__percpu_copy(ptr, stride, i), off, count);
+	return i;
 }
 
 CL_END_DECLS

@@ -16,6 +16,7 @@
 
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -86,6 +87,31 @@ CL_INLINE unsigned long long cl__now_ns(void)
 	clock_gettime(CL__CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
+
+/*
+ * PAGEMAP_SCAN (Linux >= 6.7): an ioctl on /proc/self/pagemap that returns
+ * the runs of pages of an address range matching category masks, walking
+ * only the page tables that exist. Layouts of <linux/fs.h>, which older
+ * kernel headers lack.
+ */
+struct cl__page_region {
+	uint64_t start, end, categories;
+};
+
+struct cl__pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+CL_STATIC_ASSERT(sizeof(struct cl__pm_scan_arg) == 96, "PAGEMAP_SCAN argument layout");
+CL_STATIC_ASSERT(sizeof(struct cl__page_region) == 24, "PAGEMAP_SCAN region layout");
+
+/* _IOWR('f', 16, struct pm_scan_arg) */
+#define CL__PAGEMAP_SCAN \
+	((3ul << 30) | ((unsigned long)sizeof(struct cl__pm_scan_arg) << 16) | ((unsigned long)'f' << 8) | 16ul)
+#define CL__PAGE_IS_PRESENT (1u << 3)
+#define CL__PAGE_IS_SWAPPED (1u << 4)
+#define CL__PAGE_IS_PFNZERO (1u << 5)
 
 CL_END_DECLS
 

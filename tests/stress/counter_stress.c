@@ -11,6 +11,7 @@
 #include "stress.h"
 
 #include <cachelocal/counter.h>
+#include <cachelocal/counter_cid.h>
 
 static struct cl_counter counter;
 static unsigned long handled;
@@ -73,6 +74,7 @@ static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
 }
 
 static struct cl_cid_domain *domain;
+static struct cl_counter_cid cid_counter;
 
 static void *cid_worker(struct stress_run *run, int id)
 {
@@ -95,7 +97,7 @@ static void *cid_worker(struct stress_run *run, int id)
 		for (int k = 0; k < 16; k++) {
 			int64_t v = (int64_t)((i + k) % 3) + 1;
 
-			cl_counter_add_cid(&counter, cid, v);
+			cl_counter_cid_add(&cid_counter, cid, v);
 			mine += v;
 		}
 		cl_cid_release(domain, cid);
@@ -115,17 +117,17 @@ static int run_cid(const struct stress_cfg *cfg)
 	int rc;
 
 	domain = cl_cid_domain_create(CL_CID_RECENT, NULL);
-	if (!domain || cl_counter_init_cid(&counter, domain, (unsigned)cfg->nr_allowed) != 0) {
+	if (!domain || cl_counter_cid_init(&cid_counter, domain, (unsigned)cfg->nr_allowed) != 0) {
 		perror("cid counter");
 		return 1;
 	}
 	rc = stress_run(&run, cfg, cid_worker, &expect, NULL);
-	got = cl_counter_read(&counter);
+	got = cl_counter_cid_read(&cid_counter);
 	printf("counter_stress [cid domain, %u slots]: %d workers, %lu adds, %lu signals sent, "
 	       "%lu migrations: counter %lld, expected %lld: %s\n",
-	       counter.nr_slots, cfg->nr_workers, run.ops, run.signals, run.migrations,
+	       cid_counter.nr_slots, cfg->nr_workers, run.ops, run.signals, run.migrations,
 	       (long long)got, (long long)expect, rc == 0 && got == expect ? "PASS" : "FAIL");
-	cl_counter_destroy(&counter);
+	cl_counter_cid_destroy(&cid_counter);
 	cl_cid_domain_destroy(domain);
 	return rc != 0 || got != expect;
 }

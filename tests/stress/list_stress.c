@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * list_stress - per-CPU (and per-mm_cid) linked lists keep the exact node set
- * under concurrent cl_rseq_pop / cl_rseq_push, preemption, migration and
+ * under concurrent cl_rseq_pop / cl_rseq_trypush, preemption, migration and
  * signals, in both index modes.
  *
  * Each worker pops up to STASH nodes from the list of its current index,
@@ -36,12 +36,12 @@ struct list_test {
 
 static int pop_one(struct list_test *t, struct lnode **out)
 {
-	void *p;
+	void *p = NULL;
 	int r, c;
 
 	do {
 		c = cl_rseq_current_index(t->idx);
-		r = cl_rseq_pop_index(t->idx, &t->lists[(unsigned)c % t->nr].head,
+		r = cl_rseq_pop(t->idx, &t->lists[(unsigned)c % t->nr].head,
 				      offsetof(struct lnode, next), &p, c);
 	} while (r == CL_RSEQ_ABORT);
 	if (r == CL_RSEQ_OK)
@@ -55,7 +55,7 @@ static int push_one(struct list_test *t, struct lnode *n)
 
 	do {
 		c = cl_rseq_current_index(t->idx);
-		r = cl_rseq_push_index(t->idx, &t->lists[(unsigned)c % t->nr].head,
+		r = cl_rseq_trypush(t->idx, &t->lists[(unsigned)c % t->nr].head,
 				       offsetof(struct lnode, next), n, c);
 	} while (r == CL_RSEQ_ABORT || r == CL_RSEQ_CMPFAIL);
 	return r;

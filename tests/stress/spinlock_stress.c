@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spinlock_stress - a per-CPU (and per-mm_cid) spinlock taken with
- * cl_rseq_cmpstore(lock, 0, 1) keeps mutual exclusion under preemption,
- * migration and signals, in both index modes.
+ * spinlock_stress - mutual exclusion under preemption, migration and signals
+ * of two locks: a per-CPU (and per-mm_cid) spinlock taken with
+ * cl_rseq_cmpstore(kind, lock, 0, 1, index), in both index modes; and the TTAS lock of
+ * cachelocal/spinlock.h (struct cl_spinlock, one per index slot, taken with
+ * cl_spin_lock() or cl_spin_trylock() and released, possibly on another CPU,
+ * with cl_spin_unlock()).
  *
  * A worker locks the slot of its current index, checks that nobody else is
  * inside (an owner word), increments the slot's plain counter, sometimes
@@ -71,7 +74,7 @@ static void *worker(struct stress_run *run, int id)
 			int c = cl_rseq_current_index(t->idx);
 
 			s = &t->slots[(unsigned)c % t->nr];
-			r = cl_rseq_cmpstore_index(t->idx, &s->lock, 0, 1, c);
+			r = cl_rseq_cmpstore(t->idx, &s->lock, 0, 1, c);
 			if (r == CL_RSEQ_OK)
 				break;
 			if (r == CL_RSEQ_CMPFAIL && ++spins % 16 == 0)

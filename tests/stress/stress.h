@@ -62,7 +62,7 @@ static _Thread_local unsigned long stress_tl_aborts;
 
 static inline void stress_inject(int n)
 {
-	if (n >= 20 && n <= 22)
+	if (n >= 20 && n <= 26) /* abort paths of the sections */
 		stress_tl_aborts++;
 	if (++stress_tl_inject % STRESS_YIELD_EVERY == 0)
 		sched_yield();

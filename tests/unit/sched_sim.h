@@ -13,14 +13,8 @@
 
 #define SIM_TICK_NS 1000000ULL
 
-#ifdef CL_HAVE_TSAN
 /* liburcu 0.13 is not TSan-instrumented: see CL_SCHED_TSAN_SUPPRESSIONS. */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return CL_SCHED_TSAN_SUPPRESSIONS;
-}
-#endif
+CL_SCHED_DEFINE_TSAN_SUPPRESSIONS();
 
 /* Check every rq's invariants; fail the test with the reason. */
 static inline void sim_validate(struct cl_sched *s)
@@ -73,6 +67,15 @@ static inline void sim_enqueue(struct cl_sched *s, unsigned int cpu, struct cl_t
 	cl_rq_unlock(rq);
 }
 
+/* Move @p to @tg under its rq lock (cl_task_rq_lock()). */
+static inline void sim_set_group(struct cl_sched *s, struct cl_task *p, struct cl_task_group *tg)
+{
+	struct cl_rq *rq = cl_task_rq_lock(s, p);
+
+	cr_assert_eq(cl_task_set_group(p, tg), 0);
+	cl_task_rq_unlock(rq, p);
+}
+
 /* Stop everything on every CPU (put the running tasks back, dequeue all). */
 static inline void sim_drain(struct cl_sched *s, struct cl_task *tasks, unsigned int n, uint64_t now)
 {
@@ -93,6 +96,13 @@ static inline void sim_drain(struct cl_sched *s, struct cl_task *tasks, unsigned
 		cr_assert_eq(cl_rq_dequeue(rq, &tasks[i], CL_DEQUEUE_SLEEP), 0);
 		cl_rq_unlock(rq);
 	}
+}
+
+/* Detach every task (not queued) from its group: groups may then be destroyed. */
+static inline void sim_detach(struct cl_sched *s, struct cl_task *tasks, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		sim_set_group(s, &tasks[i], NULL);
 }
 
 #endif

@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for cachelocal/counter.h: init errors, exact quiescent sums in
- * both index modes, negative adds, monotonic concurrent reads, slot layout.
- * Also built with -DCL_NO_RSEQ_ASM (test_counter.variants).
+ * Unit tests for cachelocal/counter.h and counter_cid.h: init errors, exact
+ * quiescent sums in both index modes, negative adds, monotonic concurrent
+ * reads, the copies in the counters' pool, cid-indexed counters. Also built
+ * with -DCL_NO_RSEQ_ASM (test_counter.variants).
  */
 #include <cachelocal/counter.h>
+
+/* counter.h takes its storage from percpu.h and never pulls in cid.h. */
+#ifdef CACHELOCAL_CID_H
+#error "counter.h includes cid.h"
+#endif
+
+#include <cachelocal/counter_cid.h>
 
 #include <errno.h>
 #include <stdint.h>
@@ -33,12 +41,20 @@ Test(counter, layout)
 {
 	struct cl_counter c;
 
-	cr_assert_eq(sizeof(struct cl__counter_slot), CL_FALSE_SHARING_SIZE);
+	struct cl_counter c2;
+
 	cr_assert_eq(cl_counter_init(&c), 0);
-	cr_assert_eq((uintptr_t)c.slots % CL_FALSE_SHARING_SIZE, 0, "slots on guard units");
-	cr_assert_eq(c.nr_slots, cl_nr_possible_cpus());
+	cr_assert_eq(cl_counter_init(&c2), 0);
+	cr_assert_not_null(c.slot);
+	cr_assert_eq(cl_percpu_pool_stride(cl_counter_pool()), (size_t)CL_PERCPU_STRIDE,
+		     "copies a default stride apart");
+	cr_assert_eq(c.nr_cpus, cl_nr_possible_cpus(), "one copy per possible CPU");
+	cr_assert_neq(c.slot, c2.slot, "two counters, two pool objects");
+	for (unsigned i = 0; i < c.nr_cpus; i++)
+		cr_assert_eq(*cl_percpu_ptr(c.slot, i), 0, "zero on every CPU at init");
+	cl_counter_destroy(&c2);
 	cl_counter_destroy(&c);
-	cr_assert_null(c.slots);
+	cr_assert_null(c.slot);
 	cl_counter_destroy(&c); /* twice is harmless */
 	cr_assert_eq(cl_counter_read(&c), 0);
 	cl_counter_add(&c, 1); /* no slots: ignored, no crash */
@@ -74,7 +90,7 @@ Test(counter, follows_the_cpu)
 		cr_assert_eq(cl_test_pin(cpus[i]), 0);
 		cl_counter_add(&c, i + 1);
 		/* Pinned: the add went to this CPU's slot (either path). */
-		cr_assert_eq(c.slots[cpus[i]].v, i + 1, "cpu %d", cpus[i]);
+		cr_assert_eq(*cl_percpu_ptr(c.slot, cpus[i]), i + 1, "cpu %d", cpus[i]);
 	}
 	cl_counter_destroy(&c);
 }
@@ -175,49 +191,49 @@ Test(counter, concurrent_reads_are_monotonic)
 Test(counter, cid_init_errors_and_bound)
 {
 	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
-	struct cl_counter c;
+	struct cl_counter_cid c;
 
 	cr_assert_not_null(d);
 	errno = 0;
-	cr_assert_eq(cl_counter_init_cid(&c, NULL, 0), -1);
+	cr_assert_eq(cl_counter_cid_init(&c, NULL, 0), -1);
 	cr_assert_eq(errno, EINVAL);
-	cr_assert_eq(cl_counter_init_cid(NULL, d, 0), -1);
+	cr_assert_eq(cl_counter_cid_init(NULL, d, 0), -1);
 	/* No users yet: bound 0, still one slot. */
-	cr_assert_eq(cl_counter_init_cid(&c, d, 0), 0);
+	cr_assert_eq(cl_counter_cid_init(&c, d, 0), 0);
 	cr_assert_eq(c.nr_slots, 1);
-	cl_counter_destroy(&c);
+	cl_counter_cid_destroy(&c);
 	cr_assert_eq(cl_cid_domain_join(d), 0);
-	cr_assert_eq(cl_counter_init_cid(&c, d, 0), 0);
+	cr_assert_eq(cl_counter_cid_init(&c, d, 0), 0);
 	cr_assert_eq(c.nr_slots, cl_cid_domain_bound(d), "slots = domain bound");
 	cr_assert_eq(c.nr_slots, 1, "one user: one slot");
-	cl_counter_add(&c, 3); /* acquires and releases a cid */
-	cr_assert_eq(c.slots[0].v, 3, "the only cid is 0");
-	cl_counter_add_cid(&c, 5, 4); /* beyond the slots: shared slot */
-	cr_assert_eq(c.slots[1].v, 4);
-	cr_assert_eq(cl_counter_read(&c), 7);
-	cl_counter_destroy(&c);
+	cl_counter_cid_add_any(&c, 3); /* acquires and releases a cid */
+	cr_assert_eq(*cl_percpu_ptr(c.slot, 0), 3, "the only cid is 0");
+	cl_counter_cid_add(&c, 5, 4); /* beyond the slots: shared word */
+	cr_assert_eq(c.shared, 4);
+	cr_assert_eq(cl_counter_cid_read(&c), 7);
+	cl_counter_cid_destroy(&c);
 	cr_assert_eq(cl_cid_domain_leave(d), 0);
 	cl_cid_domain_destroy(d);
 }
 
 /*
- * cl_counter_add() returns nothing and never fails: when the caller is not a
+ * cl_counter_cid_add_any() returns nothing and never fails: when the caller is not a
  * user of the domain, cl_cid_acquire() fails (EBUSY) and the add goes to the
  * shared slot, but the caller's errno must not change.
  */
 Test(counter, cid_add_without_a_cid_keeps_errno)
 {
 	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
-	struct cl_counter c;
+	struct cl_counter_cid c;
 
 	cr_assert_not_null(d);
-	cr_assert_eq(cl_counter_init_cid(&c, d, 4), 0);
+	cr_assert_eq(cl_counter_cid_init(&c, d, 4), 0);
 	errno = 4242;
-	cl_counter_add(&c, 6); /* no user joined: acquire fails */
+	cl_counter_cid_add_any(&c, 6); /* no user joined: acquire fails */
 	cr_assert_eq(errno, 4242, "errno changed to %d", errno);
-	cr_assert_eq(c.slots[c.nr_slots].v, 6, "the add went to the shared slot");
-	cr_assert_eq(cl_counter_read(&c), 6);
-	cl_counter_destroy(&c);
+	cr_assert_eq(c.shared, 6, "the add went to the shared word");
+	cr_assert_eq(cl_counter_cid_read(&c), 6);
+	cl_counter_cid_destroy(&c);
 	cl_cid_domain_destroy(d);
 }
 
@@ -228,22 +244,22 @@ Test(counter, cid_add_without_a_cid_keeps_errno)
 Test(counter, cid_add_negative_cid_is_not_lost)
 {
 	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
-	struct cl_counter c;
+	struct cl_counter_cid c;
 
 	cr_assert_not_null(d);
-	cr_assert_eq(cl_counter_init_cid(&c, d, 2), 0);
-	cl_counter_add_cid(&c, -1, 5);
-	cl_counter_add_cid(&c, -7, -2);
-	cr_assert_eq(c.slots[0].v, 0);
-	cr_assert_eq(c.slots[1].v, 0);
-	cr_assert_eq(c.slots[c.nr_slots].v, 3, "negative cids go to the shared slot");
-	cr_assert_eq(cl_counter_read(&c), 3);
-	cl_counter_destroy(&c);
+	cr_assert_eq(cl_counter_cid_init(&c, d, 2), 0);
+	cl_counter_cid_add(&c, -1, 5);
+	cl_counter_cid_add(&c, -7, -2);
+	cr_assert_eq(*cl_percpu_ptr(c.slot, 0), 0);
+	cr_assert_eq(*cl_percpu_ptr(c.slot, 1), 0);
+	cr_assert_eq(c.shared, 3, "negative cids go to the shared word");
+	cr_assert_eq(cl_counter_cid_read(&c), 3);
+	cl_counter_cid_destroy(&c);
 	cl_cid_domain_destroy(d);
 }
 
 struct cid_arg {
-	struct cl_counter *c;
+	struct cl_counter_cid *c;
 	struct cl_cid_domain *d;
 	pthread_barrier_t *joined;
 	int failed;
@@ -266,7 +282,7 @@ static void *cid_thread(void *p)
 			break;
 		}
 		for (int k = 0; k < 100; k++)
-			cl_counter_add_cid(a->c, cid, 1);
+			cl_counter_cid_add(a->c, cid, 1);
 		cl_cid_release(a->d, cid);
 		if (i % 64 == 0)
 			sched_yield();
@@ -279,14 +295,14 @@ static void *cid_thread(void *p)
 Test(counter, cid_threads_exact)
 {
 	struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NULL);
-	struct cl_counter c;
+	struct cl_counter_cid c;
 	struct cid_arg a[NR_THREADS];
 	pthread_t t[NR_THREADS];
 	pthread_barrier_t joined;
 
 	cr_assert_not_null(d);
 	/* Sized for the final bound: min(allowed CPUs, NR_THREADS). */
-	cr_assert_eq(cl_counter_init_cid(&c, d, NR_THREADS), 0);
+	cr_assert_eq(cl_counter_cid_init(&c, d, NR_THREADS), 0);
 	pthread_barrier_init(&joined, NULL, NR_THREADS);
 	for (int i = 0; i < NR_THREADS; i++) {
 		a[i] = (struct cid_arg){ &c, d, &joined, 0 };
@@ -297,8 +313,8 @@ Test(counter, cid_threads_exact)
 		cr_assert_eq(a[i].failed, 0, "thread %d could not join or acquire", i);
 	}
 	pthread_barrier_destroy(&joined);
-	cr_assert_eq(cl_counter_read(&c), (int64_t)NR_THREADS * (NR_ADDS / 100) * 100);
-	cr_assert_eq(c.slots[c.nr_slots].v, 0, "every cid was below the bound: no shared adds");
-	cl_counter_destroy(&c);
+	cr_assert_eq(cl_counter_cid_read(&c), (int64_t)NR_THREADS * (NR_ADDS / 100) * 100);
+	cr_assert_eq(c.shared, 0, "every cid was below the bound: no shared adds");
+	cl_counter_cid_destroy(&c);
 	cl_cid_domain_destroy(d);
 }

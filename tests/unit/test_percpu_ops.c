@@ -5,8 +5,19 @@
  * exact multi-threaded sums, and the emitted rseq descriptors. Also built
  * (test_percpu_ops.variants) with -DCL_NO_RSEQ_ASM, and with
  * -DCL_TEST_TRAP_INJECT: an int3 inside the critical sections, armed by a
- * flag, proves that the kernel aborts a section interrupted by a signal.
+ * flag, proves that the kernel aborts a section interrupted by a signal;
+ * and with -DCL_TEST_SCRATCH_HOOK: a test hook that overwrites %rax and
+ * %rcx (declared in CL_RSEQ_INJECT_CLOBBER) at every hook point.
  */
+#ifdef CL_TEST_SCRATCH_HOOK
+/* A hook that overwrites the sections' scratch registers and declares it:
+ * every operation must still be right (the sections save them around it). */
+#define CL_RSEQ_INJECT_ASM(n)                    \
+	"movq $0x" #n "dead, %%rax\n\t"          \
+	"movq $0x" #n "beef, %%rcx\n\t"
+#define CL_RSEQ_INJECT_CLOBBER , "rax", "rcx"
+#endif
+
 #ifdef CL_TEST_TRAP_INJECT
 /* At inject point 2 (after the index check): trap if test_trap_armed. */
 int test_trap_armed;
@@ -127,13 +138,13 @@ Test(percpu_ops, add_and_wrong_index)
 		cr_assert_not_null(s);
 		memset(s, 0, n * sizeof(*s));
 		for (int i = 0; i < 1000; i++)
-			cr_assert_eq(RETRY(idx, c, cl_rseq_add_index(idx, &s[c % n].v, 3, c)), 0);
-		cr_assert_eq(RETRY(idx, c, cl_rseq_add_index(idx, &s[c % n].v, -1000, c)), 0);
+			cr_assert_eq(RETRY(idx, c, cl_rseq_add(idx, &s[c % n].v, 3, c)), 0);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_add(idx, &s[c % n].v, -1000, c)), 0);
 		for (unsigned i = 0; i < n; i++)
 			total += s[i].v;
 		cr_assert_eq(total, 2000, "sum of slots %ld", (long)total);
 		/* An index no thread ever has: the section aborts, nothing is stored. */
-		c = cl_rseq_add_index(idx, &lone, 1, 1 << 24);
+		c = cl_rseq_add(idx, &lone, 1, 1 << 24);
 		if (rseq_path(idx)) {
 			cr_assert_eq(c, CL_RSEQ_ABORT);
 			cr_assert_eq(lone, 7);
@@ -145,18 +156,20 @@ Test(percpu_ops, add_and_wrong_index)
 	}
 }
 
-Test(percpu_ops, short_names_are_cpu_id)
+Test(percpu_ops, bad_kind_is_einval)
 {
-	intptr_t v = 0, w = 5;
-	int c;
+	intptr_t v = 3;
+	void *head = NULL, *out = NULL;
 
-	cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c, cl_rseq_add(&v, 2, c)), 0);
-	cr_assert_eq(v, 2);
-	cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c, cl_rseq_cmpstore(&w, 5, 6, c)), 0);
-	cr_assert_eq(w, 6);
-	cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c, cl_rseq_add_cpu_id(&v, 1, c)), 0);
-	cr_assert_eq(RETRY(CL_RSEQ_INDEX_MM_CID, c, cl_rseq_add_mm_cid(&v, 1, c)), 0);
-	cr_assert_eq(v, 4);
+	errno = 0;
+	cr_assert_eq(cl_rseq_add((enum cl_rseq_index)7, &v, 1, 0), CL_RSEQ_EINVAL);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_rseq_cmpstore((enum cl_rseq_index)-1, &v, 3, 4, 0), CL_RSEQ_EINVAL);
+	cr_assert_eq(cl_rseq_pop((enum cl_rseq_index)2, &head, 0, &out, 0), CL_RSEQ_EINVAL);
+	cr_assert_eq(cl_rseq_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, &v, 3, &v, 1, 2,
+					    (enum cl_rseq_mo)5, 0),
+		     CL_RSEQ_EINVAL, "bad memory order");
+	cr_assert_eq(v, 3, "nothing stored on bad input");
 }
 
 Test(percpu_ops, cmpstore)
@@ -166,14 +179,14 @@ Test(percpu_ops, cmpstore)
 		intptr_t v = 10;
 		int c;
 
-		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_index(idx, &v, 11, 20, c)),
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore(idx, &v, 11, 20, c)),
 			     CL_RSEQ_CMPFAIL);
 		cr_assert_eq(v, 10, "a failed compare stores nothing");
-		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_index(idx, &v, 10, 20, c)), CL_RSEQ_OK);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore(idx, &v, 10, 20, c)), CL_RSEQ_OK);
 		cr_assert_eq(v, 20);
-		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_index(idx, &v, 20, -1, c)), CL_RSEQ_OK);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore(idx, &v, 20, -1, c)), CL_RSEQ_OK);
 		cr_assert_eq(v, -1);
-		c = cl_rseq_cmpstore_index(idx, &v, -1, 5, 1 << 24);
+		c = cl_rseq_cmpstore(idx, &v, -1, 5, 1 << 24);
 		if (rseq_path(idx)) {
 			cr_assert_eq(c, CL_RSEQ_ABORT);
 			cr_assert_eq(v, -1);
@@ -192,26 +205,26 @@ Test(percpu_ops, push_pop_lifo)
 		void *head = NULL, *out = NULL;
 		int c;
 
-		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_index(idx, &head, offsetof(struct node, next),
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop(idx, &head, offsetof(struct node, next),
 							      &out, c)),
 			     CL_RSEQ_CMPFAIL, "empty list");
 		for (int i = 0; i < 16; i++) {
 			nodes[i].value = i;
 			cr_assert_eq(RETRY(idx, c,
-					   cl_rseq_push_index(idx, &head, offsetof(struct node, next),
+					   cl_rseq_trypush(idx, &head, offsetof(struct node, next),
 							      &nodes[i], c)),
 				     CL_RSEQ_OK);
 			cr_assert_eq(cl_rseq_list_first(&head), &nodes[i]);
 		}
 		for (int i = 15; i >= 0; i--) {
 			cr_assert_eq(RETRY(idx, c,
-					   cl_rseq_pop_index(idx, &head, offsetof(struct node, next),
+					   cl_rseq_pop(idx, &head, offsetof(struct node, next),
 							     &out, c)),
 				     CL_RSEQ_OK);
 			cr_assert_eq(out, &nodes[i], "LIFO order");
 		}
 		cr_assert_null(head);
-		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_index(idx, &head, offsetof(struct node, next),
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop(idx, &head, offsetof(struct node, next),
 							      &out, c)),
 			     CL_RSEQ_CMPFAIL);
 	}
@@ -228,7 +241,7 @@ Test(percpu_ops, push_fails_when_head_moved)
 	b.next = NULL;
 	for (;;) {
 		int c = cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID);
-		int r = cl_rseq_cmpstore((intptr_t *)(void *)&head, (intptr_t)(void *)&b,
+		int r = cl_rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, (intptr_t *)(void *)&head, (intptr_t)(void *)&b,
 					 (intptr_t)(void *)&b, c);
 
 		if (r == CL_RSEQ_ABORT)
@@ -242,10 +255,146 @@ Test(percpu_ops, push_fails_when_head_moved)
 		int c;
 
 		cr_assert_eq(RETRY(CL_RSEQ_INDEX_CPU_ID, c,
-				   cl_rseq_pop(&head, offsetof(struct node, next), &out, c)),
+				   cl_rseq_pop(CL_RSEQ_INDEX_CPU_ID, &head, offsetof(struct node, next),
+					       &out, c)),
 			     CL_RSEQ_OK);
 		cr_assert_eq(out, (void *)&a);
 		cr_assert_null(head);
+	}
+}
+
+Test(percpu_ops, pop_until_stops_at_a_sentinel)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		struct node sentinel = { -1, NULL }, a = { 1, &sentinel }, b = { 2, &a };
+		void *head = &b, *out = NULL;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_until(idx, &head, offsetof(struct node, next),
+							      &sentinel, &out, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(out, (void *)&b);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_until(idx, &head, offsetof(struct node, next),
+							      &sentinel, &out, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(out, (void *)&a);
+		out = NULL;
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop_until(idx, &head, offsetof(struct node, next),
+							      &sentinel, &out, c)),
+			     CL_RSEQ_CMPFAIL, "the sentinel is the end: nothing popped");
+		cr_assert_eq(head, (void *)&sentinel);
+		cr_assert_null(out);
+	}
+}
+
+/* Ops whose wrong index must abort with nothing stored (rseq path). */
+static void assert_wrong_index(enum cl_rseq_index idx, int r, int stored_ok)
+{
+	if (rseq_path(idx))
+		cr_assert_eq(r, CL_RSEQ_ABORT, "wrong index aborts");
+	else
+		cr_assert_eq(r, stored_ok, "fallback ignores the index");
+}
+
+Test(percpu_ops, cmpstore_store_stores_item_then_count)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t count = 2, slots[4] = { 10, 11, 0, 0 };
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_store(idx, &count, 3, &slots[2], 12, 3,
+								   CL_RSEQ_MO_RELEASE, c)),
+			     CL_RSEQ_CMPFAIL);
+		cr_assert_eq(count, 2);
+		cr_assert_eq(slots[2], 0, "a failed compare stores neither word");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmpstore_store(idx, &count, 2, &slots[2], 12, 3,
+								   CL_RSEQ_MO_RELAXED, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(count, 3);
+		cr_assert_eq(slots[2], 12);
+		assert_wrong_index(idx, cl_rseq_cmpstore_store(idx, &count, 3, &slots[3], 13, 4,
+							       CL_RSEQ_MO_RELEASE, 1 << 24),
+				   CL_RSEQ_OK);
+		if (rseq_path(idx)) {
+			cr_assert_eq(count, 3);
+			cr_assert_eq(slots[3], 0);
+		}
+	}
+}
+
+Test(percpu_ops, cmp2_store_needs_both_compares)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t count = 2, top = 77;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmp2_store(idx, &count, 2, &top, 78, 1, c)),
+			     CL_RSEQ_CMPFAIL, "second compare fails");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmp2_store(idx, &count, 3, &top, 77, 1, c)),
+			     CL_RSEQ_CMPFAIL, "first compare fails");
+		cr_assert_eq(count, 2);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_cmp2_store(idx, &count, 2, &top, 77, 1, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(count, 1);
+		cr_assert_eq(top, 77, "the second word is only compared");
+		assert_wrong_index(idx, cl_rseq_cmp2_store(idx, &count, 1, &top, 77, 0, 1 << 24),
+				   CL_RSEQ_OK);
+		if (rseq_path(idx))
+			cr_assert_eq(count, 1);
+	}
+}
+
+Test(percpu_ops, cmpmemcpy_store_copies_every_length)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+
+		for (size_t len = 0; len <= 40; len++) {
+			unsigned char src[48], dst[48];
+			intptr_t count = 5;
+			int c;
+
+			for (size_t i = 0; i < sizeof(src); i++) {
+				src[i] = (unsigned char)(i * 7 + len);
+				dst[i] = 0xee;
+			}
+			cr_assert_eq(RETRY(idx, c, cl_rseq_cmpmemcpy_store(idx, &count, 4, dst, src, len, 6,
+									    CL_RSEQ_MO_RELEASE, c)),
+				     CL_RSEQ_CMPFAIL);
+			cr_assert_eq(dst[0], 0xee, "a failed compare copies nothing");
+			cr_assert_eq(RETRY(idx, c, cl_rseq_cmpmemcpy_store(idx, &count, 5, dst, src, len, 6,
+									    CL_RSEQ_MO_RELAXED, c)),
+				     CL_RSEQ_OK);
+			cr_assert_eq(count, 6);
+			cr_assert_eq(memcmp(dst, src, len), 0, "len %zu copied", len);
+			for (size_t i = len; i < sizeof(dst); i++)
+				cr_assert_eq(dst[i], 0xee, "len %zu: byte %zu beyond the copy untouched", len, i);
+		}
+	}
+}
+
+Test(percpu_ops, deref_add_goes_through_the_pointer)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		intptr_t blk_a[4] = { 0 }, blk_b[4] = { 0 };
+		void *ptr = blk_a;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_deref_add(idx, &ptr, 2 * sizeof(intptr_t), 5, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(blk_a[2], 5);
+		ptr = blk_b;
+		cr_assert_eq(RETRY(idx, c, cl_rseq_deref_add(idx, &ptr, 2 * sizeof(intptr_t), -3, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(blk_b[2], -3);
+		cr_assert_eq(blk_a[2], 5);
+		assert_wrong_index(idx, cl_rseq_deref_add(idx, &ptr, 0, 1, 1 << 24), CL_RSEQ_OK);
+		if (rseq_path(idx))
+			cr_assert_eq(blk_b[0], 0);
 	}
 }
 
@@ -268,7 +417,7 @@ static void *sum_thread(void *p)
 		do {
 			int c = cl_rseq_current_index(a->idx);
 
-			r = cl_rseq_add_index(a->idx, &a->slots[(unsigned)c % a->n].v, 1, c);
+			r = cl_rseq_add(a->idx, &a->slots[(unsigned)c % a->n].v, 1, c);
 			if (r == CL_RSEQ_ABORT)
 				a->aborts++;
 		} while (r == CL_RSEQ_ABORT);
@@ -341,7 +490,8 @@ Test(percpu_ops, descriptors_are_well_formed)
 			  "ud1 opcode around the signature");
 	}
 	cr_log_info("%ld descriptors checked", n);
-	cr_assert_gt(n, 0);
+	/* Every section of both kinds is used in this file: 9 x 2 at least. */
+	cr_assert_geq(n, 18);
 }
 #endif
 
@@ -357,6 +507,54 @@ static void on_trap(int sig)
 	test_trap_armed = 0; /* the retry runs through */
 }
 
+/* Arm the trap, run one attempt: it must abort (the kernel resumed at abort_ip). */
+#define TRAPPED(call)                                                           \
+	do {                                                                    \
+		int before_ = traps;                                            \
+		test_trap_armed = 1;                                            \
+		cr_assert_eq((call), CL_RSEQ_ABORT, "trapped: " #call);         \
+		cr_assert_eq(traps, before_ + 1);                               \
+	} while (0)
+
+static void trap_new_ops(enum cl_rseq_index idx)
+{
+	struct node sentinel = { -1, NULL }, n1 = { 1, &sentinel };
+	intptr_t count = 1, slot[2] = { 5, 0 }, blk[2] = { 0, 0 };
+	void *head = &n1, *out = NULL, *ptr = blk;
+	char src[24] = "twenty-three bytes long", dst[24] = { 0 };
+
+	TRAPPED(cl_rseq_pop_until(idx, &head, offsetof(struct node, next), &sentinel, &out,
+				  cl_rseq_current_index(idx)));
+	cr_assert_eq(head, (void *)&n1);
+	TRAPPED(cl_rseq_cmpstore_store(idx, &count, 1, &slot[1], 9, 2, CL_RSEQ_MO_RELEASE,
+				       cl_rseq_current_index(idx)));
+	cr_assert(count == 1 && slot[1] == 0, "an aborted buffer push stores nothing");
+	TRAPPED(cl_rseq_cmp2_store(idx, &count, 1, &slot[0], 5, 0, cl_rseq_current_index(idx)));
+	cr_assert_eq(count, 1);
+	TRAPPED(cl_rseq_cmpmemcpy_store(idx, &count, 1, dst, src, sizeof(src), 2, CL_RSEQ_MO_RELAXED,
+					cl_rseq_current_index(idx)));
+	cr_assert_eq(count, 1, "an aborted copy does not commit");
+	TRAPPED(cl_rseq_deref_add(idx, &ptr, sizeof(intptr_t), 4, cl_rseq_current_index(idx)));
+	cr_assert_eq(blk[1], 0);
+	/* The per-CPU add's section (index read inside): aborted, then retried. */
+	{
+		unsigned n = cl_nr_possible_cpus();
+		intptr_t *pc = calloc(n, 2 * sizeof(intptr_t)), sum = 0;
+		int before = traps, i;
+
+		cr_assert_not_null(pc);
+		test_trap_armed = 1;
+		i = cl_percpu_add(idx, pc, 2 * sizeof(intptr_t), 3);
+		cr_assert_geq(i, 0);
+		cr_assert_eq(traps, before + 1, "first attempt trapped and aborted");
+		for (unsigned c = 0; c < n; c++)
+			sum += pc[2 * c];
+		cr_assert_eq(sum, 3, "added once, by the retry");
+		cr_assert_eq(pc[2 * i], 3);
+		free(pc);
+	}
+}
+
 /*
  * An int3 inside the section raises SIGTRAP. On return from the handler the
  * kernel must resume at the abort handler, not after the int3 (which would
@@ -370,7 +568,7 @@ Test(percpu_ops, signal_inside_section_aborts)
 
 	if (!rseq_path(CL_RSEQ_INDEX_CPU_ID)) {
 		cr_log_info("no critical sections in this mode: nothing to trap");
-		cr_assert_eq(cl_rseq_add(&v, 2, 0), CL_RSEQ_OK);
+		cr_assert_eq(cl_rseq_add(CL_RSEQ_INDEX_CPU_ID, &v, 2, 0), CL_RSEQ_OK);
 		cr_assert_eq(v, 42);
 		return;
 	}
@@ -386,16 +584,16 @@ Test(percpu_ops, signal_inside_section_aborts)
 		traps = 0;
 		test_trap_armed = 1;
 		c = cl_rseq_current_index(idx);
-		cr_assert_eq(cl_rseq_add_index(idx, &v, 2, c), CL_RSEQ_ABORT, "trapped add aborts");
+		cr_assert_eq(cl_rseq_add(idx, &v, 2, c), CL_RSEQ_ABORT, "trapped add aborts");
 		cr_assert_eq(traps, 1);
 		cr_assert_eq(v, 40, "an aborted add stores nothing");
-		cr_assert_eq(RETRY(idx, c, cl_rseq_add_index(idx, &v, 2, c)), CL_RSEQ_OK);
+		cr_assert_eq(RETRY(idx, c, cl_rseq_add(idx, &v, 2, c)), CL_RSEQ_OK);
 		cr_assert_eq(v, 42);
 		v = 40;
 
 		test_trap_armed = 1;
 		c = cl_rseq_current_index(idx);
-		cr_assert_eq(cl_rseq_cmpstore_index(idx, &w, 1, 2, c), CL_RSEQ_ABORT);
+		cr_assert_eq(cl_rseq_cmpstore(idx, &w, 1, 2, c), CL_RSEQ_ABORT);
 		cr_assert_eq(w, 1);
 
 		{
@@ -404,13 +602,160 @@ Test(percpu_ops, signal_inside_section_aborts)
 
 			test_trap_armed = 1;
 			c = cl_rseq_current_index(idx);
-			cr_assert_eq(cl_rseq_pop_index(idx, &head, offsetof(struct node, next), &out,
+			cr_assert_eq(cl_rseq_pop(idx, &head, offsetof(struct node, next), &out,
 						       c),
 				     CL_RSEQ_ABORT);
 			cr_assert_eq(head, (void *)&n1, "an aborted pop leaves the list alone");
 		}
 		cr_assert_eq(traps, 3);
+		trap_new_ops(idx);
 	}
 	test_trap_armed = 0;
 }
 #endif
+
+/* ---- the per-CPU path on pool objects ---- */
+
+#include <cachelocal/percpu.h>
+
+struct buf {
+	intptr_t count;
+	void *items[4];
+};
+
+static struct cl_percpu_pool *test_pool(void)
+{
+	struct cl_percpu_pool *pool = cl_percpu_pool_create(NULL);
+
+	cr_assert_not_null(pool);
+	return pool;
+}
+
+Test(percpu_path, add_and_cmpstore_change_the_returned_copy)
+{
+	struct cl_percpu_pool *pool = test_pool();
+	size_t st = cl_percpu_pool_stride(pool);
+	unsigned n = cl_percpu_pool_nr_cpus(pool);
+	intptr_t *p = cl_percpu_alloc(pool, sizeof(intptr_t), sizeof(intptr_t));
+
+	cr_assert_not_null(p);
+	for (int k = 0; k < 2; k++) {
+		intptr_t total = 0;
+
+		for (int j = 0; j < 1000; j++) {
+			int i = cl_percpu_add(modes[k], p, st, 2);
+
+			cr_assert_geq(i, 0);
+			cr_assert_lt((unsigned)i, n, "index %d below the pool's CPUs", i);
+		}
+		for (unsigned i = 0; i < n; i++)
+			total += *cl_percpu_ptr_stride(p, i, st);
+		cr_assert_eq(total, 2000);
+		for (unsigned i = 0; i < n; i++)
+			*cl_percpu_ptr_stride(p, i, st) = 5;
+		{
+			int i = cl_percpu_cmpstore(modes[k], p, st, 5, 9);
+
+			cr_assert_geq(i, 0);
+			cr_assert_eq(*cl_percpu_ptr_stride(p, i, st), 9, "the returned copy holds newv");
+			cr_assert_eq(cl_percpu_cmpstore(modes[k], p, st, 77, 1), CL_PERCPU_CMPFAIL);
+		}
+		for (unsigned i = 0; i < n; i++)
+			*cl_percpu_ptr_stride(p, i, st) = 0;
+	}
+	cr_assert_eq(cl_percpu_free(pool, p), 0);
+	cl_percpu_pool_destroy(pool);
+}
+
+Test(percpu_path, bad_input_is_einval)
+{
+	intptr_t v = 0, c = 0;
+	void *items[2], *out, *head = NULL;
+
+	errno = 0;
+	cr_assert_eq(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, NULL, 4096, 1), -1);
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &v, 0, 1), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_percpu_cmpstore((enum cl_rseq_index)3, &v, 4096, 0, 1), -1);
+	cr_assert_eq(cl_percpu_pop(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
+	cr_assert_eq(cl_percpu_trypush(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
+	cr_assert_eq(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, &c, 4096, items, 0, &v,
+					      CL_RSEQ_MO_RELAXED),
+		     -1, "zero capacity");
+	cr_assert_eq(cl_percpu_cmp2_store(CL_RSEQ_INDEX_CPU_ID, &c, 4096, NULL, &out), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(c, 0);
+}
+
+Test(percpu_path, list_and_buffer_round_trip_pinned)
+{
+	struct cl_percpu_pool *pool = test_pool();
+	size_t st = cl_percpu_pool_stride(pool);
+	void **head = cl_percpu_alloc(pool, sizeof(void *), sizeof(void *));
+	struct buf *b = cl_percpu_alloc(pool, sizeof(*b), sizeof(void *));
+	int cpus[64], ncpu = cl_test_allowed_cpus(cpus, 64);
+	struct node nodes[8];
+	long vals[6];
+
+	cr_assert_not_null(head);
+	cr_assert_not_null(b);
+	cr_assert_eq(cl_test_pin(cpus[ncpu - 1]), 0);
+	for (int k = 0; k < 2; k++) {
+		void *out = NULL;
+		int i, first = -1;
+
+		for (int j = 0; j < 8; j++) {
+			i = cl_percpu_trypush(modes[k], head, st, offsetof(struct node, next), &nodes[j]);
+			cr_assert_geq(i, 0);
+			if (modes[k] == CL_RSEQ_INDEX_CPU_ID)
+				cr_assert_eq(i, cpus[ncpu - 1], "pinned: the pinned CPU's list");
+		}
+		for (int j = 0; j < 8; j++) {
+			i = cl_percpu_pop(modes[k], head, st, offsetof(struct node, next), &out);
+			if (i == CL_PERCPU_CMPFAIL) /* mm_cid moved: the rest is on another list */
+				break;
+			cr_assert_geq(i, 0);
+			if (modes[k] == CL_RSEQ_INDEX_CPU_ID)
+				cr_assert_eq(out, (void *)&nodes[7 - j], "LIFO");
+		}
+		if (modes[k] == CL_RSEQ_INDEX_CPU_ID)
+			cr_assert_eq(cl_percpu_pop(modes[k], head, st, offsetof(struct node, next), &out),
+				     CL_PERCPU_CMPFAIL, "empty");
+		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
+			*cl_percpu_ptr_stride(head, c, st) = NULL;
+
+		/* buffer: 4 slots; the fifth push of a pinned thread finds it full */
+		for (int j = 0; j < 6; j++) {
+			i = cl_percpu_cmpstore_store(modes[k], &b->count, st, b->items, 4, &vals[j],
+						     CL_RSEQ_MO_RELEASE);
+			if (modes[k] == CL_RSEQ_INDEX_CPU_ID) {
+				if (j < 4)
+					cr_assert_eq(i, cpus[ncpu - 1]);
+				else
+					cr_assert_eq(i, CL_PERCPU_CMPFAIL, "full");
+			}
+			if (j == 0)
+				first = i;
+		}
+		if (modes[k] == CL_RSEQ_INDEX_CPU_ID) {
+			struct buf *mine = cl_percpu_ptr_stride(b, first, st);
+
+			cr_assert_eq(mine->count, 4);
+			for (int j = 0; j < 4; j++)
+				cr_assert_eq(mine->items[j], (void *)&vals[j]);
+			for (int j = 3; j >= 0; j--) {
+				cr_assert_eq(cl_percpu_cmp2_store(modes[k], &b->count, st, b->items, &out),
+					     first);
+				cr_assert_eq(out, (void *)&vals[j], "LIFO");
+			}
+			cr_assert_eq(cl_percpu_cmp2_store(modes[k], &b->count, st, b->items, &out),
+				     CL_PERCPU_CMPFAIL, "empty");
+		}
+		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
+			cl_percpu_ptr_stride(b, c, st)->count = 0;
+	}
+	cl_percpu_pool_destroy(pool);
+}

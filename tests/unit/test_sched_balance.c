@@ -65,6 +65,15 @@ static uint64_t setup_mru(struct cl_sched *s, struct cl_task *t, int n, uint64_t
 	return now;
 }
 
+/* cl_task_set_affinity() under the task's rq lock. */
+static void set_affinity(struct cl_sched *s, struct cl_task *p, const unsigned long *mask, unsigned int nbits)
+{
+	struct cl_rq *rq = cl_task_rq_lock(s, p);
+
+	cr_assert_eq(cl_task_set_affinity(p, mask, nbits), 0);
+	cl_task_rq_unlock(rq, p);
+}
+
 static int on_cpu(const struct cl_task *p)
 {
 	return p->cpu;
@@ -106,7 +115,7 @@ Test(sched_balance, tail_first_and_stop_at_balance, .init = rcu_init, .fini = rc
 	cr_assert_eq(cl_balance_move(s, 1, 1, now, NULL), -1);
 	cr_assert_eq(errno, EINVAL);
 	sim_drain(s, t, 6, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, skips_cache_hot, .init = rcu_init, .fini = rcu_fini)
@@ -142,7 +151,7 @@ Test(sched_balance, skips_cache_hot, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 2); /* 6 vs 2: two more even it */
 	sim_validate(s);
 	sim_drain(s, t, 8, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fini)
@@ -155,8 +164,8 @@ Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fi
 
 	cl_balance_set_migration_cost(s, 0);
 	now = setup_mru(s, t, 6, 10 * US);
-	cl_task_set_affinity(&t[0], &only_cpu0, 2);
-	cl_task_set_affinity(&t[1], &only_cpu0, 2);
+	set_affinity(s, &t[0], &only_cpu0, 2);
+	set_affinity(s, &t[1], &only_cpu0, 2);
 	cr_assert(cl_task_allowed_on(&t[0], 0));
 	cr_assert_not(cl_task_allowed_on(&t[0], 1));
 	cr_assert_not(cl_task_allowed_on(&t[0], 7)); /* beyond the mask */
@@ -172,7 +181,7 @@ Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fi
 #endif
 	sim_validate(s);
 	sim_drain(s, t, 6, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, scan_bound, .init = rcu_init, .fini = rcu_fini)
@@ -189,7 +198,7 @@ Test(sched_balance, scan_bound, .init = rcu_init, .fini = rcu_fini)
 	now = setup_mru(s, t, 10, 10 * US);
 	for (int i = 0; i < 10; i++)
 		if (i != 5)
-			cl_task_set_affinity(&t[i], &only_cpu0, 1);
+			set_affinity(s, &t[i], &only_cpu0, 1);
 	memset(&st, 0, sizeof(st));
 	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 0); /* t5 is beyond the bound */
 	cr_assert_eq(st.scanned, 2ul);
@@ -200,7 +209,7 @@ Test(sched_balance, scan_bound, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_leq(st.scanned, 10ul);
 	sim_validate(s);
 	sim_drain(s, t, 10, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_balance, busiest_is_read_without_locks, .init = rcu_init, .fini = rcu_fini)
@@ -222,7 +231,7 @@ Test(sched_balance, busiest_is_read_without_locks, .init = rcu_init, .fini = rcu
 	cr_assert_eq(cl_balance_find_busiest(s, 1), -1); /* nobody has 2 more than 5 */
 	cr_assert_eq(cl_balance_find_busiest(s, 7), -1);
 	sim_drain(s, t, 9, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Offline drains every task (throttled groups included) and loses none; online pulls back. */
@@ -242,7 +251,7 @@ Test(sched_balance, offline_drain_and_online, .init = rcu_init, .fini = rcu_fini
 		cl_task_set_group(&t[i], i % 3 == 0 ? NULL : i % 3 == 1 ? g : g2);
 		sim_enqueue(s, i < 8 ? 1 : (unsigned int)(i % 3), &t[i], now);
 	}
-	cl_task_set_affinity(&t[0], &only_cpu1, 3); /* can only run on the CPU going away */
+	set_affinity(s, &t[0], &only_cpu1, 3); /* can only run on the CPU going away */
 	int saw_throttled = 0;
 	for (int k = 0; k < 40 && !saw_throttled; k++) {
 		sim_run(s, &now, 1, 1);
@@ -288,9 +297,10 @@ Test(sched_balance, offline_drain_and_online, .init = rcu_init, .fini = rcu_fini
 		n_queued += t[i].se.on_rq;
 	cr_assert_eq(n_queued, N);
 	sim_drain(s, t, N, now);
+	sim_detach(s, t, N);
 	cl_task_group_destroy(g2);
 	cl_task_group_destroy(g);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* The last online CPU cannot go offline while it has tasks. */
@@ -310,7 +320,7 @@ Test(sched_balance, last_cpu_stays, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_balance_cpu_offline(s, 0, now), 1);
 	cr_assert_eq(on_cpu(&t), 1);
 	sim_drain(s, &t, 1, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* ---- threads: each drives its CPU and pulls from the other (TSan) ---- */

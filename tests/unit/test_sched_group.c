@@ -68,7 +68,7 @@ Test(sched_group, sibling_identity_every_group_and_cpu, .init = rcu_init, .fini 
 	for (int i = NG - 1; i >= 0; i--)
 		cr_assert_eq(cl_task_group_destroy(g[i]), 0);
 	cr_assert_eq(root->nr_groups, 0ul);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 Test(sched_group, create_destroy_errors, .init = rcu_init, .fini = rcu_fini)
@@ -110,6 +110,7 @@ Test(sched_group, create_destroy_errors, .init = rcu_init, .fini = rcu_fini)
 	cl_rq_put_prev(rq1);
 	cl_rq_unlock(rq1);
 	sim_drain(s, &p, 1, now);
+	sim_detach(s, &p, 1);
 	/* b stays allocated until this read-side section ends: a second destroy sees it dead */
 	cl_sched_rcu_read_lock();
 	cr_assert_eq(cl_task_group_destroy(b), 0);
@@ -117,7 +118,7 @@ Test(sched_group, create_destroy_errors, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(errno, EINVAL);
 	cl_sched_rcu_read_unlock();
 	cr_assert_eq(cl_task_group_destroy(a), 0);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /*
@@ -160,10 +161,13 @@ Test(sched_group, set_group_refused_while_current, .init = rcu_init, .fini = rcu
 	cl_rq_put_prev(rq);
 	cr_assert_eq(cl_rq_dequeue(rq, &p, CL_DEQUEUE_SLEEP), 0);
 	cr_assert_eq(cl_rq_dequeue(rq, &q, CL_DEQUEUE_SLEEP), 0);
+	cr_assert_eq(cl_task_group_destroy(a), -1); /* p is attached, asleep */
+	cr_assert_eq(errno, EBUSY);
+	cr_assert_eq(cl_task_set_group(&p, NULL), 0);
 	cl_rq_unlock(rq);
 	cr_assert_eq(cl_task_group_destroy(b), 0);
 	cr_assert_eq(cl_task_group_destroy(a), 0);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Two groups with equal shares get equal time whatever their task counts. */
@@ -195,9 +199,10 @@ Test(sched_group, equal_shares_equal_time, .init = rcu_init, .fini = rcu_fini)
 		cr_assert(q > 0.95 && q < 1.05, "in-group ratio %f", q);
 	}
 	sim_drain(s, t, 5, now);
+	sim_detach(s, t, 5);
 	cl_task_group_destroy(ga);
 	cl_task_group_destroy(gb);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Shares 2048:1024 between nested groups give 2:1, independent of depth. */
@@ -223,11 +228,12 @@ Test(sched_group, shares_ratio_nested, .init = rcu_init, .fini = rcu_fini)
 		   (double)t[1].se.sum_exec_runtime;
 	cr_assert(r > 1.96 && r < 2.04, "ratio %f", r);
 	sim_drain(s, t, 3, now);
+	sim_detach(s, t, 3);
 	cl_task_group_destroy(gb2);
 	cl_task_group_destroy(gb1);
 	cl_task_group_destroy(gb);
 	cl_task_group_destroy(ga);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* A group with quota 25 ms per 100 ms gets no more than its quota, though a
@@ -289,9 +295,10 @@ Test(sched_group, bandwidth_caps_group, .init = rcu_init, .fini = rcu_fini)
 	double share = (double)(t[0].se.sum_exec_runtime + t[1].se.sum_exec_runtime - before) / 1e9;
 	cr_assert(share > 0.45 && share < 0.55, "uncapped share %f", share);
 	sim_drain(s, t, 3, now);
+	sim_detach(s, t, 3);
 	cl_task_group_destroy(child);
 	cl_task_group_destroy(g);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Blocked load: after its task leaves, a group's queue average decays through the walk. */
@@ -322,10 +329,11 @@ Test(sched_group, blocked_load_decays, .init = rcu_init, .fini = rcu_fini)
 	unsigned long idle = cl_tg_cfs_rq(g2, 1)->avg.load_avg;
 	cr_assert(idle < busy / 3 && idle > busy / 5, "busy %lu idle %lu", busy, idle);
 	cr_assert_eq(CL_ATOMIC_LOAD(&g2->load_avg, CL_RELAXED), (long)idle);
+	cr_assert_eq(cl_task_set_group(&t, NULL), 0);
 	cl_rq_unlock(rq);
-	cl_task_group_destroy(g2);
-	cl_task_group_destroy(g);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_task_group_destroy(g2), 0);
+	cr_assert_eq(cl_task_group_destroy(g), 0);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* ---- two threads destroy the same group: exactly one succeeds ---- */
@@ -383,7 +391,7 @@ Test(sched_group, concurrent_destroy_once, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(root->groups.next, &keep->list);
 	cr_assert_eq(keep->list.next, &root->groups);
 	cr_assert_eq(cl_task_group_destroy(keep), 0);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* ---- create under a parent that another thread destroys ---- */
@@ -447,7 +455,7 @@ Test(sched_group, create_under_dying_parent, .init = rcu_init, .fini = rcu_fini)
 		cr_assert_eq(root->nr_groups, 0ul, "trial %d", trial);
 		cr_assert(cds_list_empty(&root->groups));
 	}
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* ---- RCU: walks on two CPUs while two threads create and destroy groups ---- */

@@ -60,9 +60,11 @@ Test(sched_rq, create_percpu_and_errors, .init = rcu_init, .fini = rcu_fini)
 		cr_assert_eq(rq->cpu, c);
 		cr_assert_eq(rq->nr_running, 0u);
 		cr_assert_eq((uintptr_t)rq % CL_CACHELINE_SIZE, 0u);
+		cl_rq_lock(rq);
 		cr_assert_null(cl_rq_pick_next(rq));
+		cl_rq_unlock(rq);
 	}
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 	errno = 0;
 	cr_assert_null(cl_sched_create(0, NULL));
 	cr_assert_eq(errno, EINVAL);
@@ -77,7 +79,7 @@ Test(sched_rq, create_percpu_and_errors, .init = rcu_init, .fini = rcu_fini)
 	s = cl_sched_create(3, pool);
 	cr_assert_not_null(s);
 	cr_assert_eq(s->pool, pool);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 	cl_percpu_pool_destroy(pool); /* still ours after the instance is gone */
 	attr.stride = 2 * CL_PERCPU_STRIDE;
 	pool = cl_percpu_pool_create(&attr);
@@ -112,7 +114,7 @@ Test(sched_rq, enqueue_dequeue_errors, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(rq0->nr_running, 0u);
 	cl_rq_unlock(rq0);
 	cr_assert_eq(cl_task_set_weight(&p, 0), -1);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Weights 1024:2048 get CPU time 1:2 within 2% over a simulated run. */
@@ -133,7 +135,7 @@ Test(sched_rq, weights_one_to_two, .init = rcu_init, .fini = rcu_fini)
 	cr_assert(b / a > 2.0 * 0.98 && b / a < 2.0 * 1.02, "ratio %f", b / a);
 	cr_assert_eq((uint64_t)(a + b), 2999 * SIM_TICK_NS); /* picked at the first tick */
 	sim_drain(s, t, 2, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Nice levels: each step gives about 1.25x the weight. */
@@ -187,7 +189,7 @@ Test(sched_rq, mru_order_after_picks, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(pos, &rq->cfs_tasks);
 	cl_rq_unlock(rq);
 	sim_drain(s, t, 4, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Random operations; invariants after each; min_vruntime never goes back. */
@@ -213,8 +215,11 @@ Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 		struct cl_task *p = &t[rand_r(&seed) % N];
 		int op = rand_r(&seed) % 6;
 
+		/* a wakeup on another CPU holds the lock of the CPU the task left too */
+		struct cl_rq *prev = p->cpu >= 0 ? cl_sched_rq(s, (unsigned int)p->cpu) : rq;
+
 		now += (uint64_t)(rand_r(&seed) % 2000000);
-		cl_rq_lock(rq);
+		cl_rq_lock_two(rq, prev);
 		cl_rq_update_clock(rq, now);
 		switch (op) {
 		case 0: /* wake or create */
@@ -244,7 +249,7 @@ Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 			cr_assert_geq(cl__vdiff(q->min_vruntime, minv[c][g]), 0, "min_vruntime went back");
 			minv[c][g] = q->min_vruntime;
 		}
-		cl_rq_unlock(rq);
+		cl_rq_unlock_two(rq, prev);
 		/* each runnable task in exactly one rq's list */
 		if (step % 64 == 0) {
 			unsigned int total = 0, queued = 0;
@@ -260,9 +265,10 @@ Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 		}
 	}
 	sim_drain(s, t, N, now);
+	sim_detach(s, t, N);
 	cr_assert_eq(cl_task_group_destroy(g2), 0);
 	cr_assert_eq(cl_task_group_destroy(g1), 0);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* A sleeper that wakes far behind preempts; one barely behind does not. */
@@ -297,7 +303,7 @@ Test(sched_rq, wakeup_preemption, .init = rcu_init, .fini = rcu_fini)
 	cl_rq_dequeue(rq, &b, CL_DEQUEUE_SLEEP);
 	cr_assert_eq(rq->nr_running, 0u);
 	cl_rq_unlock(rq);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* The tick preempts after the slice; a lone task is never preempted. */
@@ -330,7 +336,7 @@ Test(sched_rq, tick_preempts_after_slice, .init = rcu_init, .fini = rcu_fini)
 	cl_rq_dequeue(rq, &a, CL_DEQUEUE_SLEEP);
 	cl_rq_dequeue(rq, &b, CL_DEQUEUE_SLEEP);
 	cl_rq_unlock(rq);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* Load tracking: an always-runnable entity's average approaches its weight; a blocked one decays. */
@@ -383,7 +389,7 @@ Test(sched_rq, validate_detects_corruption, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_rq_validate(rq, &why), 0);
 	cl_rq_unlock(rq);
 	sim_drain(s, t, 3, now);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
 /* A task that is not queued on this rq is bad input: EINVAL, not a crash. */
@@ -416,5 +422,5 @@ Test(sched_rq, preempt_wakeup_rejects_unqueued_task, .init = rcu_init, .fini = r
 	cl_rq_lock(rq1);
 	cr_assert_eq(cl_rq_dequeue(rq1, &b, CL_DEQUEUE_SLEEP), 0);
 	cl_rq_unlock(rq1);
-	cl_sched_destroy(s);
+	cr_assert_eq(cl_sched_destroy(s), 0);
 }

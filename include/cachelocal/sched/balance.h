@@ -37,6 +37,16 @@
 
 CL_BEGIN_DECLS
 
+/*
+ * liburcu's list iterators compute the entry through a char * (its
+ * caa_container_of), which clang's -Wcast-align flags; the nodes are
+ * members of naturally aligned structs, so the casts are exact.
+ */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wcast-align"
+#endif
+
 /* What one balancing pass did (all counters are added to, not reset). */
 struct cl_balance_stats {
 	unsigned long scanned;           /* tasks looked at */
@@ -50,14 +60,14 @@ struct cl_balance_stats {
 /**
  * cl_balance_set_migration_cost() - set the cache-hot window.
  * @s: the instance (NULL: no-op).
- * @ns: a task that ran less than @ns ago is not migrated (0: never hot).
+ * @cost_ns: a task that ran less than @cost_ns ago is not migrated (0: never hot).
  *
  * Context: any; read racily by balancing passes.
  */
-CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t ns)
+CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t cost_ns)
 {
 	if (s)
-		CL_WRITE_ONCE(s->migration_cost_ns, ns);
+		CL_WRITE_ONCE(s->migration_cost_ns, cost_ns);
 }
 
 /**
@@ -141,7 +151,7 @@ CL_INLINE int cl__can_migrate_task(const struct cl_sched *s, struct cl_rq *src, 
  * @s: the instance.
  * @src_cpu: the busy CPU.
  * @dst_cpu: the pulling CPU.
- * @now: current time (both rqs' clocks are updated to it).
+ * @now_ns: current time (both rqs' clocks are updated to it).
  * @st: counters to add to (may be NULL).
  *
  * Context: holding no rq lock; takes both in address order.
@@ -149,7 +159,7 @@ CL_INLINE int cl__can_migrate_task(const struct cl_sched *s, struct cl_rq *src, 
  * equal CPUs, or a CPU offline).
  */
 CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned int dst_cpu,
-			      uint64_t now, struct cl_balance_stats *st)
+			      uint64_t now_ns, struct cl_balance_stats *st)
 {
 	struct cl_balance_stats dummy;
 	struct cl_rq *src, *dst;
@@ -157,7 +167,8 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	unsigned int limit, scanned = 0;
 	int imbalance, moved = 0;
 
-	if (src_cpu >= s->nr_cpus || dst_cpu >= s->nr_cpus || src_cpu == dst_cpu) {
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || src_cpu >= s->nr_cpus || dst_cpu >= s->nr_cpus || src_cpu == dst_cpu) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -175,20 +186,19 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		errno = EINVAL;
 		return -1;
 	}
-	cl_rq_update_clock(src, now);
-	cl_rq_update_clock(dst, now);
+	cl_rq_update_clock(src, now_ns);
+	cl_rq_update_clock(dst, now_ns);
 	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
+	/* the node forms: the entities are cache-line aligned (see rq.h) */
 #ifdef CL_DETACH_FROM_HEAD
-	for (pos = src->cfs_tasks.next; pos != &src->cfs_tasks && imbalance > 0 && scanned < limit;
-	     pos = next) {
-		next = pos->next;
+	cds_list_for_each_safe(pos, next, &src->cfs_tasks) {
 #else
-	for (pos = src->cfs_tasks.prev; pos != &src->cfs_tasks && imbalance > 0 && scanned < limit;
-	     pos = next) {
-		next = pos->prev;
+	cds_list_for_each_prev_safe(pos, next, &src->cfs_tasks) {
 #endif
 		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 
+		if (imbalance <= 0 || scanned >= limit)
+			break;
 		scanned++;
 		if (!cl__can_migrate_task(s, src, dst, p, st))
 			continue;
@@ -201,7 +211,7 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 
 		cds_list_del_init(pos);
-		cl_rq_enqueue(dst, p, 0);
+		cl__rq_enqueue(dst, p, 0); /* both locks held: p->cpu moves under both */
 		p->se.nr_migrations++;
 		moved++;
 	}
@@ -218,18 +228,19 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
  * from it.
  * @s: the instance.
  * @dst_cpu: the (idle or lightly loaded) CPU that pulls.
- * @now: current time.
+ * @now_ns: current time.
  * @st: counters to add to (may be NULL).
  *
  * Context: holding no rq lock.
  * Return: tasks moved (0 if balanced), or -1 with errno EINVAL.
  */
-CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t now,
+CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t now_ns,
 			     struct cl_balance_stats *st)
 {
 	int src;
 
-	if (dst_cpu >= s->nr_cpus) {
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || dst_cpu >= s->nr_cpus) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -238,13 +249,85 @@ CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t 
 	src = cl_balance_find_busiest(s, dst_cpu);
 	if (src < 0)
 		return 0;
-	return cl_balance_move(s, (unsigned int)src, dst_cpu, now, st);
+	return cl_balance_move(s, (unsigned int)src, dst_cpu, now_ns, st);
+}
+
+/* Mark @rq going offline (hotplug_lock held): no enqueue, no balancing to or from it. */
+CL_INLINE int cl__cpu_offline_begin(struct cl_sched *s, struct cl_rq *rq)
+{
+	if (!rq->online) {
+		if (!rq->drained)
+			return 0; /* already going offline */
+		errno = EINVAL;
+		return -1;
+	}
+	if (s->nr_online <= 1) {
+		errno = EBUSY; /* the last online CPU */
+		return -1;
+	}
+	cl_rq_lock(rq);
+	CL_WRITE_ONCE(rq->online, 0);
+	cl_rq_unlock(rq);
+	s->nr_online--;
+	return 0;
+}
+
+/**
+ * cl_balance_cpu_offline_begin() - first half of taking @cpu offline while
+ * a worker thread may be running @cpu's current task: "@cpu is going
+ * offline".
+ * @s: the instance.
+ * @cpu: an online CPU.
+ *
+ * From here on @cpu accepts no enqueue (ENXIO), the balancer neither pulls
+ * to nor from it, cl_rq_tick() on it asks for a reschedule and
+ * cl_rq_pick_next() on it puts the running task back and returns NULL.
+ * That NULL is the worker's acknowledgment: the handshake is
+ *
+ *	hotplug thread                      worker of @cpu
+ *	cl_balance_cpu_offline_begin()
+ *	                                    cl_rq_tick() -> 1 (or its own reason)
+ *	                                    cl_rq_pick_next() -> NULL: stop running,
+ *	                                    cl_rq_online(rq) == 0: idle
+ *	cl_balance_cpu_offline() -> -1 EAGAIN until then, then drains
+ *
+ * Context: holding no rq lock; takes the instance's hotplug_lock.
+ * Return: 0 (also if it is already going offline), or -1 with errno EINVAL
+ * (bad CPU, already offline) or EBUSY (the last online CPU).
+ */
+CL_INLINE int cl_balance_cpu_offline_begin(struct cl_sched *s, unsigned int cpu)
+{
+	int r;
+
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || cpu >= s->nr_cpus) {
+		errno = EINVAL;
+		return -1;
+	}
+	cl_spin_lock(&s->hotplug_lock);
+	r = cl__cpu_offline_begin(s, cl_sched_rq(s, cpu));
+	cl_spin_unlock(&s->hotplug_lock);
+	return r;
+}
+
+/**
+ * cl_rq_online() - is @rq's CPU online (not going offline, not offline)?
+ * @rq: the rq.
+ *
+ * Context: any (a hint without @rq's lock; exact with it).
+ * Return: 1 or 0.
+ */
+CL_INLINE int cl_rq_online(const struct cl_rq *rq)
+{
+	return CL_READ_ONCE(rq->online) != 0;
 }
 
 /*
  * cl__balance_fallback_cpu() - where a task of an offline CPU goes: the
  * allowed online CPU with the fewest tasks, else (affinity cannot be kept,
- * as the kernel's select_fallback_rq) any online CPU with the fewest.
+ * as the kernel's select_fallback_rq) any online CPU with the fewest. The
+ * online set is stable (hotplug_lock held); @p is migrating, so its
+ * affinity mask is stable too (setters wait in cl_task_rq_lock()).
  */
 CL_INLINE int cl__balance_fallback_cpu(const struct cl_sched *s, const struct cl_task *p)
 {
@@ -274,51 +357,65 @@ CL_INLINE int cl__balance_fallback_cpu(const struct cl_sched *s, const struct cl
  * cl_balance_cpu_offline() - take @cpu out: move every task queued on it
  * (throttled ones included) to online CPUs and empty its groups' queues.
  * @s: the instance.
- * @cpu: the CPU; its running task is put back first (the caller has stopped
- *       running it).
- * @now: current time.
+ * @cpu: the CPU: online (then the caller guarantees that no thread is
+ *       running @cpu's current task, e.g. a single-threaded driver: it is
+ *       put back here), or going offline after
+ *       cl_balance_cpu_offline_begin() (then @cpu's worker must have
+ *       acknowledged: no current task).
+ * @now_ns: current time.
  *
- * Throttled group queues of @cpu are unthrottled, every task is detached
- * and attached to the least loaded allowed online CPU (any online CPU if
- * its affinity allows none), so that every group entity of @cpu leaves its
- * parent queue; the queues' load contributions are withdrawn from their
- * groups. Balancing skips an offline CPU until cl_balance_cpu_online().
+ * Throttled group queues of @cpu are unthrottled and every task is
+ * dequeued under @cpu's lock and marked CL_TASK_ON_RQ_MIGRATING
+ * (cl_task_rq_lock() on one of them waits; an enqueue of one fails); then
+ * each is enqueued, with both rq locks held, on the least loaded allowed
+ * online CPU (any online CPU if its affinity allows none). The queues'
+ * load contributions are withdrawn from their groups. Offline and online
+ * calls are serialized (hotplug_lock), so the drain's targets stay online.
  *
- * Context: holding no rq lock; an RCU-registered thread.
+ * Context: holding no rq lock; an RCU-registered thread; takes the
+ * hotplug_lock, then rq locks.
  * Return: the number of tasks moved, or -1 with errno EINVAL (bad CPU,
- * already offline) or EBUSY (it is the last online CPU and has tasks).
+ * already offline), EBUSY (the last online CPU) or EAGAIN (going offline
+ * and its worker still runs a task: call again after its
+ * cl_rq_pick_next() returned NULL).
  */
-CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint64_t now)
+CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint64_t now_ns)
 {
 	struct cl_rq *rq;
+	struct cl_task *p;
+	struct cl_task_group *tg, *root;
 	struct cds_list_head drained, *pos, *next;
-	struct cl_task_group *root = &s->root;
-	int moved = 0, others = 0;
+	int moved = 0, was_online;
 
-	if (cpu >= s->nr_cpus || !CL_READ_ONCE(cl_sched_rq(s, cpu)->online)) {
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || cpu >= s->nr_cpus) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (unsigned int c = 0; c < s->nr_cpus; c++)
-		others += c != cpu && CL_READ_ONCE(cl_sched_rq(s, c)->online);
+	root = &s->root;
 	rq = cl_sched_rq(s, cpu);
 	CDS_INIT_LIST_HEAD(&drained);
-	cl_rq_lock(rq);
-	if (!others && !cds_list_empty(&rq->cfs_tasks)) {
-		cl_rq_unlock(rq);
-		errno = EBUSY;
+	cl_spin_lock(&s->hotplug_lock);
+	was_online = rq->online;
+	if (cl__cpu_offline_begin(s, rq) != 0) {
+		cl_spin_unlock(&s->hotplug_lock);
 		return -1;
 	}
-	CL_WRITE_ONCE(rq->online, 0);
-	cl_rq_update_clock(rq, now);
+	cl_rq_lock(rq);
+	if (!was_online && rq->curr) {
+		cl_rq_unlock(rq);
+		cl_spin_unlock(&s->hotplug_lock);
+		errno = EAGAIN; /* the worker has not acknowledged yet */
+		return -1;
+	}
+	cl_rq_update_clock(rq, now_ns);
 	cl_rq_put_prev(rq);
 	/* unthrottle first: every group entity of this CPU must leave its parent */
 	cl_sched_rcu_read_lock();
 	for (int again = 1; again;) {
 		again = 0;
-		for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
-		     pos = CL__TG_NEXT_RCU(pos->next)) {
-			struct cl_cfs_rq *q = cl_tg_cfs_rq(cl_container_of(pos, struct cl_task_group, list), cpu);
+		cl__tg_for_each_rcu(tg, root) {
+			struct cl_cfs_rq *q = cl_tg_cfs_rq(tg, cpu);
 
 			if (q->throttled) {
 				cl__unthrottle_cfs_rq(rq, q);
@@ -328,16 +425,14 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	}
 	cl_sched_rcu_read_unlock();
 	cds_list_for_each_safe(pos, next, &rq->cfs_tasks) {
-		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
-
+		p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 		cl_rq_dequeue(rq, p, 0);
+		CL_ATOMIC_STORE(&p->on_rq, CL_TASK_ON_RQ_MIGRATING, CL_RELEASE);
 		cds_list_add_tail(&p->se.group_node, &drained);
 	}
 	/* withdraw the (now empty) queues' averages from their groups */
 	cl_sched_rcu_read_lock();
-	for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
-	     pos = CL__TG_NEXT_RCU(pos->next)) {
-		struct cl_task_group *tg = cl_container_of(pos, struct cl_task_group, list);
+	cl__tg_for_each_rcu(tg, root) {
 		struct cl_cfs_rq *q = cl_tg_cfs_rq(tg, cpu);
 
 		if (q->tg_load_avg_contrib) {
@@ -347,56 +442,69 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 		memset(&q->avg, 0, sizeof(q->avg));
 	}
 	cl_sched_rcu_read_unlock();
+	rq->drained = 1;
 	cl_rq_unlock(rq);
 
 	cds_list_for_each_safe(pos, next, &drained) {
-		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
-		int to = cl__balance_fallback_cpu(s, p);
-		struct cl_rq *dst = cl_sched_rq(s, (unsigned int)(to < 0 ? 0 : to));
+		struct cl_rq *dst;
 
-		cds_list_del_init(pos);
-		cl_rq_lock(dst);
-		cl_rq_update_clock(dst, now);
-		cl_rq_enqueue(dst, p, 0);
+		p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		/* nr_online >= 1 (hotplug_lock held): a CPU is found */
+		dst = cl_sched_rq(s, (unsigned int)cl__balance_fallback_cpu(s, p));
+		cl_rq_lock_two(rq, dst);
+		cds_list_del_init(&p->se.group_node);
+		cl_rq_update_clock(dst, now_ns);
+		cl__rq_enqueue(dst, p, 0); /* p->cpu moves with both locks held; on_rq: QUEUED */
 		p->se.nr_migrations++;
 		dst->nr_migrations_in++;
-		cl_rq_unlock(dst);
 		rq->nr_migrations_out++;
+		cl_rq_unlock_two(rq, dst);
 		moved++;
 	}
+	cl_spin_unlock(&s->hotplug_lock);
 	return moved;
 }
 
 /**
- * cl_balance_cpu_online() - bring @cpu back; balancing passes then pull
- * tasks to it.
+ * cl_balance_cpu_online() - bring @cpu back (or cancel a pending
+ * cl_balance_cpu_offline_begin()); balancing passes then pull tasks to it.
  * @s: the instance.
- * @cpu: an offline CPU.
- * @now: current time (the rq clock restarts from it).
+ * @cpu: an offline (or going offline) CPU.
+ * @now_ns: current time (the rq clock restarts from it).
  *
- * Context: holding no rq lock.
+ * Context: holding no rq lock; takes the hotplug_lock, then @cpu's rq lock.
  * Return: 0, or -1 with errno EINVAL (bad CPU or already online).
  */
-CL_INLINE int cl_balance_cpu_online(struct cl_sched *s, unsigned int cpu, uint64_t now)
+CL_INLINE int cl_balance_cpu_online(struct cl_sched *s, unsigned int cpu, uint64_t now_ns)
 {
 	struct cl_rq *rq;
 
-	if (cpu >= s->nr_cpus) {
+	CL__ASSERT_NO_RQ_LOCK();
+	if (!s || cpu >= s->nr_cpus) {
 		errno = EINVAL;
 		return -1;
 	}
 	rq = cl_sched_rq(s, cpu);
+	cl_spin_lock(&s->hotplug_lock);
 	cl_rq_lock(rq);
 	if (rq->online) {
 		cl_rq_unlock(rq);
+		cl_spin_unlock(&s->hotplug_lock);
 		errno = EINVAL;
 		return -1;
 	}
-	cl_rq_update_clock(rq, now);
+	cl_rq_update_clock(rq, now_ns);
+	rq->drained = 0;
 	CL_WRITE_ONCE(rq->online, 1);
+	s->nr_online++;
 	cl_rq_unlock(rq);
+	cl_spin_unlock(&s->hotplug_lock);
 	return 0;
 }
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 CL_END_DECLS
 

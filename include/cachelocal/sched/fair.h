@@ -40,6 +40,7 @@
 #include "../cacheline.h"
 #include "../compiler.h"
 #include "../config.h"
+#include "../spinlock.h"
 
 CL_BEGIN_DECLS
 
@@ -66,66 +67,6 @@ CL_BEGIN_DECLS
 struct cl_rq;
 struct cl_cfs_rq;
 struct cl_task_group;
-
-/*
- * struct cl_spinlock - test-and-test-and-set lock on one int.
- *
- * Used for the runqueue lock (rq.h) and the group bandwidth pool. Chosen over
- * pthread_spinlock_t: same size and the same algorithm in glibc (an atomic
- * exchange, then spinning on plain loads), but ours is visible to the
- * compiler (inlined, no PLT call), works in C++ and under ThreadSanitizer
- * through the __atomic builtins, and has the same code on every libc.
- * Measured against pthread_spin_lock in docs/sched.md.
- */
-struct cl_spinlock {
-	int locked;
-};
-
-#define CL_SPINLOCK_INIT { 0 }
-
-/** cl_spin_init() - initialize @l unlocked. @l: the lock. Context: before use. */
-CL_INLINE void cl_spin_init(struct cl_spinlock *l)
-{
-	CL_ATOMIC_STORE(&l->locked, 0, CL_RELAXED);
-}
-
-/**
- * cl_spin_trylock() - take @l if it is free.
- * @l: the lock.
- *
- * Context: any thread; does not spin.
- * Return: 1 if taken, 0 if it was held.
- */
-CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
-{
-	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) == 0 &&
-	       CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) == 0;
-}
-
-/**
- * cl_spin_lock() - take @l, spinning on plain loads while it is held.
- * @l: the lock.
- *
- * Context: any thread; not recursive; keep critical sections short.
- */
-CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
-{
-	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
-		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
-			CL_CPU_RELAX();
-}
-
-/** cl_spin_unlock() - release @l. @l: the lock, held by the caller. Context: the holder. */
-CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
-{
-	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
-}
-
-/** cl_spin_is_locked() - racy peek. @l: the lock. Return: 1 if held now. Context: any. */
-CL_INLINE int cl_spin_is_locked(struct cl_spinlock *l)
-{
-	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0;
-}
 
 /* Load weight of an entity or a queue (sum of its entities). */
 struct cl_load_weight {
@@ -270,18 +211,27 @@ struct cl_cfs_rq {
 CL_ASSERT_GROUP_SIZE(struct cl_cfs_rq, cl_cfs_rq_read_pick, CL_CACHELINE_SIZE);
 #endif
 
+/* struct cl_task.on_rq: the task's queue state (the kernel's TASK_ON_RQ_*). */
+#define CL_TASK_ON_RQ_QUEUED 1    /* queued on rq(cpu) (running or not) */
+#define CL_TASK_ON_RQ_MIGRATING 2 /* in transit between two rqs: on neither, not asleep */
+
 /*
  * struct cl_task - a schedulable task. Embeds its entity; everything else is
  * owned by the caller (data) or set through cl_task_init()/cl_task_set_*().
+ * Locking (docs/sched.md has the full table): cpu is written only with the
+ * rq locks of both the old and the new CPU held; on_rq, on_cpu, tg and the
+ * entity under the lock of rq(cpu); readers use cl_task_rq_lock().
  */
 struct cl_task {
-	struct cl_sched_entity se;
-	struct cl_task_group *tg;          /* NULL: the root group */
-	const unsigned long *cpus_allowed; /* bitmap of allowed CPUs (caller-owned), NULL = all */
+	CL_GROUPED_MEMBER(struct cl_sched_entity se);
+	struct cl_task_group *tg;          /* NULL: the root group; counted in tg->nr_tasks */
+	const unsigned long *cpus_allowed; /* bitmap of allowed CPUs (caller-owned, see
+					    * cl_task_set_affinity() for its lifetime), NULL = all */
 	unsigned int cpus_allowed_bits;    /* bits in cpus_allowed */
 	int cpu;                           /* CPU whose rq queues it or ran it last, -1 none */
 	int nice;
 	int on_cpu;                        /* 1 while it is its rq's curr */
+	int on_rq;                         /* 0 (not queued), CL_TASK_ON_RQ_QUEUED or _MIGRATING */
 	void *data;                        /* caller's */
 };
 
@@ -313,7 +263,8 @@ struct cl_task_group {
 	struct rcu_head rcu;
 	/* bandwidth (group.h): quota per period, pool refilled each period */
 	struct cl_spinlock bw_lock;        /* protects runtime, period_start, nr_periods */
-	int dead;                          /* unlinked, waiting for a grace period */
+	int dead;                          /* unlinked, waiting for a grace period (groups_lock) */
+	unsigned long nr_tasks;            /* tasks attached (queued or not); root's groups_lock */
 	uint64_t quota_ns;                 /* 0: unlimited */
 	uint64_t period_ns;
 	int64_t runtime;                   /* ns left in the pool this period */
@@ -465,15 +416,15 @@ CL_INLINE void cl__update_cfs_rq_avg(struct cl_cfs_rq *cfs_rq, uint64_t now)
 
 CL_INLINE void cl__timeline_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
 {
-	struct cds_list_head *pos = cfs_rq->tasks_timeline.prev;
+	struct cds_list_head *pos;
 
-	/* from the tail: the just-run entity usually goes last */
-	while (pos != &cfs_rq->tasks_timeline) {
+	/* from the tail: the just-run entity usually goes last; the loop ends
+	 * on the head (insert first) when every entity is later than @se */
+	cds_list_for_each_prev(pos, &cfs_rq->tasks_timeline) {
 		struct cl_sched_entity *o = cl_container_of(pos, struct cl_sched_entity, run_node);
 
 		if (cl__vdiff(o->vruntime, se->vruntime) <= 0)
 			break;
-		pos = pos->prev;
 	}
 	cds_list_add(&se->run_node, pos);
 }

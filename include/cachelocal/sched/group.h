@@ -48,11 +48,28 @@
 
 CL_BEGIN_DECLS
 
+/*
+ * liburcu's list iterators compute the entry through a char * (its
+ * caa_container_of), which clang's -Wcast-align flags; the nodes are
+ * members of naturally aligned structs, so the casts are exact.
+ */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wcast-align"
+#endif
+
 /* Default shares of a group (= one nice-0 task). */
 #define CL_TG_DEFAULT_SHARES CL_NICE_0_LOAD
 /* Default bandwidth period and the slice a CPU takes from the pool at once. */
 #define CL_TG_DEFAULT_PERIOD_NS 100000000ULL
 #define CL_TG_BW_SLICE_NS 1000000ULL
+/* cpu.max's ranges: period 1 ms..1 s; quota 1 ms..(2^44 - 1) us (the kernel's max_cfs_runtime). */
+#define CL_TG_MIN_PERIOD_NS 1000000ULL
+#define CL_TG_MAX_PERIOD_NS 1000000000ULL
+#define CL_TG_MIN_QUOTA_NS 1000000ULL
+#define CL_TG_MAX_QUOTA_NS (((1ULL << 44) - 1) * 1000ULL)
+/* Deepest group (the root is depth 0): every walk over the tree is bounded by it. */
+#define CL_TG_MAX_DEPTH 32
 
 /*
  * struct cl_tg_percpu - one group's objects on one CPU (T5). The queue is
@@ -61,7 +78,7 @@ CL_BEGIN_DECLS
  * the entity's read-mostly line do not share lines.
  */
 struct cl_tg_percpu {
-	struct cl_cfs_rq cfs_rq;
+	CL_GROUPED_MEMBER(struct cl_cfs_rq cfs_rq);
 	struct cl_sched_entity se CL_CACHELINE_ALIGNED;
 };
 
@@ -82,6 +99,23 @@ CL_ASSERT_APART(struct cl_tg_percpu, cfs_rq, se);
 #define CL_SCHED_TSAN_SUPPRESSIONS \
 	"called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n"
 
+/*
+ * CL_SCHED_DEFINE_TSAN_SUPPRESSIONS(); at file scope of one C file of a
+ * program: under TSan, defines __tsan_default_suppressions() returning
+ * CL_SCHED_TSAN_SUPPRESSIONS; otherwise nothing.
+ */
+#ifdef CL_HAVE_TSAN
+#define CL_SCHED_DEFINE_TSAN_SUPPRESSIONS()                 \
+	const char *__tsan_default_suppressions(void);      \
+	const char *__tsan_default_suppressions(void)       \
+	{                                                   \
+		return CL_SCHED_TSAN_SUPPRESSIONS;          \
+	}                                                   \
+	extern int cl__sched_tsan_suppressions_defined
+#else
+#define CL_SCHED_DEFINE_TSAN_SUPPRESSIONS() extern int cl__sched_tsan_suppressions_defined
+#endif
+
 #ifdef CL_HAVE_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
@@ -94,13 +128,27 @@ CL_WEAK int cl__rcu_tsan_gp;
 #define CL__TSAN_ACQUIRE(a) ((void)0)
 #endif
 
+/*
+ * Under CL_DEBUG, RCU readers assert that their thread is registered with
+ * urcu-memb (an unregistered reader "works" until a grace period frees
+ * what it reads). The flag is liburcu's own, from its static header.
+ */
+#ifdef CL_DEBUG
+#include <urcu/static/urcu-memb.h>
+#define CL__ASSERT_RCU_REGISTERED() CL_DEBUG_ASSERT(URCU_TLS(urcu_memb_reader).registered)
+#else
+#define CL__ASSERT_RCU_REGISTERED() ((void)0)
+#endif
+
 /**
  * cl_sched_rcu_read_lock() - enter an RCU read-side section (urcu-memb).
  *
- * Context: a thread registered with urcu_memb_register_thread(); nests.
+ * Context: a thread registered with urcu_memb_register_thread() (asserted
+ * under CL_DEBUG); nests.
  */
 CL_INLINE void cl_sched_rcu_read_lock(void)
 {
+	CL__ASSERT_RCU_REGISTERED();
 	urcu_memb_read_lock();
 }
 
@@ -330,14 +378,14 @@ CL_INLINE int cl__task_group_alloc_percpu(struct cl_task_group *tg)
  * Context: any thread; takes the root's groups_lock (not an rq lock). The
  * parent's memory must stay valid during the call (an RCU read section if
  * another thread may destroy it: the call then fails with EINVAL).
- * Return: the group, or NULL with errno EINVAL (@parent NULL or dead) or
- * ENOMEM.
+ * Return: the group, or NULL with errno EINVAL (@parent NULL or dead, or
+ * the new group would be deeper than CL_TG_MAX_DEPTH) or ENOMEM.
  */
 CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *parent, unsigned long shares)
 {
 	struct cl_task_group *tg, *root;
 
-	if (!parent || CL_READ_ONCE(parent->dead)) {
+	if (!parent || CL_READ_ONCE(parent->dead) || parent->depth >= CL_TG_MAX_DEPTH) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -396,16 +444,17 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
 
 /**
  * cl_task_group_destroy() - unlink @tg and free it after a grace period.
- * @tg: a group with no children and no queued or running task on any CPU.
+ * @tg: a group with no children and no attached task.
  *
  * Walkers inside an RCU read-side section may still use it; its memory is
- * released by call_rcu once they are done.
+ * released by call_rcu once they are done. Attaching (cl_task_set_group())
+ * and destroying are serialized by the root's groups_lock: a task attached
+ * (queued, running or asleep) keeps the group alive, and an attach to a
+ * destroyed group fails.
  *
- * Context: any thread; takes the root's groups_lock. The caller guarantees
- * that no task is attached to @tg (moved or exited).
+ * Context: any thread; takes the root's groups_lock.
  * Return: 0, or -1 with errno EINVAL (NULL, root or already destroyed) or
- * EBUSY (children, tasks still queued on some CPU, or one of its tasks
- * still current: put it with cl_rq_put_prev() first).
+ * EBUSY (children, or tasks attached: move them with cl_task_set_group()).
  */
 CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 {
@@ -416,22 +465,13 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 		return -1;
 	}
 	root = tg->root;
-	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
-		const struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
-
-		/* queued tasks, or a task of the group still current (dequeued, not yet put) */
-		if (CL_READ_ONCE(cfs_rq->h_nr_running) || CL_READ_ONCE(cfs_rq->curr)) {
-			errno = EBUSY;
-			return -1;
-		}
-	}
 	cl_spin_lock(&root->groups_lock);
 	if (tg->dead) { /* another destroy won the lock first: unlinked already */
 		cl_spin_unlock(&root->groups_lock);
 		errno = EINVAL;
 		return -1;
 	}
-	if (!cds_list_empty(&tg->children)) {
+	if (!cds_list_empty(&tg->children) || tg->nr_tasks) {
 		cl_spin_unlock(&root->groups_lock);
 		errno = EBUSY;
 		return -1;
@@ -448,13 +488,25 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 
 /* ---- walks (one CPU, under RCU) ---- */
 
-/* Next element of an RCU list, as cds_list_for_each_entry_rcu reads it
- * (under TSan: an acquire load, the reader side of cl__list_add_rcu()). */
+/*
+ * cl__list_for_each_entry_rcu(pos, head, member) - liburcu's
+ * cds_list_for_each_entry_rcu(); under TSan each link is read with an
+ * acquire load instead (the reader side of cl__list_add_rcu(): liburcu's
+ * rcu_dereference is a volatile load TSan does not order).
+ * cl__tg_for_each_rcu(tg, root): every non-root group of @root's tree,
+ * newest first (children before parents). Both: inside an RCU read section.
+ */
 #ifdef CL_HAVE_TSAN
-#define CL__TG_NEXT_RCU(ptr) CL_ATOMIC_LOAD(&(ptr), CL_ACQUIRE)
+#define cl__list_for_each_entry_rcu(pos, head, member)                                              \
+	for ((pos) = cds_list_entry(CL_ATOMIC_LOAD(&(head)->next, CL_ACQUIRE), __typeof__(*(pos)),   \
+				    member);                                                         \
+	     &(pos)->member != (head);                                                               \
+	     (pos) = cds_list_entry(CL_ATOMIC_LOAD(&(pos)->member.next, CL_ACQUIRE), __typeof__(*(pos)), \
+				    member))
 #else
-#define CL__TG_NEXT_RCU(ptr) rcu_dereference(ptr)
+#define cl__list_for_each_entry_rcu(pos, head, member) cds_list_for_each_entry_rcu(pos, head, member)
 #endif
+#define cl__tg_for_each_rcu(tg, root) cl__list_for_each_entry_rcu(tg, &(root)->groups, list)
 
 /**
  * cl_tg_update_blocked_load() - decay every group queue's load average on
@@ -462,7 +514,7 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
  * group's load_avg sum.
  * @root: the root group.
  * @cpu: the CPU.
- * @now: clock of @cpu's rq.
+ * @now_ns: clock of @cpu's rq.
  *
  * Each step is "group base + this CPU's offset": no per-group pointer array.
  *
@@ -471,43 +523,44 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
  * Return: the number of groups visited.
  */
 CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, unsigned int cpu,
-						  uint64_t now)
+						  uint64_t now_ns)
 {
-	struct cds_list_head *pos;
+	struct cl_task_group *tg;
 	unsigned long n = 0;
 
 	cl_sched_rcu_read_lock();
-	for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
-	     pos = CL__TG_NEXT_RCU(pos->next)) {
-		struct cl_task_group *tg = cl_container_of(pos, struct cl_task_group, list);
+	cl__tg_for_each_rcu(tg, root) {
 		struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
 		struct cl_sched_entity *se = cl_cfs_rq_se(cfs_rq);
 		long delta;
 
-		cl__update_cfs_rq_avg(cfs_rq, now);
+		cl__update_cfs_rq_avg(cfs_rq, now_ns);
 		delta = (long)cfs_rq->avg.load_avg - cfs_rq->tg_load_avg_contrib;
 		if (delta) {
 			cfs_rq->tg_load_avg_contrib += delta;
 			CL_ATOMIC_FETCH_ADD(&tg->load_avg, delta, CL_RELAXED);
 		}
 		if (se)
-			cl__update_se_avg(se, now);
+			cl__update_se_avg(se, now_ns);
 		n++;
 	}
 	cl_sched_rcu_read_unlock();
 	return n;
 }
 
-/* Add @delta to throttle_count of @tg's queue on @cpu and of all its descendants'. */
+/*
+ * Add @delta to throttle_count of @tg's queue on @cpu and of all its
+ * descendants'. Recursion depth is bounded by CL_TG_MAX_DEPTH (refused at
+ * create). Inside an RCU read section, @cpu's rq lock held.
+ */
 CL_INLINE void cl__tg_walk_throttle_count(struct cl_task_group *tg, unsigned int cpu, int delta)
 {
-	struct cds_list_head *pos;
+	struct cl_task_group *child;
 	struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
 
 	CL_WRITE_ONCE(cfs_rq->throttle_count, CL_READ_ONCE(cfs_rq->throttle_count) + delta);
-	for (pos = CL__TG_NEXT_RCU(tg->children.next); pos != &tg->children;
-	     pos = CL__TG_NEXT_RCU(pos->next))
-		cl__tg_walk_throttle_count(cl_container_of(pos, struct cl_task_group, siblings), cpu, delta);
+	cl__list_for_each_entry_rcu(child, &tg->children, siblings)
+		cl__tg_walk_throttle_count(child, cpu, delta);
 }
 
 /**
@@ -525,59 +578,20 @@ CL_INLINE int cl_cfs_rq_throttled_hierarchy(const struct cl_cfs_rq *cfs_rq)
 /* ---- bandwidth ---- */
 
 /**
- * cl_tg_set_bandwidth() - cap @tg at @quota_ns of CPU time per @period_ns
- * (summed over CPUs, as cpu.max).
- * @tg: a non-root group.
- * @quota_ns: runtime per period; 0 removes the cap.
- * @period_ns: the period; 0 keeps the current one (default 100 ms).
- *
- * The pool starts full; cl_tg_bandwidth_refill() refills it each period.
- *
- * Context: no task of @tg queued, or every rq lock held.
- * Return: 0, or -1 with errno EINVAL (root, NULL, or quota > 0 with a
- * period under 1 ms).
- */
-CL_INLINE int cl_tg_set_bandwidth(struct cl_task_group *tg, uint64_t quota_ns, uint64_t period_ns)
-{
-	if (!tg || !tg->parent) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (!period_ns)
-		period_ns = tg->period_ns;
-	if (quota_ns && period_ns < 1000000ULL) {
-		errno = EINVAL;
-		return -1;
-	}
-	cl_spin_lock(&tg->bw_lock);
-	tg->quota_ns = quota_ns;
-	tg->period_ns = period_ns;
-	tg->runtime = (int64_t)quota_ns;
-	cl_spin_unlock(&tg->bw_lock);
-	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
-		struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
-
-		cfs_rq->runtime_enabled = quota_ns != 0;
-		cfs_rq->runtime_remaining = 0;
-	}
-	return 0;
-}
-
-/**
  * cl_tg_bandwidth_refill() - start a new period if @period_ns has elapsed.
  * @tg: a group.
- * @now: the current time (any clock shared by all CPUs' rqs).
+ * @now_ns: the current time (any clock shared by all CPUs' rqs).
  *
  * Context: any thread; takes @tg's bw_lock.
  * Return: 1 if the pool was refilled, 0 if not (no quota or same period).
  */
-CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now)
+CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now_ns)
 {
 	int refilled = 0;
 
 	cl_spin_lock(&tg->bw_lock);
-	if (tg->quota_ns && now - tg->period_start >= tg->period_ns) {
-		tg->period_start = now - (now - tg->period_start) % tg->period_ns;
+	if (tg->quota_ns && now_ns - tg->period_start >= tg->period_ns) {
+		tg->period_start = now_ns - (now_ns - tg->period_start) % tg->period_ns;
 		tg->runtime = (int64_t)tg->quota_ns;
 		tg->nr_periods++;
 		refilled = 1;
@@ -589,21 +603,19 @@ CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now)
 /**
  * cl_sched_bandwidth_refill() - cl_tg_bandwidth_refill() for every group.
  * @root: the root group.
- * @now: the current time.
+ * @now_ns: the current time.
  *
  * Context: any registered RCU reader thread; takes the RCU read lock.
  * Return: how many groups were refilled.
  */
-CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, uint64_t now)
+CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, uint64_t now_ns)
 {
-	struct cds_list_head *pos;
+	struct cl_task_group *tg;
 	unsigned long n = 0;
 
 	cl_sched_rcu_read_lock();
-	for (pos = CL__TG_NEXT_RCU(root->groups.next); pos != &root->groups;
-	     pos = CL__TG_NEXT_RCU(pos->next))
-		n += (unsigned long)cl_tg_bandwidth_refill(cl_container_of(pos, struct cl_task_group, list),
-							    now);
+	cl__tg_for_each_rcu(tg, root)
+		n += (unsigned long)cl_tg_bandwidth_refill(tg, now_ns);
 	cl_sched_rcu_read_unlock();
 	return n;
 }
@@ -631,6 +643,10 @@ CL_INLINE int cl__assign_cfs_rq_runtime(struct cl_cfs_rq *cfs_rq)
 	cl_spin_unlock(&tg->bw_lock);
 	return cfs_rq->runtime_remaining > 0;
 }
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 CL_END_DECLS
 

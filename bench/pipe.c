@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/pipe.c - `perf bench sched pipe` on the cachelocal M:N runtime: two
+ * tasks ping-pong a 4-byte message through two channels, LOOPS round trips.
+ *
+ *   --same-cpu    both tasks on one worker pinned to the first allowed CPU
+ *                 (kernel side: taskset -c CPU perf bench sched pipe -T)
+ *   --cross-cpu   one task on each of two workers on two CPUs
+ *                 (kernel side: perf bench sched pipe -T, unpinned)
+ *   --unpinned    two unpinned workers, tasks placed by the balancer
+ *                 (kernel side: perf bench sched pipe -T, unpinned)
+ * Without a placement option all three run. Prints the kernel tool's lines
+ * (Total time, usecs/op, ops/sec) for the median run, then the harness row.
+ * --vs-kernel also runs the kernel's tool the same number of times with the
+ * matching placement and prints its median and the ratio.
+ */
+#include <cachelocal/sched/runtime.h>
+
+#include "rtbench.h"
+
+struct pipe_arg {
+	struct cl_chan *to, *from;
+	long loops;
+	int first;
+	uint64_t ns;
+};
+
+static void *pipe_task(void *p)
+{
+	struct pipe_arg *a = (struct pipe_arg *)p;
+	uint64_t t0 = bench_now_ns();
+	int v = 0;
+
+	for (long i = 0; i < a->loops; i++) {
+		if (a->first) {
+			if (cl_chan_send(a->to, &v) || cl_chan_recv(a->from, &v))
+				return (void *)1;
+		} else {
+			if (cl_chan_recv(a->from, &v) || cl_chan_send(a->to, &v))
+				return (void *)1;
+		}
+		v++;
+	}
+	a->ns = bench_now_ns() - t0;
+	return NULL;
+}
+
+enum { SAME, CROSS, UNPINNED };
+static uint64_t spin_ns; /* 0: the runtime's default */
+static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
+
+/* One run: ns per round trip, or -1. */
+static double pipe_run(int place, long loops)
+{
+	struct cl_runtime_attr ra;
+	struct cl_spawn_attr sa0, sa1;
+	struct pipe_arg a0, a1;
+	struct cl_runtime *rt;
+	struct cl_rt_task *t0, *t1;
+	void *r0 = NULL, *r1 = NULL;
+	double ns = -1;
+
+	memset(&ra, 0, sizeof(ra));
+	memset(&sa0, 0, sizeof(sa0));
+	memset(&sa1, 0, sizeof(sa1));
+	ra.nr_workers = place == SAME ? 1 : 2;
+	ra.spin_ns = spin_ns;
+	if (place == UNPINNED)
+		ra.flags = CL_RUNTIME_UNPINNED;
+	rt = cl_runtime_create(&ra);
+	if (!rt)
+		return -1;
+	struct cl_chan *c1 = cl_chan_create(sizeof(int), 1), *c2 = cl_chan_create(sizeof(int), 1);
+
+	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0 };
+	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0 };
+	sa0.cpu = 0;
+	sa1.cpu = place == SAME ? 0 : 1;
+	sa0.pin = sa1.pin = place != UNPINNED;
+	if (place == UNPINNED)
+		sa0.cpu = sa1.cpu = -1;
+	t1 = cl_spawn(rt, &sa1, pipe_task, &a1);
+	t0 = cl_spawn(rt, &sa0, pipe_task, &a0);
+	if (t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1)
+		ns = (double)a0.ns / (double)loops;
+	cl_runtime_destroy(rt);
+	cl_chan_destroy(c1);
+	cl_chan_destroy(c2);
+	return ns;
+}
+
+static void print_kernel_style(const char *who, long loops, double ns_per_op)
+{
+	double usecs = ns_per_op / 1000.0;
+
+	printf("# Running 'sched/pipe' benchmark (%s):\n", who);
+	printf("# Executed %ld pipe operations between two %s\n\n", loops,
+	       strstr(who, "kernel") ? "threads" : "tasks");
+	printf("     Total time: %.3f [sec]\n\n", usecs * (double)loops / 1e6);
+	printf("     %14.6f usecs/op\n", usecs);
+	printf("     %14.0f ops/sec\n\n", 1e6 / usecs);
+}
+
+static void usage(void)
+{
+	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel] [--spin-ns N]\n"
+	       "            [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
+	       "  -l LOOPS     round trips per run (default 1000000; --quick: 100000)\n"
+	       "  --same-cpu   both tasks on one worker (kernel: taskset -c CPU perf bench sched pipe -T)\n"
+	       "  --cross-cpu  the tasks pinned on two workers (kernel: perf bench sched pipe -T)\n"
+	       "  --unpinned   two unpinned workers (kernel: perf bench sched pipe -T)\n"
+	       "  --vs-kernel  also run `perf bench sched pipe` with the matching placement\n"
+	       "  --spin-ns N  idle workers spin N ns before sleeping (default: the runtime's, 50000)\n"
+	       "  (no placement option: all three)\n");
+	bench_usage("pipe");
+}
+
+int main(int argc, char **argv)
+{
+	struct bench b;
+	long loops = -1;
+	int want[3] = { 0, 0, 0 }, any = 0, vs_kernel = 0;
+	double samples[BENCH_MAX_RUNS], ksamples[BENCH_MAX_RUNS];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return 0;
+		} else if (!strcmp(argv[i], "-l")) {
+			loops = rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
+		} else if (!strcmp(argv[i], "--same-cpu")) {
+			want[SAME] = any = 1;
+		} else if (!strcmp(argv[i], "--cross-cpu")) {
+			want[CROSS] = any = 1;
+		} else if (!strcmp(argv[i], "--unpinned")) {
+			want[UNPINNED] = any = 1;
+		} else if (!strcmp(argv[i], "--spin-ns")) {
+			spin_ns = (uint64_t)rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
+		} else if (!strcmp(argv[i], "--vs-kernel")) {
+			vs_kernel = 1;
+		} else if (!bench_is_shared_arg(argc, argv, &i)) {
+			rtb_unknown("pipe", argv[i]);
+		}
+	}
+	bench_init(&b, "pipe", argc, argv);
+	if (loops < 0)
+		loops = b.quick ? 100000 : 1000000;
+	if (!any)
+		want[SAME] = want[CROSS] = want[UNPINNED] = 1;
+	if (vs_kernel && !rtb_have_perf()) {
+		printf("# kernel side skipped: perf not installed (make deps installs linux-perf)\n");
+		vs_kernel = 0;
+	}
+	if (!b.json_only)
+		printf("# context switch: %s; workers: %s\n", cl_runtime_context_kind(),
+		       "same-cpu 1, cross-cpu 2 pinned, unpinned 2");
+	for (int p = 0; p < 3; p++) {
+		char who[128], cmd[256], kcase[64];
+		double med, kmed = 0;
+		int cpu0 = bench_allowed_cpu(0);
+
+		if (!want[p])
+			continue;
+		if (p != SAME && bench_nr_allowed_cpus() < 2) {
+			printf("# %s skipped: only one CPU allowed\n", place_name[p]);
+			continue;
+		}
+		pipe_run(p, loops / 10 + 1); /* warm-up */
+		for (int r = 0; r < b.runs; r++) {
+			samples[r] = pipe_run(p, loops);
+			if (samples[r] < 0) {
+				fprintf(stderr, "pipe: run failed: %s\n", strerror(errno));
+				return 1;
+			}
+			bench_progress(&b, "%s run %d: %.1f ns/op", place_name[p], r, samples[r]);
+		}
+		med = bench_median(samples, b.runs);
+		snprintf(who, sizeof(who), "cachelocal runtime, %s", place_name[p]);
+		if (!b.json_only)
+			print_kernel_style(who, loops, med);
+		bench_report(&b, "pipe round trip", "cachelocal", place_name[p], 2, samples, b.runs,
+			     "ns/op");
+		if (!vs_kernel)
+			continue;
+		if (p == SAME)
+			snprintf(cmd, sizeof(cmd),
+				 "taskset -c %d perf bench sched pipe -T -l %ld 2>/dev/null", cpu0, loops);
+		else
+			snprintf(cmd, sizeof(cmd), "perf bench sched pipe -T -l %ld 2>/dev/null", loops);
+		for (int r = 0; r < b.runs; r++) {
+			double us = rtb_run_kernel(cmd, "usecs/op");
+
+			if (us <= 0) {
+				printf("# kernel side skipped: `%s` failed\n", cmd);
+				vs_kernel = 0;
+				break;
+			}
+			ksamples[r] = us * 1000.0;
+			bench_progress(&b, "kernel %s run %d: %.1f ns/op", place_name[p], r, ksamples[r]);
+		}
+		if (!vs_kernel)
+			continue;
+		kmed = bench_median(ksamples, b.runs);
+		snprintf(who, sizeof(who), "kernel: %.*s", (int)(strstr(cmd, " 2>") - cmd), cmd);
+		if (!b.json_only)
+			print_kernel_style(who, loops, kmed);
+		bench_report(&b, "pipe round trip", "kernel perf -T",
+			     p == SAME ? "same-cpu" : "unpinned", 2, ksamples, b.runs, "ns/op");
+		snprintf(kcase, sizeof(kcase), "pipe %s", place_name[p]);
+		double ratio = bench_ratio(&b, kcase, "kernel / cachelocal (x faster)", kmed, med);
+
+		if (p == SAME)
+			rtb_goal(&b, "pipe same-cpu >= 40x the kernel (must >= 25x)", ratio, 40, 1);
+		else if (p == CROSS)
+			rtb_goal(&b, "pipe cross-cpu >= 10x the kernel unpinned", ratio, 10, 1);
+		vs_kernel = 1;
+	}
+	return bench_finish(&b);
+}

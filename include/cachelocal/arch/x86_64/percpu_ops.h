@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/arch/x86_64/percpu_ops.h - the x86-64 rseq critical sections
+ * behind <cachelocal/percpu_ops.h>.
+ *
+ * Private to percpu_ops.h (not API). The sections themselves are written once,
+ * in percpu_ops_tmpl.h, and instantiated here for both index kinds:
+ *   cl__rseq_<op>_asm_cpu_id()   compares rseq->cpu_id (ABI offset 4)
+ *   cl__rseq_<op>_asm_mm_cid()   compares rseq->mm_cid (ABI offset 24)
+ * Each returns CL_RSEQ_OK (0), CL_RSEQ_CMPFAIL (1) or CL_RSEQ_ABORT (-1).
+ *
+ * Labels inside one section (numeric local labels, so a section can be
+ * inlined or duplicated any number of times):
+ *   1  start_ip: first instruction after rseq_cs is published
+ *   2  post-commit: first instruction after the commit store
+ *   3  the struct cl_rseq_cs descriptor, in section __rseq_cs
+ *   4  abort_ip, in section __rseq_failure, right after the signature
+ *   8, 9  loops inside a section (memcpy)
+ * CL_RSEQ_INJECT_ASM() hooks may use labels 5 to 7.
+ *
+ * Scratch registers: %rax (and %rcx in the copy loop), always clobbered.
+ * A test hook (CL_RSEQ_INJECT_ASM) may use any register it lists in
+ * CL_RSEQ_INJECT_CLOBBER, %rax and %rcx included: around a user-defined
+ * hook, the section saves %rax and %rcx to a stack slot of the calling
+ * function and reloads them after it (never by push: the section must not
+ * move %rsp, an abort resumes with the registers as they were). The hook
+ * must leave %rsp and the flags it found alone (hooks sit where no flag is
+ * live, but a hook ending with a compare is fine) and may not call.
+ */
+#ifndef CL__PERCPU_OPS_INSIDE
+#error "do not include <cachelocal/arch/x86_64/percpu_ops.h> directly; include <cachelocal/percpu_ops.h>"
+#endif
+
+#ifndef CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H
+#define CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H
+
+/* Every ABI offset used in the asm below, tied to the struct. */
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, cpu_id) == CL_RSEQ_ABI_CPU_ID_OFFSET,
+		 "cpu_id offset used in asm");
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, rseq_cs) == CL_RSEQ_ABI_RSEQ_CS_OFFSET,
+		 "rseq_cs offset used in asm");
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, mm_cid) == CL_RSEQ_ABI_MM_CID_OFFSET,
+		 "mm_cid offset used in asm");
+CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, cpu_id) == 4, "cmpl on cpu_id");
+CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, mm_cid) == 4, "cmpl on mm_cid");
+CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, rseq_cs) == 8, "movq to rseq_cs");
+/* The descriptor emitted by CL__RSEQ_ASM_DESCRIPTOR: .long, .long, .quad x 3. */
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, start_ip) == 8, "rseq_cs start_ip");
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, post_commit_offset) == 16, "rseq_cs post_commit");
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, abort_ip) == 24, "rseq_cs abort_ip");
+CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
+
+#define CL__RSEQ_ASM_DESCRIPTOR              \
+	".pushsection __rseq_cs, \"aw\"\n\t" \
+	".balign 32\n\t"                     \
+	"3:\n\t"                             \
+	".long 0, 0\n\t"                     \
+	".quad 1f, (2f - 1f), 4f\n\t"        \
+	".popsection\n\t"
+
+/* Publish the descriptor in abi->rseq_cs, then start (label 1). */
+#define CL__RSEQ_ASM_START                  \
+	"leaq 3b(%%rip), %%rax\n\t"          \
+	"movq %%rax, %c[cs_off](%[abi])\n\t" \
+	"1:\n\t"
+
+/* Abort unless the index field of the area still equals the index. */
+#define CL__RSEQ_ASM_CHECK_INDEX               \
+	"cmpl %[idx], %c[idx_off](%[abi])\n\t" \
+	"jnz 4f\n\t"
+
+/*
+ * Abort handler: the kernel checks the 4 bytes before abort_ip against the
+ * registered signature. They are the immediate of "ud1 sig(%rip), %edi"
+ * (0f b9 3d + imm32), which never executes: nothing jumps to it.
+ */
+#define CL__RSEQ_ASM_ABORT                        \
+	".pushsection __rseq_failure, \"ax\"\n\t" \
+	".byte 0x0f, 0xb9, 0x3d\n\t"              \
+	".long %c[sig]\n\t"                       \
+	"4:\n\t"                                  \
+	"jmp %l[cl_abort]\n\t"                    \
+	".popsection\n\t"
+
+/*
+ * Test hooks. Without a user hook, nothing. With one, %rax and %rcx (the
+ * sections' scratch registers, live across some hook points) are kept in
+ * the caller's stack slot cl__hsave around it.
+ */
+#ifdef CL__RSEQ_INJECT_USER
+#define CL__RSEQ_HOOK(n)                         \
+	"movq %%rax, %[hsave]\n\t"               \
+	"movq %%rcx, %[hsave2]\n\t"              \
+	CL_RSEQ_INJECT_ASM(n)                    \
+	"movq %[hsave], %%rax\n\t"               \
+	"movq %[hsave2], %%rcx\n\t"
+#define CL__RSEQ_HOOK_DECL intptr_t cl__hsave[2];
+#define CL__RSEQ_HOOK_INPUT , [hsave] "m"(cl__hsave[0]), [hsave2] "m"(cl__hsave[1])
+#else
+#define CL__RSEQ_HOOK(n) ""
+#define CL__RSEQ_HOOK_DECL
+#define CL__RSEQ_HOOK_INPUT
+#endif
+
+/* Operands every section uses; CL__RSEQ_T_OFF is the index field's offset. */
+#define CL__RSEQ_ASM_INPUTS(idx_offset)                                                  \
+	[abi] "r"(abi), [cs_off] "i"(CL_RSEQ_ABI_RSEQ_CS_OFFSET), [idx_off] "i"(idx_offset), \
+		[sig] "i"(CL_RSEQ_SIG) CL__RSEQ_HOOK_INPUT
+
+#define CL__RSEQ_ASM_CLOBBERS "memory", "cc", "rax" CL_RSEQ_INJECT_CLOBBER
+
+/* Instantiate the sections for both index kinds. */
+#define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
+#define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id
+#include "percpu_ops_tmpl.h"
+#undef CL__RSEQ_T_OFF
+#undef CL__RSEQ_T
+
+#define CL__RSEQ_T_OFF CL_RSEQ_ABI_MM_CID_OFFSET
+#define CL__RSEQ_T(op) cl__rseq_##op##_asm_mm_cid
+#include "percpu_ops_tmpl.h"
+#undef CL__RSEQ_T_OFF
+#undef CL__RSEQ_T
+
+/*
+ * CL__RSEQ_ASM(kind, op, args...): the section of @op for @kind (a constant
+ * at every call site once inlined: only one section is emitted).
+ */
+#define CL__RSEQ_ASM(kind, op, ...)                                               \
+	((kind) == CL_RSEQ_INDEX_MM_CID ? cl__rseq_##op##_asm_mm_cid(__VA_ARGS__) \
+					: cl__rseq_##op##_asm_cpu_id(__VA_ARGS__))
+
+#endif /* CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H */

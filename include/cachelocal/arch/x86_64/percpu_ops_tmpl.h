@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/arch/x86_64/percpu_ops_tmpl.h - the x86-64 critical sections,
+ * written once. Private: included twice by arch/x86_64/percpu_ops.h, with
+ * CL__RSEQ_T_OFF (offset of the compared index field in struct cl_rseq_abi)
+ * and CL__RSEQ_T(op) (the function name for this index kind) defined.
+ * No include guard on purpose. Pseudo-code of every section is in
+ * percpu_ops.h next to its public entry, and in docs/percpu_ops.md.
+ *
+ * Memory operands are passed as pointers in registers and used as (%reg):
+ * an indexed address (base + index) on a read-modify-write or a store
+ * costs extra uops on common x86 cores (measured: the counter add took
+ * 1.6x as long with the compiler's base + index operand).
+ *
+ * Every section:
+ *	rseq_cs = &descriptor;            (CL__RSEQ_ASM_START)
+ *	start:  if (area->index_field != idx) goto abort;
+ *		... loads and compares ...
+ *		the commit store, last instruction
+ *	post_commit:
+ */
+#if !defined(CL__PERCPU_OPS_INSIDE) || !defined(CL__RSEQ_T)
+#error "private template of <cachelocal/arch/x86_64/percpu_ops.h>"
+#endif
+
+/* add: *v += count */
+CL_ALWAYS_INLINE int CL__RSEQ_T(add)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t count, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "addq %[count], (%[v])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     : /* no outputs: results go through memory */
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [v] "r"(v),
+		       [count] "er"(count)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort);
+	return CL_RSEQ_OK;
+cl_abort:
+	CL_INJECT(20);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * add_here: the index is read inside the section and the copy's address
+ * computed there (no compare):
+ *	i = area->index_field; *idx_out = i;
+ *	*(base + i * stride) += count;
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(add_here)(struct cl_rseq_abi *abi, intptr_t *base, size_t stride,
+					  intptr_t count, int *idx_out)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     "movl %c[idx_off](%[abi]), %%eax\n\t"
+		     "movl %%eax, (%[out])\n\t" CL__RSEQ_HOOK(2)
+		     "imulq %[stride], %%rax\n\t"
+		     "addq %[base], %%rax\n\t"
+		     "addq %[count], (%%rax)\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [out] "r"(idx_out), [base] "r"(base),
+		       [stride] "er"(stride), [count] "er"(count)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort);
+	return CL_RSEQ_OK;
+cl_abort:
+	CL_INJECT(20);
+	return CL_RSEQ_ABORT;
+}
+
+/* cmpstore: if (*v != expect) cmpfail; *v = newv */
+CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t expect,
+					  intptr_t newv, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "cmpq (%[v]), %[expect]\n\t"
+		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq %[newv], (%[v])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [v] "r"(v),
+		       [expect] "r"(expect), [newv] "r"(newv)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(21);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * pop: node = *head; if (node == end) cmpfail; *out = node;
+ *	*head = *(node + off)
+ * The node stays in %rax across hooks 3 and 4 (saved around user hooks).
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(pop)(struct cl_rseq_abi *abi, void **head, size_t off, void *end,
+				     void **out, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "movq (%[head]), %%rax\n\t"
+		     "cmpq %[end], %%rax\n\t"
+		     "jz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq %%rax, (%[out])\n\t"
+		     "movq (%%rax, %[off]), %%rax\n\t" CL__RSEQ_HOOK(4)
+		     "movq %%rax, (%[head])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [head] "r"(head),
+		       [out] "r"(out), [off] "r"(off), [end] "er"((intptr_t)end)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(22);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * cmpstore_store: if (*v != expect) cmpfail; *v2 = newv2; *v = newv
+ * (x86-64 stores are ordered: the commit is a release store of *v2 too).
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore_store)(struct cl_rseq_abi *abi, intptr_t *v,
+						intptr_t expect, intptr_t *v2, intptr_t newv2,
+						intptr_t newv, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "cmpq (%[v]), %[expect]\n\t"
+		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq %[newv2], (%[v2])\n\t" CL__RSEQ_HOOK(4)
+		     "movq %[newv], (%[v])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [v] "r"(v),
+		       [expect] "r"(expect), [v2] "r"(v2), [newv2] "r"(newv2), [newv] "r"(newv)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(23);
+	return CL_RSEQ_ABORT;
+}
+
+/* cmp2_store: if (*v != expect || *v2 != expect2) cmpfail; *v = newv */
+CL_ALWAYS_INLINE int CL__RSEQ_T(cmp2_store)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t expect,
+					    intptr_t *v2, intptr_t expect2, intptr_t newv, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "cmpq (%[v]), %[expect]\n\t"
+		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "cmpq (%[v2]), %[expect2]\n\t"
+		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(4)
+		     "movq %[newv], (%[v])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [v] "r"(v),
+		       [expect] "r"(expect), [v2] "r"(v2), [expect2] "r"(expect2), [newv] "r"(newv)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(24);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * cmpmemcpy_store: if (*v != expect) cmpfail; copy len bytes src -> dst
+ * (8 at a time, then the tail one by one; %rcx counts, %rax carries);
+ * *v = newv.
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(cmpmemcpy_store)(struct cl_rseq_abi *abi, intptr_t *v,
+						 intptr_t expect, void *dst, const void *src,
+						 size_t len, intptr_t newv, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "cmpq (%[v]), %[expect]\n\t"
+		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "xorl %%ecx, %%ecx\n\t"
+		     "8:\n\t"
+		     "leaq 8(%%rcx), %%rax\n\t"
+		     "cmpq %[len], %%rax\n\t"
+		     "ja 9f\n\t"
+		     "movq (%[src], %%rcx), %%rax\n\t"
+		     "movq %%rax, (%[dst], %%rcx)\n\t"
+		     "addq $8, %%rcx\n\t"
+		     "jmp 8b\n\t"
+		     "9:\n\t"
+		     "cmpq %[len], %%rcx\n\t"
+		     "jae 9f\n\t"
+		     "movb (%[src], %%rcx), %%al\n\t"
+		     "movb %%al, (%[dst], %%rcx)\n\t"
+		     "incq %%rcx\n\t"
+		     "jmp 9b\n\t"
+		     "9:\n\t" CL__RSEQ_HOOK(4)
+		     "movq %[newv], (%[v])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [v] "r"(v),
+		       [expect] "r"(expect), [dst] "r"(dst), [src] "r"(src), [len] "r"(len),
+		       [newv] "r"(newv)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(25);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * deref_add: p = *ptr; *(intptr_t *)(p + off) += count
+ * p stays in %rax across hook 3 (saved around user hooks).
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(deref_add)(struct cl_rseq_abi *abi, void **ptr, ptrdiff_t off,
+					   intptr_t count, int idx)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
+		     "movq (%[ptr]), %%rax\n\t" CL__RSEQ_HOOK(3)
+		     "addq %[off], %%rax\n\t"
+		     "addq %[count], (%%rax)\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [idx] "r"(idx), [ptr] "r"(ptr),
+		       [off] "r"(off), [count] "er"(count)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort);
+	return CL_RSEQ_OK;
+cl_abort:
+	CL_INJECT(26);
+	return CL_RSEQ_ABORT;
+}

@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/brlock.h - a per-CPU reader-writer lock for read-mostly data
+ * (a scheduler's group tree, configuration): readers write only their own
+ * CPU's line; writers pay.
+ *
+ *	static struct cl_brlock lock;
+ *	cl_brlock_init(&lock);                    // 0, or -1 + errno
+ *	int t = cl_brlock_read_lock(&lock);       // any thread, many at once
+ *	... read the shared data ...
+ *	cl_brlock_read_unlock(&lock, t);          // may run on another CPU
+ *	cl_brlock_write_lock(&lock);              // one writer, no reader
+ *	... change it ...
+ *	cl_brlock_write_unlock(&lock);
+ *	cl_brlock_destroy(&lock);
+ *
+ * Built from the pool and the public per-CPU operations only, the pattern a
+ * user's own per-CPU structure follows (docs/structures.md):
+ *   storage  one per-CPU object from a cl_percpu_pool: struct
+ *            cl__brlock_cpu {lock, unlock}, two counters of read locks and
+ *            read unlocks done on that CPU (on its own slice: CPUs never
+ *            share a line);
+ *   fast     read_lock = one per-CPU add of 1 to this CPU's `lock` (an rseq
+ *            add: no atomic instruction, no fence), then a load of the
+ *            writer word; read_unlock = one add to `unlock` of the CPU the
+ *            thread runs on then (not necessarily the one that locked: the
+ *            counters are only ever summed), then the same load.
+ *   slow     the writer: it sets the writer word, makes every running thread
+ *            execute a full barrier (membarrier PRIVATE_EXPEDITED, as
+ *            liburcu's memb flavour), then waits until the sum of unlocks
+ *            equals the sum of locks (unlocks summed first, so a reader that
+ *            migrates between the two sums is never missed).
+ *
+ * Why the reader needs no fence (asymmetric Dekker): a reader stores its
+ * lock count, then loads the writer word; the writer stores the writer word,
+ * then membarrier() puts a full barrier into every running thread's program
+ * order, then loads the counts. Wherever that barrier lands in the reader,
+ * either the reader's load sees the writer word (it backs off) or the writer
+ * sees the reader's count (it waits). A thread that is not running has gone
+ * through the kernel's barriers at its context switch.
+ *
+ * Modes (cl_brlock_mode(), decided at init):
+ *   CL_BRLOCK_MEMBARRIER  the above: readers use the per-CPU add of
+ *                         percpu_ops.h (rseq section, or its atomic
+ *                         fallback when rseq is unavailable) and no fence;
+ *   CL_BRLOCK_FENCE       membarrier(PRIVATE_EXPEDITED) is unavailable
+ *                         (kernel < 4.14, seccomp), or a ThreadSanitizer
+ *                         build (TSan cannot see membarrier): readers do a
+ *                         sequentially consistent atomic add on their CPU's
+ *                         counter and a sequentially consistent load of the
+ *                         writer word, i.e. a fence per lock and per unlock.
+ *                         Still no shared line written by readers.
+ * A thread without an rseq area in a process that uses rseq (only possible
+ * under a seccomp filter installed after the first thread registered) counts
+ * atomically in a shared slot instead.
+ *
+ * Fairness: a writer that has set the writer word is never overtaken by a
+ * new reader (they back off and sleep until it unlocks), so writers are not
+ * starved by readers; writers queue first-come first-served (a ticket lock).
+ * Readers may be starved by an endless stream of writers (read-mostly use).
+ *
+ * Synchronization table:
+ *	                 read_lock/unlock  write_lock/unlock  init/destroy
+ *	read_lock/unlock yes               excluded           no
+ *	write_lock/unl.  excluded          excluded (FIFO)    no
+ *	init/destroy     no                no                 no
+ * Read sections do not nest (a nested read_lock waits for a pending writer,
+ * which waits for the outer section: deadlock) and must not be entered from a
+ * signal handler that may interrupt a section or a write_lock of the same lock.
+ *
+ * Memory: the struct holds read-mostly fields only (readers load the writer
+ * word and the per-CPU base on every lock); writer-side state is a separate
+ * allocation on its own false-sharing unit. Embed struct cl_brlock away from
+ * often-written fields (e.g. CL_CACHELINE_ALIGNED) to keep readers' line clean.
+ */
+#ifndef CACHELOCAL_BRLOCK_H
+#define CACHELOCAL_BRLOCK_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "config.h"
+#include "percpu.h"
+#include "percpu_ops.h"
+#include "rseq.h"
+#include "sys.h"
+
+CL_BEGIN_DECLS
+
+/* Modes (cl_brlock_mode()). */
+enum cl_brlock_mode {
+	CL_BRLOCK_MEMBARRIER = 1, /* readers: per-CPU add, no fence; writers: membarrier */
+	CL_BRLOCK_FENCE = 2,      /* readers: atomic add and load, sequentially consistent */
+};
+
+/* The per-CPU object: what readers on one CPU write. */
+struct cl__brlock_cpu {
+	intptr_t lock;   /* read locks counted on this CPU (wraps) */
+	intptr_t unlock; /* read unlocks (and backed-off locks) counted on this CPU */
+};
+
+/* Writer-side state: one allocation, alone on its false-sharing unit. */
+struct cl__brlock_wside {
+	unsigned whead;        /* ticket now served (futex word for queued writers) */
+	unsigned wtail;        /* next ticket */
+	unsigned wseq;         /* futex word: readers bump it when they leave */
+	int wsleep;            /* a writer sleeps on wseq */
+	intptr_t shared_lock;  /* locks of threads without the per-CPU path (atomic) */
+	intptr_t shared_unlock;
+	struct cl_percpu_pool *pool;
+	int own_pool;          /* the pool was created by init: destroy frees it */
+};
+
+/* writer word bits */
+#define CL__BRLOCK_W_HELD 1    /* a writer holds the lock or waits for readers */
+#define CL__BRLOCK_W_WAITERS 2 /* readers sleep on the word */
+
+/*
+ * A fence the membarrier mode needs (free on x86_64, where it is a compiler
+ * barrier). ThreadSanitizer builds always run the fence mode, which orders
+ * everything with sequentially consistent atomics, and TSan rejects
+ * standalone fences.
+ */
+#ifdef CL_HAVE_TSAN
+#define CL__BRLOCK_MEMB_FENCE(mo) CL_BARRIER()
+#else
+#define CL__BRLOCK_MEMB_FENCE(mo) CL_ATOMIC_FENCE(mo)
+#endif
+
+/* Reader and writer spin rounds before sleeping. */
+#ifndef CL_BRLOCK_SPIN_ROUNDS
+#define CL_BRLOCK_SPIN_ROUNDS 200
+#endif
+
+/**
+ * struct cl_brlock - a per-CPU reader-writer lock. Complete type: embed it
+ * or declare it static, then cl_brlock_init(). Fields are private.
+ *
+ * Every field is written by init/destroy only, except @writer (written by
+ * writers on lock and unlock, and by readers that go to sleep). Readers load
+ * @writer, @mode, @index, @cpu and @stride on every lock: they are read-mostly.
+ */
+struct cl_brlock {
+	int writer;                  /* CL__BRLOCK_W_* */
+	int fast;                    /* membarrier mode and cpu_id counters: the inline path */
+	int mode;                    /* enum cl_brlock_mode; 0 = not initialised */
+	int index;                   /* enum cl_rseq_index of the per-CPU counters */
+	unsigned nr_cpus;            /* copies in the pool */
+	struct cl__brlock_cpu *cpu;  /* CPU 0's copy of the per-CPU object */
+	size_t stride;               /* the pool's stride */
+	struct cl__brlock_wside *w;  /* writer side */
+};
+
+/* ---- process-wide: membarrier registration ---- */
+
+/* Private expedited membarrier for brlocks: 0 not tried, 1 usable, -1 not. */
+CL_WEAK int cl__brlock_memb_state;
+
+#define CL__BRLOCK_MEMB_QUERY 0
+#define CL__BRLOCK_MEMB_PRIVATE_EXPEDITED (1 << 3)
+#define CL__BRLOCK_MEMB_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+#define CL__BRLOCK_FUTEX_WAIT_PRIVATE 128
+#define CL__BRLOCK_FUTEX_WAKE_PRIVATE 129
+
+/* Register for private expedited membarrier; 1 or -1 (errno kept). */
+CL_INLINE int cl__brlock_memb_register(void)
+{
+	int saved = errno, ok = -1;
+#if defined(SYS_membarrier) && !defined(CL_BRLOCK_NO_MEMBARRIER)
+	long need = CL__BRLOCK_MEMB_PRIVATE_EXPEDITED | CL__BRLOCK_MEMB_REGISTER_PRIVATE_EXPEDITED;
+	long mask = syscall(SYS_membarrier, CL__BRLOCK_MEMB_QUERY, 0, 0);
+
+	if (mask > 0 && (mask & need) == need &&
+	    syscall(SYS_membarrier, CL__BRLOCK_MEMB_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		ok = 1;
+#endif
+	CL_ATOMIC_STORE(&cl__brlock_memb_state, ok, CL_RELAXED);
+	errno = saved;
+	return ok;
+}
+
+/*
+ * A full barrier in every running thread of the process. A failure after a
+ * successful registration means the process was forked (the child's mm is
+ * not registered): register again. The call cannot fail otherwise.
+ */
+CL_INLINE void cl__brlock_memb_fence(void)
+{
+	int saved = errno;
+#ifdef SYS_membarrier
+	while (syscall(SYS_membarrier, CL__BRLOCK_MEMB_PRIVATE_EXPEDITED, 0, 0) != 0) {
+		if (cl__brlock_memb_register() != 1) {
+			/* Registered once, refused now: nothing else to try but a
+			 * full fence and a context switch of this thread. */
+			CL__BRLOCK_MEMB_FENCE(CL_SEQ_CST);
+			sched_yield();
+			break;
+		}
+	}
+#endif
+	errno = saved;
+}
+
+/* Sleep while *addr == val (spurious wake-ups possible; callers re-check). */
+CL_INLINE void cl__brlock_futex_wait(int *addr, int val)
+{
+	int saved = errno;
+
+	syscall(SYS_futex, addr, CL__BRLOCK_FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	errno = saved;
+}
+
+/* Wake up to n sleepers on addr. */
+CL_INLINE void cl__brlock_futex_wake(int *addr, int n)
+{
+	int saved = errno;
+
+	syscall(SYS_futex, addr, CL__BRLOCK_FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	errno = saved;
+}
+
+/* ---- init / destroy ---- */
+
+/**
+ * cl_brlock_init_pool() - set up a lock on a caller's pool and index kind.
+ * @l: the lock (uninitialised storage).
+ * @pool: the per-CPU pool for the counters (one 16-byte object), or NULL to
+ *        create one for this lock (destroyed with it). A caller's pool must
+ *        have a copy for every possible CPU and must outlive the lock.
+ * @idx: CL_RSEQ_INDEX_CPU_ID (counters per CPU) or CL_RSEQ_INDEX_MM_CID
+ *       (per concurrency ID: fewer copies touched when the process has
+ *       fewer threads than CPUs).
+ *
+ * Decides the mode (cl_brlock_mode()) and registers the process for
+ * membarrier on first use.
+ *
+ * Context: any thread; not concurrently with other calls on @l.
+ * Return: 0, or -1 with errno EINVAL (NULL @l, bad @idx, @pool with fewer
+ * copies than possible CPUs) or ENOMEM.
+ */
+CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *pool,
+				  enum cl_rseq_index idx)
+{
+	struct cl__brlock_wside *w;
+	int own = 0, memb;
+
+	if (l == NULL || (idx != CL_RSEQ_INDEX_CPU_ID && idx != CL_RSEQ_INDEX_MM_CID) ||
+	    (pool != NULL && cl_percpu_pool_nr_cpus(pool) < cl_nr_possible_cpus())) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(l, 0, sizeof(*l));
+	w = (struct cl__brlock_wside *)aligned_alloc(CL_FALSE_SHARING_SIZE,
+						     (sizeof(*w) + CL_FALSE_SHARING_SIZE - 1) /
+							     CL_FALSE_SHARING_SIZE * CL_FALSE_SHARING_SIZE);
+	if (w == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memset(w, 0, sizeof(*w));
+	if (pool == NULL) {
+		pool = cl_percpu_pool_create(NULL);
+		if (pool == NULL) {
+			free(w);
+			return -1;
+		}
+		own = 1;
+	}
+	l->cpu = (struct cl__brlock_cpu *)cl_percpu_alloc(pool, sizeof(struct cl__brlock_cpu),
+							 sizeof(intptr_t));
+	if (l->cpu == NULL) {
+		int e = errno;
+
+		if (own)
+			cl_percpu_pool_destroy(pool);
+		free(w);
+		errno = e;
+		return -1;
+	}
+	w->pool = pool;
+	w->own_pool = own;
+	l->w = w;
+	l->stride = cl_percpu_pool_stride(pool);
+	l->nr_cpus = cl_percpu_pool_nr_cpus(pool);
+	l->index = (int)idx;
+	memb = CL_ATOMIC_LOAD(&cl__brlock_memb_state, CL_RELAXED);
+	if (memb == 0)
+		memb = cl__brlock_memb_register();
+#ifdef CL_HAVE_TSAN
+	memb = -1; /* TSan does not model membarrier: readers fence */
+#endif
+	/* Decide the operations mode now, not on the first read lock. */
+	(void)cl_rseq_ops_mode_index(idx);
+	l->fast = memb == 1 && idx == CL_RSEQ_INDEX_CPU_ID;
+	CL_ATOMIC_STORE(&l->mode, memb == 1 ? CL_BRLOCK_MEMBARRIER : CL_BRLOCK_FENCE,
+			CL_RELEASE);
+	return 0;
+}
+
+/**
+ * cl_brlock_init() - set up a lock with per-CPU counters in its own pool.
+ * @l: the lock (uninitialised storage).
+ *
+ * Same as cl_brlock_init_pool(@l, NULL, CL_RSEQ_INDEX_CPU_ID).
+ *
+ * Context: any thread; not concurrently with other calls on @l.
+ * Return: 0, or -1 with errno EINVAL (NULL @l) or ENOMEM.
+ */
+CL_INLINE int cl_brlock_init(struct cl_brlock *l)
+{
+	return cl_brlock_init_pool(l, NULL, CL_RSEQ_INDEX_CPU_ID);
+}
+
+/**
+ * cl_brlock_destroy() - free what init allocated.
+ * @l: an initialised lock with no reader or writer (or zeroed storage, or a
+ *     lock already destroyed: then nothing happens).
+ *
+ * Context: no other call on @l may run concurrently or afterwards (until a
+ * new init).
+ */
+CL_INLINE void cl_brlock_destroy(struct cl_brlock *l)
+{
+	struct cl__brlock_wside *w;
+
+	if (l == NULL || l->w == NULL)
+		return;
+	w = l->w;
+	cl_percpu_free(w->pool, l->cpu);
+	if (w->own_pool)
+		cl_percpu_pool_destroy(w->pool);
+	free(w);
+	memset(l, 0, sizeof(*l));
+}
+
+/**
+ * cl_brlock_mode() - how readers of this lock synchronise with writers.
+ * @l: an initialised lock.
+ *
+ * Context: any thread.
+ * Return: CL_BRLOCK_MEMBARRIER or CL_BRLOCK_FENCE; 0 with errno EINVAL for
+ * NULL or uninitialised @l.
+ */
+CL_INLINE enum cl_brlock_mode cl_brlock_mode(const struct cl_brlock *l)
+{
+	if (l == NULL || l->mode == 0) {
+		errno = EINVAL;
+		return (enum cl_brlock_mode)0;
+	}
+	return (enum cl_brlock_mode)l->mode;
+}
+
+/* ---- readers ---- */
+
+/*
+ * Count one read lock (@unlock 0) or unlock (@unlock 1) on the current CPU's
+ * copy. Returns the index of the copy, or nr_cpus for the shared slot.
+ */
+CL_ALWAYS_INLINE int cl__brlock_count(struct cl_brlock *l, int unlock)
+{
+	enum cl_rseq_index idx = (enum cl_rseq_index)l->index;
+	struct cl__brlock_cpu *mine;
+	int i;
+
+	if (CL_LIKELY(l->mode == CL_BRLOCK_MEMBARRIER)) {
+		/* The public per-CPU path: this CPU's copy, rseq add, retried on
+		 * abort; the kind a constant in each branch (inlined once each). */
+		intptr_t *v = unlock ? &l->cpu->unlock : &l->cpu->lock;
+
+		if (CL_LIKELY(idx == CL_RSEQ_INDEX_CPU_ID))
+			i = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, v, l->stride, 1);
+		else
+			i = cl_percpu_add(CL_RSEQ_INDEX_MM_CID, v, l->stride, 1);
+		if (CL_LIKELY(i >= 0))
+			return i;
+		/* -1, ENOSYS: no rseq area in this thread; count in the shared slot. */
+	} else {
+		i = cl_rseq_current_index(idx);
+		if (CL_LIKELY((unsigned)i < l->nr_cpus)) {
+			mine = cl_percpu_ptr_stride(l->cpu, i, l->stride);
+			CL_ATOMIC_FETCH_ADD(unlock ? &mine->unlock : &mine->lock, 1, CL_SEQ_CST);
+			return i;
+		}
+	}
+	CL_ATOMIC_FETCH_ADD(unlock ? &l->w->shared_unlock : &l->w->shared_lock, 1, CL_SEQ_CST);
+	return (int)l->nr_cpus;
+}
+
+/* Wake a writer that may wait for this reader's unlock. */
+static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_wake_writer(struct cl_brlock *l)
+{
+	struct cl__brlock_wside *w = l->w;
+
+	CL_ATOMIC_FETCH_ADD(&w->wseq, 1, CL_SEQ_CST);
+	if (CL_ATOMIC_LOAD(&w->wsleep, CL_SEQ_CST))
+		cl__brlock_futex_wake((int *)(void *)&w->wseq, 1);
+}
+
+/* Load the writer word after a count (see the header comment for why the
+ * membarrier mode needs only a compiler barrier here). */
+CL_ALWAYS_INLINE int cl__brlock_writer(struct cl_brlock *l)
+{
+	if (CL_LIKELY(l->mode == CL_BRLOCK_MEMBARRIER)) {
+		CL_BARRIER();
+		return CL_ATOMIC_LOAD(&l->writer, CL_ACQUIRE);
+	}
+	return CL_ATOMIC_LOAD(&l->writer, CL_SEQ_CST);
+}
+
+/* A writer is pending: take our lock back, then sleep until it unlocks. */
+static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlock *l)
+{
+	unsigned spins = 0;
+	int v;
+
+	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
+	cl__brlock_count(l, 1);
+	cl__brlock_wake_writer(l);
+	for (;;) {
+		v = CL_ATOMIC_LOAD(&l->writer, CL_ACQUIRE);
+		if (v == 0)
+			return;
+		if (++spins < CL_BRLOCK_SPIN_ROUNDS) {
+			CL_CPU_RELAX();
+			continue;
+		}
+		if (!(v & CL__BRLOCK_W_WAITERS) &&
+		    !CL_ATOMIC_CAS(&l->writer, &v, v | CL__BRLOCK_W_WAITERS, CL_RELAXED, CL_RELAXED))
+			continue;
+		cl__brlock_futex_wait(&l->writer, v | CL__BRLOCK_W_WAITERS);
+	}
+}
+
+/* Every mode and index kind: read_lock's out-of-line path. */
+static CL_NOINLINE CL_UNUSED int cl__brlock_read_lock_slow(struct cl_brlock *l)
+{
+	for (;;) {
+		int t = cl__brlock_count(l, 0);
+
+		if (CL_LIKELY(cl__brlock_writer(l) == 0))
+			return t;
+		cl__brlock_read_backoff(l);
+	}
+}
+
+/* Every mode and index kind: read_unlock's out-of-line path. */
+static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *l)
+{
+	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
+	cl__brlock_count(l, 1);
+	if (CL_UNLIKELY(cl__brlock_writer(l) != 0))
+		cl__brlock_wake_writer(l);
+}
+
+/**
+ * cl_brlock_read_lock() - enter a read section.
+ * @l: an initialised lock.
+ *
+ * Fast path (no writer):
+ *	i = current index;  cpu[i].lock += 1    (per-CPU add: rseq, no atomic)
+ *	compiler barrier;   if (writer == 0) return i;
+ * With a writer pending: count an unlock (taking the lock back), wake the
+ * writer, sleep until the writer word clears, retry.
+ * In CL_BRLOCK_FENCE mode the add and the load are sequentially consistent
+ * atomics. Inline only for the membarrier mode with cpu_id counters; the
+ * other combinations take one out-of-line call.
+ *
+ * Context: any thread; not nested in another read section of @l, not in a
+ * signal handler that may interrupt a section of @l. May sleep (futex)
+ * while a writer holds the lock.
+ * Return: a token for cl_brlock_read_unlock(): the index of the copy that
+ * counted the lock (nr_cpus for the shared slot).
+ */
+CL_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
+{
+	if (CL_LIKELY(l->fast)) {
+		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->lock, l->stride, 1);
+
+		CL_BARRIER();
+		if (CL_LIKELY(t >= 0 && CL_ATOMIC_LOAD(&l->writer, CL_ACQUIRE) == 0))
+			return t;
+		if (t >= 0)
+			cl__brlock_read_backoff(l);
+	}
+	return cl__brlock_read_lock_slow(l);
+}
+
+/**
+ * cl_brlock_read_unlock() - leave a read section.
+ * @l: the lock.
+ * @token: what cl_brlock_read_lock() returned. The thread may have migrated
+ *         since: the unlock is counted on the CPU it runs on now (writers
+ *         only compare sums), so the token is not needed for correctness;
+ *         debug builds (CL_DEBUG) check that it is in range.
+ *
+ *	release ordering (free on x86_64); i = current index;
+ *	cpu[i].unlock += 1;  if (writer != 0) wake the writer
+ *
+ * Context: the thread that took the read lock.
+ */
+CL_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
+{
+	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
+	(void)token;
+	if (CL_LIKELY(l->fast)) {
+		/* The section's loads before the count (a compiler barrier on TSO). */
+		CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
+		if (CL_LIKELY(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->unlock, l->stride, 1) >= 0)) {
+			CL_BARRIER();
+			if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->writer, CL_RELAXED) != 0))
+				cl__brlock_wake_writer(l);
+			return;
+		}
+	}
+	cl__brlock_read_unlock_slow(l);
+}
+
+/* ---- writers ---- */
+
+/*
+ * No reader inside: sum of unlocks (read first) equals sum of locks. The
+ * loads are sequentially consistent (plain loads on x86_64): ordered after
+ * the writer word's store in the fence mode, unlocks before locks, and
+ * acquire for the sections they close.
+ */
+CL_INLINE int cl__brlock_idle(const struct cl_brlock *l)
+{
+	const struct cl__brlock_wside *w = l->w;
+	uintptr_t u, k;
+	unsigned i;
+
+	u = (uintptr_t)CL_ATOMIC_LOAD(&w->shared_unlock, CL_SEQ_CST);
+	for (i = 0; i < l->nr_cpus; i++)
+		u += (uintptr_t)CL_ATOMIC_LOAD(&cl_percpu_ptr_stride(l->cpu, i, l->stride)->unlock,
+					       CL_SEQ_CST);
+	k = (uintptr_t)CL_ATOMIC_LOAD(&w->shared_lock, CL_SEQ_CST);
+	for (i = 0; i < l->nr_cpus; i++)
+		k += (uintptr_t)CL_ATOMIC_LOAD(&cl_percpu_ptr_stride(l->cpu, i, l->stride)->lock,
+					       CL_SEQ_CST);
+	return u == k;
+}
+
+/**
+ * cl_brlock_write_lock() - take the lock for writing.
+ * @l: an initialised lock.
+ *
+ *	take a ticket, wait for it (writers in arrival order);
+ *	writer = HELD;  membarrier()  (CL_BRLOCK_FENCE mode: a full fence);
+ *	until sum(unlock) == sum(lock): spin, then sleep (readers that leave
+ *	while the writer word is set wake it).
+ * From the store of the writer word on, new readers back off, so the wait
+ * covers only the readers already inside.
+ *
+ * Context: any thread, not holding @l in any way. Sleeps; costs a
+ * membarrier system call (an IPI to each CPU running a thread of the
+ * process) and two loads per possible CPU per check.
+ */
+CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
+{
+	struct cl__brlock_wside *w = l->w;
+	unsigned ticket = CL_ATOMIC_FETCH_ADD(&w->wtail, 1u, CL_RELAXED), h, seq, spins = 0;
+
+	while ((h = CL_ATOMIC_LOAD(&w->whead, CL_ACQUIRE)) != ticket) {
+		if (++spins < CL_BRLOCK_SPIN_ROUNDS)
+			CL_CPU_RELAX();
+		else
+			cl__brlock_futex_wait((int *)(void *)&w->whead, (int)h);
+	}
+	CL_ATOMIC_STORE(&l->writer, CL__BRLOCK_W_HELD, CL_SEQ_CST);
+	/* Fence mode: the store and the loads of cl__brlock_idle() are all
+	 * sequentially consistent, as are the readers' add and load. */
+	if (l->mode == CL_BRLOCK_MEMBARRIER)
+		cl__brlock_memb_fence();
+	for (spins = 0;; spins++) {
+		if (cl__brlock_idle(l))
+			break;
+		if (spins < CL_BRLOCK_SPIN_ROUNDS) {
+			CL_CPU_RELAX();
+			continue;
+		}
+		CL_ATOMIC_STORE(&w->wsleep, 1, CL_SEQ_CST);
+		seq = CL_ATOMIC_LOAD(&w->wseq, CL_SEQ_CST);
+		if (cl__brlock_idle(l)) {
+			CL_ATOMIC_STORE(&w->wsleep, 0, CL_RELAXED);
+			break;
+		}
+		cl__brlock_futex_wait((int *)(void *)&w->wseq, (int)seq);
+		CL_ATOMIC_STORE(&w->wsleep, 0, CL_RELAXED);
+	}
+	/* Readers' sections happened before: their unlock counts were loaded
+	 * with (at least) acquire after their release fence or release add. */
+}
+
+/**
+ * cl_brlock_write_unlock() - release the write lock.
+ * @l: a lock held for writing by this thread.
+ *
+ *	old = xchg(writer, 0) (release);  wake sleeping readers if any;
+ *	serve the next ticket, wake the queued writers.
+ *
+ * Context: the thread that took the write lock.
+ */
+CL_INLINE void cl_brlock_write_unlock(struct cl_brlock *l)
+{
+	struct cl__brlock_wside *w = l->w;
+	int old = CL_ATOMIC_XCHG(&l->writer, 0, CL_RELEASE);
+	unsigned next = CL_ATOMIC_LOAD(&w->whead, CL_RELAXED) + 1u;
+
+	if (old & CL__BRLOCK_W_WAITERS)
+		cl__brlock_futex_wake(&l->writer, INT_MAX);
+	CL_ATOMIC_STORE(&w->whead, next, CL_SEQ_CST);
+	if (CL_ATOMIC_LOAD(&w->wtail, CL_SEQ_CST) != next)
+		cl__brlock_futex_wake((int *)(void *)&w->whead, INT_MAX);
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_BRLOCK_H */

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime.h - an M:N runtime on the reference runqueue:
+ * one pinned worker thread per CPU, each serving one struct cl_rq; user
+ * tasks with their own stacks; blocking primitives whose sleeps and
+ * wakeups go through the runqueue. See docs/runtime.md.
+ *
+ *	struct cl_runtime *rt = cl_runtime_create(NULL);
+ *	struct cl_rt_task *t = cl_spawn(rt, NULL, fn, arg);
+ *	cl_join(t, &ret);
+ *	cl_runtime_destroy(rt);
+ *
+ * Model. Worker n runs the tasks of rq n. Tasks are cooperative: a task
+ * runs until it blocks (channel, mutex, condvar, wait queue, join), yields
+ * or returns; the switch saves its callee-saved registers on its stack and
+ * resumes the next task the fair class picks (cl_rq_pick_next()) directly,
+ * or the worker's idle loop when the rq is empty. The idle loop balances
+ * (balance.h: pull from the busiest rq, coldest tasks first), spins for
+ * CL_RUNTIME_SPIN_NS and then sleeps on a futex; a busy worker balances
+ * every CL_RUNTIME_BALANCE_NS at a switch and kicks a sleeping worker when
+ * tasks wait on its rq.
+ *
+ * Wake-to-run protocol (why no wakeup is lost, and why a task never runs
+ * on two workers at once):
+ *  1. A waiter checks its condition under the object's lock L, puts a
+ *     record of itself on the object's list, counts itself blocked, and
+ *     calls the scheduler still holding L.
+ *  2. The scheduler takes its rq lock, dequeues the waiter, picks the next
+ *     task and switches to it, holding both L and the rq lock across the
+ *     switch. The first thing every resumed context does (cl__rt_finish())
+ *     is release them. So L is free again only once the waiter's registers
+ *     and stack pointer are saved: a waker that finds the record (it must
+ *     take L) always finds a task that is completely off its CPU.
+ *  3. A waker takes the record off the list under L and writes its result;
+ *     from then on it alone owns the wakeup (each record is woken once).
+ *     It then takes the rq lock of the worker that last ran the task,
+ *     enqueues it, reads that worker's `sleeping` flag, and releases the
+ *     lock. Same worker: the enqueue is deferred to the worker's next
+ *     switch (a list only that thread touches; the switch takes the rq
+ *     lock anyway). If `sleeping` was set, the waker swaps it to 0 and, if
+ *     it was the one to clear it, FUTEX_WAKEs the worker.
+ *  4. An idle worker decides to sleep under its rq lock: only if
+ *     nr_running is 0 (and no stop is asked) does it set `sleeping` = 1;
+ *     then, without the lock, FUTEX_WAIT(sleeping, 1). The lock orders the
+ *     two sides: either the worker saw the waker's task (it does not
+ *     sleep), or the waker saw `sleeping` = 1 (it wakes it). A wake that
+ *     lands before the FUTEX_WAIT leaves the word 0, so the wait returns
+ *     at once. A sleeping worker also wakes every CL_RUNTIME_BALANCE_NS to
+ *     balance, but correctness does not rely on it.
+ *  5. Yield keeps the rq lock across the switch for the same reason as 2:
+ *     a queued, switching-out task cannot be stolen by a balancer (which
+ *     needs that lock) before its context is saved.
+ * Lock order: object lock (channel, mutex wait lock, condvar, join lock)
+ * -> rq lock(s) (two in address order, balance.h). No rq lock is held
+ * while a task's own code runs.
+ *
+ * Errors: functions that can fail return NULL or -1 and set errno; no
+ * function aborts on bad input. Blocking calls made outside a task fail
+ * with EPERM instead of blocking.
+ *
+ * Task descriptors come from a per-CPU object cache (objcache.h); each
+ * keeps its stack mapping (a PROT_NONE guard page below the stack) while it
+ * sits in the cache, so a spawn on a warm cache makes no system call.
+ */
+#ifndef CACHELOCAL_SCHED_RUNTIME_H
+#define CACHELOCAL_SCHED_RUNTIME_H
+
+#include "runtime/core.h"
+#include "runtime/sync.h"
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_H */

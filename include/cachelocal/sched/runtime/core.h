@@ -1,0 +1,1298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/core.h - the M:N runtime's core: workers, tasks,
+ * context switches, and the wake-to-run protocol. Included by
+ * <cachelocal/sched/runtime.h> (which adds the blocking primitives); the
+ * model and the protocol are described there and in docs/runtime.md.
+ *
+ * Every call into the runqueue core (rq.h, fair.h, group.h, balance.h) is
+ * in this file, in four places: cl__rt_enqueue_wake() (wake and spawn),
+ * cl__rt_schedule() (block, yield, exit), cl__rt_worker_pick() (the idle
+ * loop) and cl__rt_balance() (periodic and idle balancing).
+ */
+#ifndef CACHELOCAL_SCHED_RUNTIME_CORE_H
+#define CACHELOCAL_SCHED_RUNTIME_CORE_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <urcu/list.h>
+#include <urcu/urcu-memb.h>
+
+#include "../../compiler.h"
+#include "../../objcache.h"
+#include "../../sys.h"
+#include "../balance.h"
+#include "../group.h"
+#include "../rq.h"
+#include "context.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CL__RT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(CL__RT_ASAN)
+#define CL__RT_ASAN 1
+#endif
+
+CL_BEGIN_DECLS
+
+#ifdef CL_HAVE_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+#ifdef CL__RT_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#if !defined(__cplusplus) && !defined(__USE_GNU)
+extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
+#endif
+#endif
+
+/* ---- knobs ---- */
+
+/* Default usable stack of a task (a guard page is added below it). */
+#ifndef CL_RUNTIME_STACK_SIZE
+#if defined(CL__RT_ASAN) || defined(CL_HAVE_TSAN)
+#define CL_RUNTIME_STACK_SIZE (256u * 1024u)
+#else
+#define CL_RUNTIME_STACK_SIZE (64u * 1024u)
+#endif
+#endif
+/* An idle worker spins this long (ns) for work before it sleeps on its futex. */
+#define CL_RUNTIME_SPIN_NS 50000ULL
+/* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
+ * wakes this often to try an idle balance. */
+#define CL_RUNTIME_BALANCE_NS 4000000ULL
+/*
+ * Cache-hot window of the runtime's balancer (the runqueue's default, 0.5
+ * ms, is for kernel threads; runtime tasks switch every few microseconds
+ * and would never look cold). The balancer still takes the coldest first.
+ */
+#define CL_RUNTIME_MIGRATION_COST_NS 20000ULL
+
+/* Task states (struct cl_rt_task.state). */
+#define CL__RT_RUNNABLE 0 /* queued or running */
+#define CL__RT_BLOCKED 1  /* waiting: off every rq, on some waiter list */
+#define CL__RT_DEAD 2     /* returned; stack released once switched away */
+
+/* Kinds of switch-out (cl__rt_schedule()). */
+#define CL__RT_YIELD 0
+#define CL__RT_BLOCK 1
+#define CL__RT_EXIT 2
+
+struct cl_runtime;
+struct cl__rt_worker;
+
+/* A context the runtime can switch to: a task's or a worker's own stack. */
+struct cl__rt_ctx {
+	struct cl__ctx ctx;
+	void *tsan_fiber;
+	void *asan_fake;
+	const void *stack_lo;
+	size_t stack_size;
+};
+
+/*
+ * struct cl_rt_task - a runtime task: a runqueue task, a stack and a context.
+ * Descriptors come from a per-CPU object cache (objcache.h) and keep their
+ * stack mapping (guard page + stack) across reuse: an object handed out
+ * again already has its stack, so a spawn on a warm cache makes no system
+ * call and takes no shared lock. Returned to the cache when the task has
+ * exited and has been joined (or was detached).
+ */
+struct cl_rt_task {
+	struct cl_task task;               /* the runqueue's view (first: cl_task_of) */
+	struct cl__rt_ctx rc;              /* saved context */
+	struct cl_runtime *rt;
+	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
+	void *(*fn)(void *);
+	void *arg;
+	void *ret;
+	int state;                         /* CL__RT_*, written by the task and its waker */
+	int exited;                        /* 1 once DEAD and switched away (futex word) */
+	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
+	int refs;                          /* 2 at spawn: running + handle */
+	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
+	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
+	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
+	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
+	struct cl__rt_keep {
+		void *map;                 /* guard page + stack, or NULL for a new object */
+		size_t map_size;
+		struct cds_list_head all;  /* in rt->all: every object that got a stack */
+	} keep;
+};
+
+/*
+ * struct cl__rt_waiter - one blocked task on a wait list, on the blocked
+ * task's own stack. @data and @status are the primitive's (message slot,
+ * result); written by the waker before it wakes the task.
+ */
+struct cl__rt_waiter {
+	struct cds_list_head node;
+	struct cl_rt_task *t;
+	void *data;
+	int status;
+};
+
+/* What the next context must finish for the one that switched away. */
+struct cl__rt_fin {
+	struct cl_rt_task *prev;
+	struct cl_spinlock *unlock;        /* a wait-list lock held across the switch */
+	int mode;                          /* CL__RT_* switch kind */
+};
+
+/* One worker: a pinned thread serving one rq. */
+struct cl__rt_worker {
+	/* written by other threads (kick): on its own line */
+	CL_GROUP_BEGIN_GUARDED(cl_rt_worker_idle);
+	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
+	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
+	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
+	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
+	struct cl_rt_task **wake_tail;
+	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
+	struct cl_runtime *rt;
+	struct cl_rq *rq;
+	unsigned int cpu;                  /* rq index */
+	int os_cpu;                        /* CPU the thread is pinned to, -1 unpinned */
+	struct cl_rt_task *curr;           /* running task, NULL in the idle loop */
+	struct cl__rt_fin fin;
+	uint64_t now_ns;                   /* clock read at this worker's last switch */
+	uint64_t last_balance_ns;
+	pthread_t thread;
+	int started;
+	uint64_t nr_idle_sleeps;           /* statistics */
+	uint64_t nr_spin_hits;
+};
+
+/**
+ * struct cl_runtime_attr - how to build a runtime (zeroed = defaults).
+ * @nr_workers: workers to start (0: one per CPU the process may run on);
+ *              worker n is pinned to the n-th allowed CPU (wrapping).
+ * @flags: CL_RUNTIME_UNPINNED (workers not pinned).
+ * @stack_size: usable stack per task (0: CL_RUNTIME_STACK_SIZE).
+ * @spin_ns: idle spin before a worker sleeps (0: CL_RUNTIME_SPIN_NS;
+ *           CL_RUNTIME_NO_SPIN: sleep at once).
+ * @balance_ns: periodic balancing interval (0: CL_RUNTIME_BALANCE_NS).
+ * @migration_cost_ns: balancer's cache-hot window (0:
+ *              CL_RUNTIME_MIGRATION_COST_NS; CL_RUNTIME_NEVER_HOT: none).
+ */
+struct cl_runtime_attr {
+	unsigned int nr_workers;
+	unsigned int flags;
+	size_t stack_size;
+	uint64_t spin_ns;
+	uint64_t balance_ns;
+	uint64_t migration_cost_ns;
+};
+
+#define CL_RUNTIME_UNPINNED 0x1u
+#define CL_RUNTIME_NO_SPIN UINT64_MAX
+#define CL_RUNTIME_NEVER_HOT UINT64_MAX
+
+/**
+ * struct cl_spawn_attr - how to start a task (NULL or zeroed = defaults).
+ * @tg: task group (NULL: the root group).
+ * @cpu: worker to queue it on first (-1: the caller's worker inside a task,
+ *       round robin from outside).
+ * @pin: nonzero: the task may only run on worker @cpu (the balancer keeps it there).
+ * @nice: -20..19.
+ * @detached: nonzero: no cl_join(); freed when it returns.
+ */
+struct cl_spawn_attr {
+	struct cl_task_group *tg;
+	int cpu;
+	int pin;
+	int nice;
+	int detached;
+};
+
+struct cl_runtime {
+	struct cl_sched *sched;
+	unsigned int nr_workers;
+	struct cl__rt_worker *workers;     /* nr_workers, each on its own lines */
+	unsigned long *pin_masks;          /* worker n's one-bit mask at n * mask_words */
+	unsigned int mask_words;
+	size_t stack_size;
+	uint64_t spin_ns;
+	uint64_t balance_ns;
+	int stop;                          /* workers leave their loop */
+	int shut;                          /* cl_runtime_shutdown() completed */
+	unsigned long live;                /* tasks spawned and not yet returned */
+	int quiesce_seq;                   /* futex word: bumped when live hits 0 or a worker sleeps */
+	int shutdown_waiting;
+	/* per-switch clock: TSC scaled to ns when constant and non-stop, else clock_gettime */
+	int use_ticks;
+	uint64_t ticks_base;
+	uint64_t ns_base;
+	uint64_t ns_per_tick_q32;          /* ns per tick, 32.32 fixed point */
+	unsigned int next_spawn;           /* round robin for outside spawns */
+	struct cl_objcache *tcache;        /* task descriptors (with their stacks) */
+	struct cl_spinlock all_lock;       /* protects all */
+	struct cds_list_head all;          /* every descriptor that has a stack mapping */
+};
+
+/* The task running on this thread, NULL outside the runtime's tasks. */
+CL_WEAK __thread struct cl_rt_task *cl__rt_tls_current;
+
+/*
+ * Read the current task through a call the compiler cannot see through:
+ * a task may resume on another worker thread, and a TLS address computed
+ * before a switch must not be reused after it.
+ */
+CL_NOINLINE CL_UNUSED static struct cl_rt_task *cl__rt_current(void)
+{
+	struct cl_rt_task *t = cl__rt_tls_current;
+
+	CL_BARRIER();
+	return t;
+}
+
+/* ---- futex and clock ---- */
+
+CL_INLINE long cl__rt_futex(int *addr, int op, int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op | 128 /* FUTEX_PRIVATE_FLAG */, val, ts, NULL, 0);
+}
+#define CL__FUTEX_WAIT 0
+#define CL__FUTEX_WAKE 1
+
+#ifdef CL__CTX_HAVE_TICKS
+__extension__ typedef unsigned __int128 cl__u128;
+#endif
+
+/* The runtime's clock in ns (monotonic; the rq clocks and balancing use it). */
+CL_ALWAYS_INLINE uint64_t cl__rt_now(const struct cl_runtime *rt)
+{
+#ifdef CL__CTX_HAVE_TICKS
+	if (CL_LIKELY(rt->use_ticks)) {
+		cl__u128 d = (cl__u128)(cl__ctx_ticks() - rt->ticks_base);
+
+		return rt->ns_base + (uint64_t)((d * rt->ns_per_tick_q32) >> 32);
+	}
+#else
+	(void)rt;
+#endif
+	return (uint64_t)cl__now_ns();
+}
+
+/*
+ * cl__rt_clock_init() - use the TSC if /proc/cpuinfo lists constant_tsc and
+ * nonstop_tsc: calibrate it against CLOCK_MONOTONIC over 2 ms.
+ */
+CL_INLINE void cl__rt_clock_init(struct cl_runtime *rt)
+{
+#ifdef CL__CTX_HAVE_TICKS
+	char line[4096];
+	int constant = 0, nonstop = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	uint64_t t0, n0, t1, n1;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && !(constant && nonstop)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		constant = strstr(line, " constant_tsc") != NULL;
+		nonstop = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	if (!constant || !nonstop)
+		return;
+	n0 = (uint64_t)cl__now_ns();
+	t0 = cl__ctx_ticks();
+	do
+		n1 = (uint64_t)cl__now_ns();
+	while (n1 - n0 < 2000000ULL);
+	t1 = cl__ctx_ticks();
+	if (t1 <= t0)
+		return;
+	rt->ns_per_tick_q32 = (uint64_t)(((cl__u128)(n1 - n0) << 32) / (t1 - t0));
+	rt->ticks_base = t1;
+	rt->ns_base = n1;
+	rt->use_ticks = rt->ns_per_tick_q32 != 0;
+#else
+	(void)rt;
+#endif
+}
+
+/* ---- live tasks (shutdown) ---- */
+
+/* Tell a waiting cl_runtime_shutdown() to look again. */
+CL_INLINE void cl__rt_poke_shutdown(struct cl_runtime *rt)
+{
+	if (CL_ATOMIC_LOAD(&rt->shutdown_waiting, CL_SEQ_CST)) {
+		CL_ATOMIC_FETCH_ADD(&rt->quiesce_seq, 1, CL_SEQ_CST);
+		cl__rt_futex(&rt->quiesce_seq, CL__FUTEX_WAKE, INT_MAX, NULL);
+	}
+}
+
+CL_INLINE void cl__rt_live_add(struct cl_runtime *rt, long delta)
+{
+	if (CL_ATOMIC_FETCH_ADD(&rt->live, (unsigned long)delta, CL_SEQ_CST) + (unsigned long)delta == 0)
+		cl__rt_poke_shutdown(rt);
+}
+
+/* ---- stacks ---- */
+
+CL_INLINE size_t cl__rt_page(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	return p > 0 ? (size_t)p : 4096u;
+}
+
+/* Size of one stack mapping: guard page + stack, page-rounded. */
+CL_INLINE size_t cl__rt_map_size(size_t stack)
+{
+	size_t pg = cl__rt_page();
+
+	return pg + ((stack + pg - 1) & ~(pg - 1));
+}
+
+/* Give @t (a new cache object) its stack: guard page below, PROT_NONE. */
+CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
+{
+	size_t size = cl__rt_map_size(rt->stack_size);
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE, -1, 0);
+
+	if (m == MAP_FAILED)
+		return -1;
+	if (mprotect(m, cl__rt_page(), PROT_NONE) != 0) {
+		munmap(m, size);
+		return -1;
+	}
+	t->keep.map = m;
+	t->keep.map_size = size;
+	cl_spin_lock(&rt->all_lock);
+	cds_list_add(&t->keep.all, &rt->all);
+	cl_spin_unlock(&rt->all_lock);
+	return 0;
+}
+
+/*
+ * A task leaving for good (returned, or discarded by cl_runtime_destroy())
+ * detaches from its task group, which counts its attached tasks.
+ */
+CL_INLINE void cl__rt_task_detach(struct cl_rt_task *t)
+{
+	struct cl_rq *rq;
+
+	if (!t->task.tg)
+		return;
+	rq = cl_task_rq_lock(t->rt->sched, &t->task);
+	cl_task_set_group(&t->task, NULL);
+	if (rq)
+		cl_task_rq_unlock(rq, &t->task);
+}
+
+/* Give @t back to the cache (its stack stays with it). */
+CL_INLINE void cl__rt_task_release(struct cl_rt_task *t)
+{
+#ifdef CL_HAVE_TSAN
+	if (t->rc.tsan_fiber)
+		__tsan_destroy_fiber(t->rc.tsan_fiber);
+	t->rc.tsan_fiber = NULL;
+#endif
+#ifdef CL__RT_ASAN
+	/* frames that never returned left redzones on the stack */
+	__asan_unpoison_memory_region((char *)t->keep.map + cl__rt_page(),
+				      t->keep.map_size - cl__rt_page());
+#endif
+	cl_objcache_free(t->rt->tcache, t);
+}
+
+/* Drop one reference of @t; the last one releases it. */
+CL_INLINE void cl__rt_task_put(struct cl_rt_task *t)
+{
+	if (CL_ATOMIC_FETCH_SUB(&t->refs, 1, CL_ACQ_REL) == 1)
+		cl__rt_task_release(t);
+}
+
+/* ---- switching ---- */
+
+/*
+ * cl__rt_switch() - suspend @from, resume @to on worker @w (same thread).
+ * Returns, in @from, the worker that resumed it. @exiting: @from never
+ * resumes (ASan drops its fake stack).
+ */
+CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl__rt_ctx *from,
+					      struct cl__rt_ctx *to, int exiting)
+{
+	void *r;
+
+#ifdef CL_HAVE_TSAN
+	__tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+#ifdef CL__RT_ASAN
+	__sanitizer_start_switch_fiber(exiting ? NULL : &from->asan_fake, to->stack_lo, to->stack_size);
+#else
+	(void)exiting;
+#endif
+	r = cl__ctx_switch(&from->ctx, &to->ctx, w);
+#ifdef CL__RT_ASAN
+	__sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
+#endif
+	return (struct cl__rt_worker *)r;
+}
+
+CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
+
+/*
+ * cl__rt_finish() - run first by whatever context a switch resumes, on
+ * worker @w: release what the previous context held across the switch
+ * (the rq lock, its wait-list lock) and retire it if it exited.
+ */
+CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *prev = w->fin.prev;
+	struct cl_spinlock *unlock = w->fin.unlock;
+	int mode = w->fin.mode;
+
+	w->fin.prev = NULL;
+	w->fin.unlock = NULL;
+	cl_rq_unlock(w->rq);
+	if (unlock)
+		cl_spin_unlock(unlock);
+	if (prev && mode == CL__RT_EXIT) {
+		struct cds_list_head waiters;
+
+		CDS_INIT_LIST_HEAD(&waiters);
+		cl__rt_task_detach(prev); /* before a joiner can see it exited */
+		cl_spin_lock(&prev->join_lock);
+		CL_ATOMIC_STORE(&prev->exited, 1, CL_SEQ_CST);
+		cds_list_splice(&prev->join_waiters, &waiters);
+		CDS_INIT_LIST_HEAD(&prev->join_waiters);
+		cl_spin_unlock(&prev->join_lock);
+		if (CL_ATOMIC_LOAD(&prev->ext_joiner, CL_SEQ_CST))
+			cl__rt_futex(&prev->exited, CL__FUTEX_WAKE, INT_MAX, NULL);
+		cl__rt_wake_waiters(&waiters);
+		cl__rt_live_add(w->rt, -1);
+		cl__rt_task_put(prev);
+	}
+}
+
+/* Make @t the worker's current task (before switching to it). */
+CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	w->curr = t;
+	t->w = w;
+	cl__rt_tls_current = t;
+}
+
+CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
+
+/* Enqueue the local wakeups @w deferred (cl__rt_wake()). Context: @w's rq lock. */
+CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *t = w->wake_head;
+
+	if (CL_LIKELY(!t))
+		return;
+	w->wake_head = NULL;
+	w->wake_tail = &w->wake_head;
+	while (t) {
+		struct cl_rt_task *n = t->wake_next;
+
+		t->wake_next = NULL;
+		cl_rq_enqueue(w->rq, &t->task, CL_ENQUEUE_WAKEUP);
+		t = n;
+	}
+}
+
+/*
+ * cl__rt_schedule() - the running task @self stops running on @w (yield,
+ * block or exit) and the worker runs the next task of its rq, or its idle
+ * loop. @unlock (may be NULL) is a wait-list lock the caller holds: it is
+ * released only once @self's context is saved (by cl__rt_finish() in the
+ * next context), so a waker that finds @self on that list can never start
+ * it while it still runs here.
+ *
+ * Context: a task on @w; holds no rq lock. Returns when @self runs again.
+ */
+CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self, int mode,
+			       struct cl_spinlock *unlock)
+{
+	struct cl_rq *rq = w->rq;
+	struct cl_task *next;
+	struct cl_rt_task *n;
+
+	cl_rq_lock(rq);
+	w->now_ns = cl__rt_now(w->rt);
+	cl_rq_update_clock(rq, w->now_ns);
+	cl__rt_flush_wakes(w);
+	if (mode != CL__RT_YIELD)
+		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
+	next = cl_rq_pick_next(rq);
+	if (next == &self->task) {
+		cl_rq_unlock(rq);
+		return;
+	}
+	w->fin.prev = self;
+	w->fin.unlock = unlock;
+	w->fin.mode = mode;
+	if (next) {
+		n = (struct cl_rt_task *)(void *)next;
+		cl__rt_set_curr(w, n);
+		w = cl__rt_switch(w, &self->rc, &n->rc, mode == CL__RT_EXIT);
+	} else {
+		w->curr = NULL;
+		cl__rt_tls_current = NULL;
+		w = cl__rt_switch(w, &self->rc, &w->sched, mode == CL__RT_EXIT);
+	}
+	/* resumed, maybe on another worker */
+	cl__rt_finish(w);
+	if (CL_UNLIKELY((int64_t)(w->now_ns - w->last_balance_ns) > (int64_t)w->rt->balance_ns))
+		cl__rt_balance(w, w->now_ns);
+}
+
+/*
+ * cl__rt_block() - the current task @self waits. The caller has put it on a
+ * wait list (with a waiter record) under @lock and holds @lock; it is
+ * released after the switch. Returns once a waker took it off the list and
+ * called cl__rt_wake().
+ */
+CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_spinlock *lock)
+{
+	CL_WRITE_ONCE(self->state, CL__RT_BLOCKED);
+	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);
+}
+
+/*
+ * cl__rt_kick() - wake @w's thread out of its futex sleep. @w decides to
+ * sleep under its rq lock (nr_running == 0 -> sleeping = 1), and a waker
+ * reads `sleeping` under the same lock right after its enqueue, so either
+ * the worker sees the task or the waker sees the flag. The swap to 0 makes
+ * one waker do the FUTEX_WAKE; a wake that lands before the worker's
+ * FUTEX_WAIT makes that wait return at once (the word is no longer 1).
+ */
+CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
+{
+	if (CL_ATOMIC_XCHG(&w->sleeping, 0, CL_ACQ_REL) == 1)
+		cl__rt_futex(&w->sleeping, CL__FUTEX_WAKE, 1, NULL);
+}
+
+/* Some other worker that sleeps, to pull work from a queue that grew; kick it. */
+CL_INLINE void cl__rt_kick_idle(struct cl_runtime *rt, unsigned int from)
+{
+	for (unsigned int i = 1; i < rt->nr_workers; i++) {
+		struct cl__rt_worker *o = &rt->workers[(from + i) % rt->nr_workers];
+
+		if (CL_ATOMIC_LOAD(&o->sleeping, CL_RELAXED)) { /* a hint: it may be waking already */
+			cl__rt_kick(o);
+			return;
+		}
+	}
+}
+
+/*
+ * cl__rt_enqueue_wake() - queue @t (new, or taken off a wait list by the
+ * caller) on worker @cpu's rq and notify that worker.
+ * @cur: the caller's worker (NULL outside the runtime).
+ */
+CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, unsigned int cpu,
+				   struct cl__rt_worker *cur, int flags)
+{
+	struct cl__rt_worker *tw = &rt->workers[cpu];
+	struct cl_rq *rq = tw->rq;
+	unsigned int nr;
+	int sleeping;
+
+	cl_rq_lock(rq);
+	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	cl_rq_enqueue(rq, &t->task, flags);
+	nr = rq->nr_running;
+	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
+	cl_rq_unlock(rq);
+	if (sleeping)
+		cl__rt_kick(tw);
+	else if (tw != cur)
+		return;
+	else if (!(flags & CL_ENQUEUE_WAKEUP) && nr >= 2 && rt->nr_workers > 1)
+		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
+}
+
+/*
+ * cl__rt_wake() - make @t, blocked and taken off its wait list by the
+ * caller, runnable again on the rq of the worker that last ran it.
+ * Remote (another worker, or a caller outside the runtime): enqueued under
+ * that rq's lock, the worker notified. Local (the caller's own worker):
+ * put on the worker's wake list, which only this thread touches, and
+ * enqueued under the rq lock the caller's next switch takes anyway (one
+ * lock round trip instead of two; the kernel's wake list does the same).
+ *
+ * Context: any thread; holding no rq lock (a wait-list lock may be held).
+ */
+CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	if (self && self->w == t->w) {
+		struct cl__rt_worker *w = self->w;
+
+		*w->wake_tail = t;
+		w->wake_tail = &t->wake_next;
+		return;
+	}
+	cl__rt_enqueue_wake(t->rt, t, t->w->cpu, self ? self->w : NULL, CL_ENQUEUE_WAKEUP);
+}
+
+/* Wake every waiter of a list the caller detached (join waiters). */
+CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list)
+{
+	struct cds_list_head *pos, *n;
+
+	cds_list_for_each_safe(pos, n, list) {
+		struct cl__rt_waiter *wt = cl_container_of(pos, struct cl__rt_waiter, node);
+		struct cl_rt_task *t = wt->t;
+
+		cds_list_del(pos);
+		wt->status = 0;
+		cl__rt_wake(t);
+	}
+}
+
+/* ---- balancing ---- */
+
+/*
+ * cl__rt_balance() - one balancing pass for @w (pull from the busiest rq);
+ * a busy worker with tasks waiting also kicks a sleeping worker, which
+ * then pulls in its own idle balance.
+ */
+CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now)
+{
+	w->last_balance_ns = now;
+	if (w->rt->nr_workers < 2)
+		return;
+	cl_balance_run(w->rt->sched, w->cpu, now, NULL);
+	if (CL_READ_ONCE(w->rq->nr_running) >= 2)
+		cl__rt_kick_idle(w->rt, w->cpu);
+}
+
+/* ---- tasks ---- */
+
+/* First code of every task: finish the switch, run, exit. */
+CL_INLINE void cl__rt_task_entry(void *value, void *data)
+{
+	struct cl__rt_worker *w = (struct cl__rt_worker *)value;
+	struct cl_rt_task *t = (struct cl_rt_task *)data;
+
+#ifdef CL__RT_ASAN
+	__sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+	cl__rt_finish(w);
+	t->ret = t->fn(t->arg);
+	t = cl__rt_current();
+	CL_WRITE_ONCE(t->state, CL__RT_DEAD);
+	cl__rt_schedule(t->w, t, CL__RT_EXIT, NULL);
+	/* never resumed */
+}
+
+/**
+ * cl_spawn() - start a task running @fn(@arg).
+ * @rt: the runtime.
+ * @attr: group, first worker, pinning, nice, detached (NULL: defaults).
+ * @fn: the task's function; its return value is what cl_join() returns.
+ * @arg: passed to @fn.
+ *
+ * The task gets its own stack (CL_RUNTIME_STACK_SIZE by default, a guard
+ * page below it). From inside a task it is queued on the caller's worker
+ * (local; the balancer spreads work); from outside on the next worker in
+ * round robin, or on @attr->cpu.
+ *
+ * Context: any thread, inside or outside the runtime's tasks; not after
+ * cl_runtime_shutdown() succeeded.
+ * Return: the task (a handle for cl_join(), unless detached), or NULL with
+ * errno EINVAL (NULL @rt or @fn, bad @attr->cpu, @attr->pin without a cpu,
+ * @attr->tg destroyed or of another scheduler instance),
+ * ENOMEM (no memory for the stack), EPIPE (runtime shut down).
+ */
+CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
+				      void *(*fn)(void *), void *arg)
+{
+	struct cl_rt_task *self = cl__rt_current(), *t;
+	struct cl__rt_worker *cur;
+	unsigned int cpu;
+	size_t pg;
+
+	if (!rt || !fn || (attr && (attr->cpu >= (int)rt->nr_workers || attr->cpu < -1 ||
+				    (attr->pin && attr->cpu < 0)))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (CL_READ_ONCE(rt->shut)) {
+		errno = EPIPE;
+		return NULL;
+	}
+	cur = self && self->rt == rt ? self->w : NULL;
+	t = (struct cl_rt_task *)cl_objcache_alloc(rt->tcache);
+	if (!t || (!t->keep.map && cl__rt_stack_map(rt, t) != 0)) {
+		if (t)
+			cl_objcache_free(rt->tcache, t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pg = cl__rt_page();
+	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
+	cl_task_init(&t->task, attr ? attr->nice : 0);
+	t->task.data = t;
+	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
+		cl_objcache_free(rt->tcache, t); /* EINVAL: a destroyed group or another instance's */
+		errno = EINVAL;
+		return NULL;
+	}
+	t->rt = rt;
+	t->fn = fn;
+	t->arg = arg;
+	t->refs = attr && attr->detached ? 1 : 2;
+	cl_spin_init(&t->join_lock);
+	CDS_INIT_LIST_HEAD(&t->join_waiters);
+	t->rc.stack_lo = (char *)t->keep.map + pg;
+	t->rc.stack_size = t->keep.map_size - pg;
+	cl__ctx_make(&t->rc.ctx, (char *)t->keep.map + pg, t->rc.stack_size, cl__rt_task_entry, t);
+#ifdef CL_HAVE_TSAN
+	t->rc.tsan_fiber = __tsan_create_fiber(0);
+#endif
+	if (attr && attr->cpu >= 0)
+		cpu = (unsigned int)attr->cpu;
+	else if (cur)
+		cpu = cur->cpu;
+	else
+		cpu = CL_ATOMIC_FETCH_ADD(&rt->next_spawn, 1u, CL_RELAXED) % rt->nr_workers;
+	if (attr && attr->pin)
+		(void)cl_task_set_affinity(&t->task, rt->pin_masks + (size_t)cpu * rt->mask_words,
+					   rt->nr_workers); /* a valid one-CPU mask: cannot fail */
+	t->w = &rt->workers[cpu];
+	cl__rt_live_add(rt, 1);
+	cl__rt_enqueue_wake(rt, t, cpu, cur, 0);
+	return t;
+}
+
+/**
+ * cl_self() - the running task.
+ *
+ * Context: any thread.
+ * Return: the task, or NULL when the caller is not a runtime task.
+ */
+CL_INLINE struct cl_rt_task *cl_self(void)
+{
+	return cl__rt_current();
+}
+
+/**
+ * cl_worker_id() - the worker (rq index) the calling task runs on now.
+ *
+ * A task may be moved by the balancer whenever it is not running, so the
+ * value holds until the caller next blocks or yields.
+ *
+ * Context: any thread.
+ * Return: 0..cl_runtime_nr_workers() - 1, or -1 outside a runtime task.
+ */
+CL_INLINE int cl_worker_id(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	return t ? (int)t->w->cpu : -1;
+}
+
+/**
+ * cl_yield() - let the worker run another runnable task first, if the fair
+ * class says one is due (its vruntime is behind).
+ *
+ * Context: a runtime task.
+ * Return: 0, or -1 with errno EPERM outside a runtime task.
+ */
+CL_INLINE int cl_yield(void)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (!self) {
+		errno = EPERM;
+		return -1;
+	}
+	cl__rt_schedule(self->w, self, CL__RT_YIELD, NULL);
+	return 0;
+}
+
+/**
+ * cl_join() - wait for @t to return, take its result, and free it.
+ * @t: a task of this runtime, not detached, joined once.
+ * @ret: where to store @t's return value (may be NULL).
+ *
+ * Inside a task the caller blocks through the runqueue (a wait list on @t);
+ * outside it sleeps on a futex.
+ *
+ * Context: any thread; not @t itself.
+ * Return: 0, or -1 with errno EINVAL (NULL @t) or EDEADLK (@t is the caller).
+ */
+CL_INLINE int cl_join(struct cl_rt_task *t, void **ret)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (!t) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (t == self) {
+		errno = EDEADLK;
+		return -1;
+	}
+	if (self) {
+		struct cl__rt_waiter wt;
+
+		cl_spin_lock(&t->join_lock);
+		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE)) {
+			wt.t = self;
+			wt.data = NULL;
+			wt.status = -1;
+			cds_list_add_tail(&wt.node, &t->join_waiters);
+			cl__rt_block(self, &t->join_lock);
+		} else {
+			cl_spin_unlock(&t->join_lock);
+		}
+	} else {
+		CL_ATOMIC_STORE(&t->ext_joiner, 1, CL_SEQ_CST);
+		while (!CL_ATOMIC_LOAD(&t->exited, CL_SEQ_CST))
+			cl__rt_futex(&t->exited, CL__FUTEX_WAIT, 0, NULL);
+		/* the exit path may still be in its futex wake on t: sync on join_lock */
+		cl_spin_lock(&t->join_lock);
+		cl_spin_unlock(&t->join_lock);
+	}
+	if (ret)
+		*ret = t->ret;
+	self = cl__rt_current();
+	cl__rt_task_put(t);
+	return 0;
+}
+
+/* ---- workers ---- */
+
+/* Pin the calling thread to @cpu (raw syscall: no GNU cpu_set_t needed). */
+CL_INLINE int cl__rt_pin_self(int cpu)
+{
+	unsigned long mask[CL_MAX_CPUS / (8 * sizeof(unsigned long)) + 1];
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+
+	memset(mask, 0, sizeof(mask));
+	mask[(unsigned int)cpu / bpl] |= 1UL << ((unsigned int)cpu % bpl);
+	return (int)syscall(SYS_sched_setaffinity, 0, sizeof(mask), mask);
+}
+
+/* The CPUs the process may run on, in order; returns how many (>= 1). */
+CL_INLINE unsigned int cl__rt_allowed_cpus(int *out, unsigned int max)
+{
+	unsigned long mask[CL_MAX_CPUS / (8 * sizeof(unsigned long)) + 1];
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+	long r = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+	unsigned int n = 0;
+
+	if (r <= 0) {
+		out[0] = 0;
+		return 1;
+	}
+	for (unsigned int c = 0; c < (unsigned int)r * 8 && n < max; c++)
+		if ((mask[c / bpl] >> (c % bpl)) & 1UL)
+			out[n++] = (int)c;
+	if (!n)
+		out[n++] = 0;
+	return n;
+}
+
+/*
+ * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
+ * the worker is idle again. Returns 1 if something ran.
+ */
+CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
+{
+	struct cl_task *next;
+	struct cl_rt_task *n;
+
+	cl_rq_lock(w->rq);
+	w->now_ns = cl__rt_now(w->rt);
+	cl_rq_update_clock(w->rq, w->now_ns);
+	cl__rt_flush_wakes(w);
+	next = cl_rq_pick_next(w->rq);
+	if (!next) {
+		cl_rq_unlock(w->rq);
+		return 0;
+	}
+	n = (struct cl_rt_task *)(void *)next;
+	w->fin.prev = NULL;
+	w->fin.unlock = NULL;
+	cl__rt_set_curr(w, n);
+	w = cl__rt_switch(w, &w->sched, &n->rc, 0);
+	cl__rt_finish(w);
+	return 1;
+}
+
+/*
+ * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
+ * balance, spin (bounded), then sleep on its futex.
+ */
+CL_INLINE void *cl__rt_worker_main(void *arg)
+{
+	struct cl__rt_worker *w = (struct cl__rt_worker *)arg;
+	struct cl_runtime *rt = w->rt;
+
+	if (w->os_cpu >= 0)
+		cl__rt_pin_self(w->os_cpu);
+	urcu_memb_register_thread();
+	cl__ctx_init_thread(&w->sched.ctx);
+#ifdef CL_HAVE_TSAN
+	w->sched.tsan_fiber = __tsan_get_current_fiber();
+#endif
+#ifdef CL__RT_ASAN
+	{
+		pthread_attr_t a;
+		void *lo;
+		size_t sz;
+
+		if (pthread_getattr_np(pthread_self(), &a) == 0) {
+			if (pthread_attr_getstack(&a, &lo, &sz) == 0) {
+				w->sched.stack_lo = lo;
+				w->sched.stack_size = sz;
+			}
+			pthread_attr_destroy(&a);
+		}
+	}
+#endif
+	for (;;) {
+		uint64_t now, until;
+
+		while (cl__rt_worker_pick(w))
+			;
+		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
+			break;
+		now = cl__rt_now(rt);
+		cl__rt_balance(w, now);
+		if (CL_READ_ONCE(w->rq->nr_running))
+			continue;
+		/* bounded spin */
+		if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
+			int hit = 0;
+
+			until = now + rt->spin_ns;
+			for (unsigned int i = 1;; i++) {
+				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop)) {
+					hit = 1;
+					break;
+				}
+				CL_CPU_RELAX();
+				if (!(i & 63) && cl__rt_now(rt) > until)
+					break;
+			}
+			if (hit) {
+				w->nr_spin_hits++;
+				continue;
+			}
+		}
+		/* sleep: announce, recheck, wait (see the wake protocol) */
+		cl_rq_lock(w->rq);
+		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
+			CL_ATOMIC_STORE(&w->sleeping, 1, CL_RELAXED);
+		cl_rq_unlock(w->rq);
+		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED)) {
+			struct timespec ts;
+
+			ts.tv_sec = (time_t)(rt->balance_ns / 1000000000ULL);
+			ts.tv_nsec = (long)(rt->balance_ns % 1000000000ULL);
+			w->nr_idle_sleeps++;
+			cl__rt_poke_shutdown(rt);
+			cl__rt_futex(&w->sleeping, CL__FUTEX_WAIT, 1, &ts);
+		}
+		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
+		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
+	}
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+CL_INLINE void cl__rt_free(struct cl_runtime *rt)
+{
+	struct cl_rt_task *t;
+
+	cds_list_for_each_entry(t, &rt->all, keep.all)
+		munmap(t->keep.map, t->keep.map_size);
+	if (rt->tcache)
+		cl_objcache_destroy(rt->tcache);
+	free(rt->workers);
+	free(rt->pin_masks);
+	/* EBUSY only with tasks queued or attached to a group: every task was
+	 * detached (cl__rt_task_detach()) before we get here */
+	if (rt->sched)
+		(void)cl_sched_destroy(rt->sched);
+	free(rt);
+}
+
+/* Stop and join every started worker. */
+CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
+{
+	CL_ATOMIC_STORE(&rt->stop, 1, CL_SEQ_CST);
+	for (unsigned int i = 0; i < rt->nr_workers; i++)
+		if (rt->workers[i].started) {
+			/* the worker checks stop under its rq lock before sleeping */
+			cl_rq_lock(rt->workers[i].rq);
+			cl_rq_unlock(rt->workers[i].rq);
+			cl__rt_kick(&rt->workers[i]);
+		}
+	for (unsigned int i = 0; i < rt->nr_workers; i++)
+		if (rt->workers[i].started) {
+			pthread_join(rt->workers[i].thread, NULL);
+			rt->workers[i].started = 0;
+		}
+}
+
+/**
+ * cl_runtime_create() - start a runtime: a scheduler instance with one rq
+ * per worker, and the workers (pinned, idle until tasks are spawned).
+ * @attr: knobs (NULL: defaults: one pinned worker per allowed CPU).
+ *
+ * Context: any thread registered with liburcu-memb if it creates task
+ * groups later (the runtime's workers register themselves).
+ * Return: the runtime, or NULL with errno EINVAL (more workers than
+ * CL_MAX_CPUS), ENOMEM, or pthread_create's error.
+ */
+CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *attr)
+{
+	int cpus[CL_MAX_CPUS];
+	unsigned int nr_allowed = cl__rt_allowed_cpus(cpus, CL_MAX_CPUS), n;
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+	struct cl_runtime *rt;
+	int e;
+
+	n = attr && attr->nr_workers ? attr->nr_workers : nr_allowed;
+	if (n > CL_MAX_CPUS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rt = (struct cl_runtime *)calloc(1, sizeof(*rt));
+	if (!rt) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rt->nr_workers = n;
+	rt->stack_size = attr && attr->stack_size ? attr->stack_size : CL_RUNTIME_STACK_SIZE;
+	rt->stack_size = (rt->stack_size + 15u) & ~(size_t)15u;
+	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;
+	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
+	cl_spin_init(&rt->all_lock);
+	CDS_INIT_LIST_HEAD(&rt->all);
+	cl__rt_clock_init(rt);
+	rt->mask_words = n / bpl + 1;
+	rt->pin_masks = (unsigned long *)calloc((size_t)n * rt->mask_words, sizeof(unsigned long));
+	rt->workers = (struct cl__rt_worker *)aligned_alloc(CL_FALSE_SHARING_SIZE,
+							    (size_t)n * sizeof(struct cl__rt_worker));
+	{
+		struct cl_objcache_attr oa;
+
+		memset(&oa, 0, sizeof(oa));
+		oa.obj_size = sizeof(struct cl_rt_task);
+		oa.align = CL_CACHELINE_SIZE;
+		rt->tcache = cl_objcache_create(&oa);
+	}
+	rt->sched = rt->workers && rt->pin_masks && rt->tcache ? cl_sched_create(n, NULL) : NULL;
+	if (!rt->sched) {
+		cl__rt_free(rt);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset((void *)rt->workers, 0, (size_t)n * sizeof(struct cl__rt_worker));
+	if (attr && attr->migration_cost_ns == CL_RUNTIME_NEVER_HOT)
+		cl_balance_set_migration_cost(rt->sched, 0);
+	else
+		cl_balance_set_migration_cost(rt->sched, attr && attr->migration_cost_ns
+								 ? attr->migration_cost_ns
+								 : CL_RUNTIME_MIGRATION_COST_NS);
+	for (unsigned int i = 0; i < n; i++) {
+		struct cl__rt_worker *w = &rt->workers[i];
+
+		rt->pin_masks[(size_t)i * rt->mask_words + i / bpl] |= 1UL << (i % bpl);
+		w->rt = rt;
+		w->wake_tail = &w->wake_head;
+		w->cpu = i;
+		w->rq = cl_sched_rq(rt->sched, i);
+		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		e = pthread_create(&rt->workers[i].thread, NULL, cl__rt_worker_main, &rt->workers[i]);
+		if (e) {
+			cl__rt_stop_workers(rt);
+			cl__rt_free(rt);
+			errno = e;
+			return NULL;
+		}
+		rt->workers[i].started = 1;
+	}
+	return rt;
+}
+
+/** cl_runtime_nr_workers() - number of workers. @rt: the runtime. Return: it. Context: any. */
+CL_INLINE unsigned int cl_runtime_nr_workers(const struct cl_runtime *rt)
+{
+	return rt->nr_workers;
+}
+
+/**
+ * cl_runtime_sched() - the scheduler instance under @rt (task groups are
+ * created under cl_sched_root_group(cl_runtime_sched(rt))).
+ * @rt: the runtime.
+ * Context: any. Return: it.
+ */
+CL_INLINE struct cl_sched *cl_runtime_sched(struct cl_runtime *rt)
+{
+	return rt->sched;
+}
+
+/** cl_runtime_context_kind() - "x86_64-asm" or "ucontext". Context: any. Return: the name. */
+CL_INLINE const char *cl_runtime_context_kind(void)
+{
+	return CL__CTX_KIND;
+}
+
+/*
+ * cl__rt_all_asleep() - is every worker asleep with an empty rq, and stayed
+ * so across two collections? Then no task runs, none is queued, and no
+ * task can wake another: the live tasks are all blocked for good (unless a
+ * thread outside the runtime wakes one, which the caller rules out).
+ */
+CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
+{
+	unsigned int epoch[2][64];
+	unsigned int n = rt->nr_workers < 64 ? rt->nr_workers : 64;
+
+	if (rt->nr_workers > 64)
+		return 0; /* not supported beyond 64 workers: shutdown just waits */
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < n; i++) {
+			struct cl__rt_worker *w = &rt->workers[i];
+
+			epoch[pass][i] = CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST);
+			if (!CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST) ||
+			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST))
+				return 0;
+			if (CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST) != epoch[pass][i])
+				return 0;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (epoch[0][i] != epoch[1][i])
+			return 0;
+	return CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) != 0;
+}
+
+/**
+ * cl_runtime_shutdown() - wait until every task has returned, then stop and
+ * join the workers.
+ * @rt: the runtime.
+ *
+ * Tasks may still be spawned by tasks while it waits. If every remaining
+ * task is blocked (no task can run, so none can wake the others), it
+ * returns at once with EDEADLK and the runtime keeps running: a thread
+ * outside may unblock them (cl_chan_close(), cl_waitq_wake_all(), ...) and
+ * call it again. Joinable tasks not yet joined are freed by
+ * cl_runtime_destroy().
+ *
+ * Context: a thread outside the runtime's tasks; no other outside thread
+ * may be waking tasks concurrently (it would make the blocked count
+ * momentarily equal to the live count).
+ * Return: 0, or -1 with errno EINVAL (NULL @rt), EPERM (called from a
+ * task), EDEADLK (tasks remain, all blocked).
+ */
+CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
+{
+	if (!rt) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (cl__rt_current()) {
+		errno = EPERM;
+		return -1;
+	}
+	if (CL_READ_ONCE(rt->shut))
+		return 0;
+	CL_ATOMIC_STORE(&rt->shutdown_waiting, 1, CL_SEQ_CST);
+	for (;;) {
+		int seq = CL_ATOMIC_LOAD(&rt->quiesce_seq, CL_SEQ_CST);
+		struct timespec ts = { 0, 2000000 };
+
+		if (CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) == 0)
+			break;
+		if (cl__rt_all_asleep(rt)) {
+			CL_ATOMIC_STORE(&rt->shutdown_waiting, 0, CL_SEQ_CST);
+			errno = EDEADLK;
+			return -1;
+		}
+		cl__rt_futex(&rt->quiesce_seq, CL__FUTEX_WAIT, seq, &ts);
+	}
+	CL_ATOMIC_STORE(&rt->shutdown_waiting, 0, CL_SEQ_CST);
+	cl__rt_stop_workers(rt);
+	CL_WRITE_ONCE(rt->shut, 1);
+	return 0;
+}
+
+/**
+ * cl_runtime_destroy() - shut @rt down (cl_runtime_shutdown()) and free it.
+ * @rt: the runtime (NULL: no-op, returns 0).
+ *
+ * If tasks remain blocked, the workers are stopped anyway, those tasks are
+ * discarded (never resumed: their stacks are unmapped) and -1/EDEADLK is
+ * returned after everything is freed; the wait objects they blocked on
+ * still list them and may only be destroyed with their force flag.
+ * Unjoined finished tasks are freed.
+ *
+ * Context: a thread outside the runtime's tasks.
+ * Return: 0, or -1 with errno EDEADLK (blocked tasks discarded) or EPERM.
+ */
+CL_INLINE int cl_runtime_destroy(struct cl_runtime *rt)
+{
+	struct cds_list_head *pos;
+	int ret = 0;
+
+	if (!rt)
+		return 0;
+	if (cl_runtime_shutdown(rt) != 0) {
+		if (errno == EPERM)
+			return -1;
+		cl__rt_stop_workers(rt);
+		CL_WRITE_ONCE(rt->shut, 1);
+		ret = -1;
+	}
+	/* objects still handed out: blocked for good, or returned and not joined */
+	cds_list_for_each(pos, &rt->all) {
+		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
+
+		if (!CL_ATOMIC_LOAD(&t->refs, CL_ACQUIRE))
+			continue;
+		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE))
+			cl__rt_task_detach(t); /* never resumed */
+		t->refs = 0;
+		cl__rt_task_release(t);
+	}
+	cl__rt_free(rt);
+	if (ret)
+		errno = EDEADLK;
+	return ret;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_CORE_H */

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/sync.h - blocking primitives of the M:N runtime:
+ * wait queue, bounded channel, mutex, condition variable. Each blocks a
+ * task through the runqueue (cl__rt_block(): dequeued, the worker runs
+ * another task) and wakes through it (cl__rt_wake(): enqueued on the rq of
+ * the worker that last ran the task, under that rq's lock).
+ *
+ * Every primitive follows one pattern (the wake-to-run protocol in
+ * <cachelocal/sched/runtime.h>): the waiter checks its condition and puts a
+ * waiter record on the object's list under the object's lock, and keeps the
+ * lock until its context is saved; the waker takes a record off the list
+ * under the same lock, writes the record's result, and then wakes its task.
+ * A record on a list is owned by the list; off the list by its waker.
+ *
+ * Synchronization table:
+ *   operation            may run concurrently with        blocks
+ *   cl_waitq_wait         any on the same waitq            task only
+ *   cl_waitq_wake_*       any                              never
+ *   cl_chan_send/recv     any on the same channel          task only (full/empty)
+ *   cl_chan_try*          any                              never (any thread)
+ *   cl_chan_close         any; wakes every waiter          never (any thread)
+ *   cl_mutex_lock         any                              task only
+ *   cl_mutex_trylock/unlock any                            never
+ *   cl_cond_wait          any                              task only
+ *   cl_cond_signal/broadcast any                           never (any thread)
+ *   *_destroy             nothing on the same object       never
+ */
+#ifndef CACHELOCAL_SCHED_RUNTIME_SYNC_H
+#define CACHELOCAL_SCHED_RUNTIME_SYNC_H
+
+#include "core.h"
+
+CL_BEGIN_DECLS
+
+/* Enqueue the current task's waiter record @wt (with @data) on @list and
+ * block; @lock is held by the caller and released after the switch. */
+CL_INLINE int cl__rt_wait_on(struct cl_rt_task *self, struct cds_list_head *list,
+			     struct cl_spinlock *lock, void *data)
+{
+	struct cl__rt_waiter wt;
+
+	wt.t = self;
+	wt.data = data;
+	wt.status = -1;
+	cds_list_add_tail(&wt.node, list);
+	cl__rt_block(self, lock);
+	return wt.status;
+}
+
+/* Take the first waiter record off @list (lock held), or NULL. */
+CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
+{
+	struct cl__rt_waiter *wt;
+
+	if (cds_list_empty(list))
+		return NULL;
+	wt = cl_container_of(list->next, struct cl__rt_waiter, node);
+	cds_list_del(&wt->node);
+	return wt;
+}
+
+/* Error for a blocking call made outside a task. */
+CL_INLINE struct cl_rt_task *cl__rt_need_task(void)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (!self)
+		errno = EPERM;
+	return self;
+}
+
+/* ---- wait queue ---- */
+
+/*
+ * struct cl_waitq - tasks waiting for an event the caller defines. The
+ * condition is checked by the caller under the queue's lock
+ * (cl_waitq_lock()), so a wakeup between the check and the sleep cannot be
+ * lost: cl_waitq_wait() is called with the lock held.
+ */
+struct cl_waitq {
+	struct cl_spinlock lock;
+	struct cds_list_head waiters;
+};
+
+/** cl_waitq_init() - an empty queue. @wq: the queue. Context: before use. */
+CL_INLINE void cl_waitq_init(struct cl_waitq *wq)
+{
+	cl_spin_init(&wq->lock);
+	CDS_INIT_LIST_HEAD(&wq->waiters);
+}
+
+/** cl_waitq_lock() - take @wq's lock (to check the condition). @wq: the queue. Context: any. */
+CL_INLINE void cl_waitq_lock(struct cl_waitq *wq)
+{
+	cl_spin_lock(&wq->lock);
+}
+
+/** cl_waitq_unlock() - release @wq's lock. @wq: the queue. Context: the holder. */
+CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
+{
+	cl_spin_unlock(&wq->lock);
+}
+
+/**
+ * cl_waitq_wait() - sleep on @wq until woken.
+ * @wq: the queue, locked by the caller (who found its condition false).
+ *
+ * Returns with the lock released (recheck the condition: a broadcast or a
+ * wake meant for another condition also wakes).
+ *
+ * Context: a runtime task holding @wq's lock and no other spinlock.
+ * Return: 0, or -1 with errno EPERM outside a task (the lock is then
+ * released too).
+ */
+CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
+{
+	struct cl_rt_task *self = cl__rt_need_task();
+
+	if (!self) {
+		cl_spin_unlock(&wq->lock);
+		return -1;
+	}
+	cl__rt_wait_on(self, &wq->waiters, &wq->lock, NULL);
+	return 0;
+}
+
+/**
+ * cl_waitq_wake_one() - wake the longest waiting task.
+ * @wq: the queue (not locked by the caller).
+ *
+ * Context: any thread.
+ * Return: 1 if a task was woken, 0 if none waited.
+ */
+CL_INLINE int cl_waitq_wake_one(struct cl_waitq *wq)
+{
+	struct cl__rt_waiter *wt;
+	struct cl_rt_task *t;
+
+	cl_spin_lock(&wq->lock);
+	wt = cl__rt_waiter_pop(&wq->waiters);
+	if (!wt) {
+		cl_spin_unlock(&wq->lock);
+		return 0;
+	}
+	t = wt->t;
+	wt->status = 0;
+	cl_spin_unlock(&wq->lock);
+	cl__rt_wake(t);
+	return 1;
+}
+
+/**
+ * cl_waitq_wake_all() - wake every waiting task.
+ * @wq: the queue (not locked by the caller).
+ *
+ * Context: any thread.
+ * Return: the number woken.
+ */
+CL_INLINE int cl_waitq_wake_all(struct cl_waitq *wq)
+{
+	struct cds_list_head list;
+	int n = 0;
+
+	CDS_INIT_LIST_HEAD(&list);
+	cl_spin_lock(&wq->lock);
+	cds_list_splice(&wq->waiters, &list);
+	CDS_INIT_LIST_HEAD(&wq->waiters);
+	cl_spin_unlock(&wq->lock);
+	while (!cds_list_empty(&list)) {
+		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
+		struct cl_rt_task *t = wt->t;
+
+		wt->status = 0;
+		cl__rt_wake(t);
+		n++;
+	}
+	return n;
+}
+
+/* ---- bounded channel ---- */
+
+/*
+ * struct cl_chan - a FIFO of fixed-size messages with a capacity; a send to
+ * a waiting receiver hands the message over directly (no copy through the
+ * ring). Receivers and senders wait in FIFO order.
+ */
+struct cl_chan {
+	struct cl_spinlock lock;
+	int closed;
+	size_t esize;
+	size_t cap;
+	size_t head;                     /* index of the oldest message */
+	size_t count;
+	struct cds_list_head recvq;      /* waiting receivers (record data: where to copy) */
+	struct cds_list_head sendq;      /* waiting senders (record data: their message) */
+	unsigned char *buf;              /* cap * esize */
+};
+
+/**
+ * cl_chan_create() - a channel of @cap messages of @esize bytes.
+ * @esize: message size, 1..65536.
+ * @cap: capacity, 1..2^24.
+ *
+ * Context: any thread.
+ * Return: the channel, or NULL with errno EINVAL or ENOMEM.
+ */
+CL_INLINE struct cl_chan *cl_chan_create(size_t esize, size_t cap)
+{
+	struct cl_chan *c;
+
+	if (esize == 0 || esize > 65536 || cap == 0 || cap > (1u << 24)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = (struct cl_chan *)calloc(1, sizeof(*c));
+	if (c)
+		c->buf = (unsigned char *)malloc(esize * cap);
+	if (!c || !c->buf) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cl_spin_init(&c->lock);
+	c->esize = esize;
+	c->cap = cap;
+	CDS_INIT_LIST_HEAD(&c->recvq);
+	CDS_INIT_LIST_HEAD(&c->sendq);
+	return c;
+}
+
+/**
+ * cl_chan_destroy() - free @c.
+ * @c: the channel (NULL: no-op).
+ *
+ * Context: no task waits on it and no call on it is running.
+ * Return: 0, or -1 with errno EBUSY if tasks still wait on it (nothing freed).
+ */
+CL_INLINE int cl_chan_destroy(struct cl_chan *c)
+{
+	if (!c)
+		return 0;
+	if (!cds_list_empty(&c->recvq) || !cds_list_empty(&c->sendq)) {
+		errno = EBUSY;
+		return -1;
+	}
+	free(c->buf);
+	free(c);
+	return 0;
+}
+
+/* Append @msg to the ring (lock held, count < cap). */
+CL_INLINE void cl__chan_push(struct cl_chan *c, const void *msg)
+{
+	size_t i = c->head + c->count;
+
+	if (i >= c->cap)
+		i -= c->cap;
+	memcpy(c->buf + i * c->esize, msg, c->esize);
+	c->count++;
+}
+
+/* Try to send without blocking (lock held). 1 sent, 0 full; wakes a receiver. */
+CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg)
+{
+	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
+
+	if (wt) {
+		struct cl_rt_task *t = wt->t;
+
+		memcpy(wt->data, msg, c->esize);
+		wt->status = 0;
+		cl_spin_unlock(&c->lock);
+		cl__rt_wake(t);
+		return 1;
+	}
+	if (c->count < c->cap) {
+		cl__chan_push(c, msg);
+		cl_spin_unlock(&c->lock);
+		return 1;
+	}
+	return 0;
+}
+
+/* Try to receive without blocking (lock held). 1 received, 0 empty; refills from a sender. */
+CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
+{
+	struct cl__rt_waiter *wt;
+	struct cl_rt_task *t;
+
+	if (c->count) {
+		memcpy(out, c->buf + c->head * c->esize, c->esize);
+		c->head = c->head + 1 == c->cap ? 0 : c->head + 1;
+		c->count--;
+		wt = cl__rt_waiter_pop(&c->sendq);
+		if (!wt) {
+			cl_spin_unlock(&c->lock);
+			return 1;
+		}
+		cl__chan_push(c, wt->data);
+	} else {
+		wt = cl__rt_waiter_pop(&c->sendq);
+		if (!wt)
+			return 0;
+		memcpy(out, wt->data, c->esize);
+	}
+	t = wt->t;
+	wt->status = 0;
+	cl_spin_unlock(&c->lock);
+	cl__rt_wake(t);
+	return 1;
+}
+
+/*
+ * Common start of the sends: 1 sent, -1 error (errno), 0 full with the lock
+ * still held.
+ */
+CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg)
+{
+	if (!c || !msg) {
+		errno = EINVAL;
+		return -1;
+	}
+	cl_spin_lock(&c->lock);
+	if (c->closed) {
+		cl_spin_unlock(&c->lock);
+		errno = EPIPE;
+		return -1;
+	}
+	return cl__chan_send_locked(c, msg);
+}
+
+/**
+ * cl_chan_send() - send a copy of @msg (esize bytes), waiting while @c is full.
+ * @c: the channel.
+ * @msg: the message.
+ *
+ * Context: a runtime task (any thread if @c has room: use cl_chan_trysend()
+ * outside tasks).
+ * Return: 0, or -1 with errno EINVAL (NULL argument), EPIPE (closed, before
+ * or while waiting: the message was not delivered), EPERM (full, and the
+ * caller is not a task).
+ */
+CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
+{
+	struct cl_rt_task *self;
+	int r = cl__chan_send_try(c, msg);
+
+	if (r)
+		return r > 0 ? 0 : -1;
+	self = cl__rt_need_task();
+	if (!self) {
+		cl_spin_unlock(&c->lock);
+		return -1;
+	}
+	if (cl__rt_wait_on(self, &c->sendq, &c->lock, (void *)(uintptr_t)msg) != 0) {
+		errno = EPIPE;
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * cl_chan_recv() - receive the oldest message into @out, waiting while @c
+ * is empty.
+ * @c: the channel.
+ * @out: esize bytes.
+ *
+ * Context: a runtime task (see cl_chan_tryrecv() outside tasks).
+ * Return: 0, or -1 with errno EINVAL, EPIPE (closed and empty), EPERM
+ * (empty, and the caller is not a task).
+ */
+CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
+{
+	struct cl_rt_task *self;
+
+	if (!c || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	cl_spin_lock(&c->lock);
+	if (cl__chan_recv_locked(c, out))
+		return 0;
+	if (c->closed) {
+		cl_spin_unlock(&c->lock);
+		errno = EPIPE;
+		return -1;
+	}
+	self = cl__rt_need_task();
+	if (!self) {
+		cl_spin_unlock(&c->lock);
+		return -1;
+	}
+	if (cl__rt_wait_on(self, &c->recvq, &c->lock, out) != 0) {
+		errno = EPIPE;
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * cl_chan_trysend() - send without waiting.
+ * @c: the channel. @msg: the message.
+ * Context: any thread.
+ * Return: 0, or -1 with errno EAGAIN (full), EPIPE (closed), EINVAL.
+ */
+CL_INLINE int cl_chan_trysend(struct cl_chan *c, const void *msg)
+{
+	int r = cl__chan_send_try(c, msg);
+
+	if (r)
+		return r > 0 ? 0 : -1;
+	cl_spin_unlock(&c->lock);
+	errno = EAGAIN;
+	return -1;
+}
+
+/**
+ * cl_chan_tryrecv() - receive without waiting.
+ * @c: the channel. @out: esize bytes.
+ * Context: any thread.
+ * Return: 0, or -1 with errno EAGAIN (empty), EPIPE (closed and empty), EINVAL.
+ */
+CL_INLINE int cl_chan_tryrecv(struct cl_chan *c, void *out)
+{
+	if (!c || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	cl_spin_lock(&c->lock);
+	if (cl__chan_recv_locked(c, out))
+		return 0;
+	errno = c->closed ? EPIPE : EAGAIN;
+	cl_spin_unlock(&c->lock);
+	return -1;
+}
+
+/**
+ * cl_chan_close() - no more sends: waiting senders fail with EPIPE;
+ * receivers drain what is buffered, then fail with EPIPE.
+ * @c: the channel.
+ *
+ * Context: any thread.
+ * Return: 0, or -1 with errno EINVAL (NULL) or EPIPE (already closed).
+ */
+CL_INLINE int cl_chan_close(struct cl_chan *c)
+{
+	struct cds_list_head list;
+
+	if (!c) {
+		errno = EINVAL;
+		return -1;
+	}
+	CDS_INIT_LIST_HEAD(&list);
+	cl_spin_lock(&c->lock);
+	if (c->closed) {
+		cl_spin_unlock(&c->lock);
+		errno = EPIPE;
+		return -1;
+	}
+	c->closed = 1;
+	/* receivers wait only while the ring is empty, senders only while it is full */
+	cds_list_splice(&c->recvq, &list);
+	CDS_INIT_LIST_HEAD(&c->recvq);
+	cds_list_splice(&c->sendq, &list);
+	CDS_INIT_LIST_HEAD(&c->sendq);
+	cl_spin_unlock(&c->lock);
+	while (!cds_list_empty(&list)) {
+		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
+		struct cl_rt_task *t = wt->t;
+
+		wt->status = -1;
+		cl__rt_wake(t);
+	}
+	return 0;
+}
+
+/* ---- mutex ---- */
+
+/*
+ * struct cl_mutex - a sleeping lock for tasks. state: 0 free, 1 held, 2
+ * held and maybe waited for. Uncontended lock and unlock are one atomic
+ * each; a contended unlock hands the lock to the first waiter (FIFO, no
+ * barging past a woken waiter).
+ */
+struct cl_mutex {
+	int state;
+	struct cl_spinlock wait_lock;
+	struct cds_list_head waiters;
+};
+
+#define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters) }
+
+/** cl_mutex_init() - unlocked. @m: the mutex. Context: before use. */
+CL_INLINE void cl_mutex_init(struct cl_mutex *m)
+{
+	m->state = 0;
+	cl_spin_init(&m->wait_lock);
+	CDS_INIT_LIST_HEAD(&m->waiters);
+}
+
+/**
+ * cl_mutex_trylock() - take @m if free.
+ * @m: the mutex.
+ * Context: any thread.
+ * Return: 0 if taken, -1 with errno EBUSY if held.
+ */
+CL_INLINE int cl_mutex_trylock(struct cl_mutex *m)
+{
+	int z = 0;
+
+	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))
+		return 0;
+	errno = EBUSY;
+	return -1;
+}
+
+/**
+ * cl_mutex_lock() - take @m, blocking the task while it is held.
+ * @m: the mutex.
+ *
+ * Context: a runtime task (outside a task only cl_mutex_trylock()).
+ * Return: 0, or -1 with errno EPERM (held, and the caller is not a task).
+ */
+CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
+{
+	struct cl_rt_task *self;
+	int z = 0;
+
+	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)))
+		return 0;
+	self = cl__rt_need_task();
+	if (!self)
+		return -1;
+	cl_spin_lock(&m->wait_lock);
+	if (CL_ATOMIC_XCHG(&m->state, 2, CL_ACQUIRE) == 0) {
+		cl_spin_unlock(&m->wait_lock);
+		return 0;
+	}
+	/* handed over by cl_mutex_unlock() when woken */
+	cl__rt_wait_on(self, &m->waiters, &m->wait_lock, NULL);
+	return 0;
+}
+
+/**
+ * cl_mutex_unlock() - release @m (to the first waiter if any).
+ * @m: the mutex, held by the caller.
+ * Context: any thread holding it.
+ */
+CL_INLINE void cl_mutex_unlock(struct cl_mutex *m)
+{
+	struct cl__rt_waiter *wt;
+	struct cl_rt_task *t;
+	int one = 1;
+
+	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &one, 0, CL_RELEASE, CL_RELAXED)))
+		return;
+	cl_spin_lock(&m->wait_lock);
+	wt = cl__rt_waiter_pop(&m->waiters);
+	if (!wt) {
+		CL_ATOMIC_STORE(&m->state, 0, CL_RELEASE);
+		cl_spin_unlock(&m->wait_lock);
+		return;
+	}
+	/* ownership passes to wt; stay 2 while others wait */
+	CL_ATOMIC_STORE(&m->state, cds_list_empty(&m->waiters) ? 1 : 2, CL_RELEASE);
+	t = wt->t;
+	wt->status = 0;
+	cl_spin_unlock(&m->wait_lock);
+	cl__rt_wake(t);
+}
+
+/* ---- condition variable ---- */
+
+/* struct cl_cond - tasks waiting for a condition protected by a cl_mutex. */
+struct cl_cond {
+	struct cl_waitq wq;
+};
+
+/** cl_cond_init() - no waiters. @cv: the condition variable. Context: before use. */
+CL_INLINE void cl_cond_init(struct cl_cond *cv)
+{
+	cl_waitq_init(&cv->wq);
+}
+
+/**
+ * cl_cond_wait() - release @m, wait for a signal, take @m again.
+ * @cv: the condition variable.
+ * @m: a mutex the caller holds.
+ *
+ * The task is on @cv's list before @m is released, so a signal sent by
+ * whoever takes @m next is never lost. Spurious returns are allowed: loop
+ * on the condition.
+ *
+ * Context: a runtime task holding @m.
+ * Return: 0, or -1 with errno EPERM outside a task (@m still held).
+ */
+CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
+{
+	struct cl_rt_task *self = cl__rt_need_task();
+
+	if (!self)
+		return -1;
+	cl_spin_lock(&cv->wq.lock);
+	cl_mutex_unlock(m);
+	cl__rt_wait_on(self, &cv->wq.waiters, &cv->wq.lock, NULL);
+	return cl_mutex_lock(m);
+}
+
+/**
+ * cl_cond_signal() - wake one waiter.
+ * @cv: the condition variable.
+ * Context: any thread (holding the mutex or not).
+ * Return: 1 if one was woken, 0 if none waited.
+ */
+CL_INLINE int cl_cond_signal(struct cl_cond *cv)
+{
+	return cl_waitq_wake_one(&cv->wq);
+}
+
+/**
+ * cl_cond_broadcast() - wake every waiter.
+ * @cv: the condition variable.
+ * Context: any thread.
+ * Return: the number woken.
+ */
+CL_INLINE int cl_cond_broadcast(struct cl_cond *cv)
+{
+	return cl_waitq_wake_all(&cv->wq);
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_SYNC_H */

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/validate.h - cl_rq_validate(): the runqueue's invariants, checked
+ * by the tests, the soak and anyone debugging a caller.
+ */
+#ifndef CACHELOCAL_SCHED_VALIDATE_H
+#define CACHELOCAL_SCHED_VALIDATE_H
+
+#include <urcu/list.h>
+
+#include "../compiler.h"
+#include "fair.h"
+#include "group.h"
+#include "rq_core.h"
+
+CL_BEGIN_DECLS
+
+/* ---- invariants ---- */
+
+CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_rq *cfs_rq,
+					  unsigned int *tasks);
+
+/* Count queued entity @se of a queue: weight, tasks below it (recursing into a group). */
+CL_INLINE const char *cl__validate_count(const struct cl_rq *rq, struct cl_sched_entity *se,
+					 unsigned long *w, unsigned int *h, unsigned int *tasks)
+{
+	*w += se->load.weight;
+	if (se->my_q) {
+		const char *why = cl__validate_cfs_rq(rq, se->my_q, tasks);
+
+		if (why)
+			return why;
+		*h += se->my_q->h_nr_running;
+	} else {
+		(*h)++;
+		(*tasks)++;
+	}
+	return NULL;
+}
+
+/*
+ * Check one queue and everything under it; counts tasks reached. Recursion
+ * depth is bounded by CL_TG_MAX_DEPTH (refused at group create).
+ */
+CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_rq *cfs_rq,
+					  unsigned int *tasks)
+{
+	struct cl_sched_entity *se, *prev = NULL;
+	struct cds_list_head *pos;
+	unsigned int nr = 0, h = 0;
+	unsigned long w = 0;
+	const char *why;
+
+	if (cfs_rq->rq != rq)
+		return "queue of another rq in the hierarchy";
+	cds_list_for_each(pos, &cfs_rq->tasks_timeline) {
+		se = cl_container_of(pos, struct cl_sched_entity, run_node);
+		if (!se->on_rq)
+			return "entity on a timeline but not on_rq";
+		if (se->cfs_rq != cfs_rq)
+			return "entity's cfs_rq is not the queue it is on";
+		if (se == cfs_rq->curr)
+			return "curr is on its timeline";
+		if (prev && cl__vdiff(se->vruntime, prev->vruntime) < 0)
+			return "timeline not sorted by vruntime";
+		if (se->my_q && se->my_q->throttled)
+			return "throttled group entity still queued";
+		prev = se;
+	}
+	cds_list_for_each(pos, &cfs_rq->tasks_timeline) {
+		nr++;
+		why = cl__validate_count(rq, cl_container_of(pos, struct cl_sched_entity, run_node), &w, &h,
+					 tasks);
+		if (why)
+			return why;
+	}
+	se = cfs_rq->curr;
+	if (se && se->on_rq) {
+		nr++;
+		why = cl__validate_count(rq, se, &w, &h, tasks);
+		if (why)
+			return why;
+	}
+	if (nr != cfs_rq->nr_running)
+		return "cfs_rq nr_running does not match its queued entities";
+	if (w != cfs_rq->load.weight)
+		return "cfs_rq load does not match its queued entities' weights";
+	if (h != cfs_rq->h_nr_running)
+		return "cfs_rq h_nr_running does not match the tasks below it";
+	if (cfs_rq->tg->parent && cfs_rq->nr_running && !cfs_rq->throttled &&
+	    !cl_cfs_rq_se(cfs_rq)->on_rq)
+		return "non-empty unthrottled group queue whose entity is not queued";
+	return NULL;
+}
+
+/**
+ * cl_rq_validate() - check @rq's invariants (tests, debugging).
+ * @rq: the rq.
+ * @why: set to a description of the first violation (may be NULL).
+ *
+ * Checks: each timeline sorted and holding only queued entities of that
+ * queue (curr excluded); nr_running, load and h_nr_running of each queue
+ * equal to what is queued under it; rq->nr_running equal to the tasks
+ * reachable from the root queue; every task on cfs_tasks queued on this
+ * rq; no more tasks reachable than on cfs_tasks.
+ *
+ * Context: @rq's lock held. O(queued entities).
+ * Return: 0 if consistent, -1 if not (errno untouched: a pure check).
+ */
+CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
+{
+	unsigned int tasks = 0, listed = 0;
+	const char *w;
+	struct cl_sched_entity *se;
+	struct cds_list_head *pos;
+
+	CL__RQ_ASSERT_HELD(rq);
+	w = cl__validate_cfs_rq(rq, &rq->cfs, &tasks);
+
+	if (!w && tasks != rq->nr_running)
+		w = "rq nr_running does not match the tasks reachable from the root";
+	if (!w && rq->cfs.h_nr_running != rq->nr_running)
+		w = "rq nr_running differs from cfs.h_nr_running";
+	if (!w) {
+		cds_list_for_each(pos, &rq->cfs_tasks) {
+			se = cl_container_of(pos, struct cl_sched_entity, group_node);
+			listed++;
+			if (!se->on_rq || cl_task_of(se)->cpu != (int)rq->cpu || se->cfs_rq->rq != rq ||
+			    cl_task_of(se)->on_rq != CL_TASK_ON_RQ_QUEUED) {
+				w = "a task on cfs_tasks is not queued on this rq";
+				break;
+			}
+		}
+	}
+	if (!w && listed < tasks)
+		w = "fewer tasks on cfs_tasks than queued";
+	if (!w && rq->curr && rq->curr->cpu != (int)rq->cpu)
+		w = "curr belongs to another rq";
+	if (why)
+		*why = w;
+	return w ? -1 : 0;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_VALIDATE_H */
