@@ -250,8 +250,10 @@ CL_INLINE const char *cl_rseq_ops_mode_name(enum cl_rseq_ops_mode m)
 CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
 {
 	unsigned need = kind == CL_RSEQ_INDEX_MM_CID ? CL__RSEQ_OPS_HAVE_CID : CL__RSEQ_OPS_HAVE_RSEQ;
+	unsigned s = CL_ATOMIC_LOAD(&cl__rseq_ops_state, CL_ACQUIRE);
 
-	if (CL_UNLIKELY(!(cl__rseq_ops_state_get() & need)))
+	/* One test on the fast path: an undecided state (0) lacks the bit too. */
+	if (CL_UNLIKELY(!(s & need)) && (s != 0 || !(cl__rseq_ops_decide() & need)))
 		return 0;
 	*abi = cl_rseq_abi_get();
 	return CL_LIKELY(*abi != NULL) ? 1 : -1;
@@ -259,6 +261,21 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_
 #endif
 
 /* ---- the current index ---- */
+
+/* The index field a section of @kind compares, read from the area. */
+CL_ALWAYS_INLINE int cl__rseq_abi_index(const struct cl_rseq_abi *abi, enum cl_rseq_index kind)
+{
+	return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
+						  : CL_READ_ONCE(abi->cpu_id));
+}
+
+/* The fallback's index: cl_cpu_id() or cl_mm_cid(). */
+CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
+{
+	int v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
+
+	return v >= 0 ? v : 0;
+}
 
 /**
  * cl_rseq_current_index() - the index to pass to an operation on @kind data.
@@ -276,17 +293,13 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_
  */
 CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 {
-	int v;
-
 #ifdef CL_HAVE_RSEQ_ASM
 	struct cl_rseq_abi *abi;
 
 	if (cl__rseq_ops_enter(kind, &abi) > 0)
-		return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-							  : CL_READ_ONCE(abi->cpu_id));
+		return cl__rseq_abi_index(abi, kind);
 #endif
-	v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
-	return v >= 0 ? v : 0;
+	return cl__percpu_fallback_index(kind);
 }
 
 #ifdef CL_HAVE_RSEQ_ASM
@@ -294,12 +307,6 @@ CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 #include "arch/x86_64/percpu_ops.h"
 #undef CL__PERCPU_OPS_INSIDE
 
-/* The index field a section of @kind compares. */
-CL_ALWAYS_INLINE int cl__rseq_abi_index(const struct cl_rseq_abi *abi, enum cl_rseq_index kind)
-{
-	return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-						  : CL_READ_ONCE(abi->cpu_id));
-}
 
 /* The operation cannot run: rseq process, thread without an rseq area. */
 static CL_COLD CL_NOINLINE CL_UNUSED int cl__rseq_no_area(void)
@@ -831,14 +838,6 @@ CL_INLINE void *cl_rseq_list_first(void **head)
  * Aborts are retried inside, with a fresh index each time.
  */
 
-/* The fallback's index: cl_cpu_id() or cl_mm_cid(). */
-CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
-{
-	int v = kind == CL_RSEQ_INDEX_MM_CID ? cl_mm_cid() : cl_cpu_id();
-
-	return v >= 0 ? v : 0;
-}
-
 /* Index i's copy of the object whose index-0 copy is at p. */
 CL_ALWAYS_INLINE void *cl__percpu_copy(const void *p, size_t stride, int i)
 {
@@ -891,6 +890,8 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 
 	while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here, abi, p, stride, count, &i) != CL_RSEQ_OK))
 		CL_INJECT(10);
+	if (i < 0) /* a u32 field below the number of CPUs: tells the compiler i >= 0 */
+		__builtin_unreachable();
 	return i;
 }
 #else
@@ -975,7 +976,12 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore(enum cl_rseq_index kind, intptr_t *p, si
  * @next_offset: offset of the "next" pointer (a void *) in a node.
  * @out: receives the node.
  *
- * Per attempt: cl_rseq_pop() on the current index's head.
+ * Per attempt (rseq path), one section that reads the index itself:
+ *	i = rseq->cpu_id (or mm_cid); h = head + i * stride;
+ *	node = *h; if (node == NULL) return CL_PERCPU_CMPFAIL;
+ *	*out = node; *h = node->next;          commit
+ * Fallback: the lock-bit pop of cl_rseq_pop_until() on the current index's
+ * head.
  *
  * Context: as cl_rseq_pop_until().
  * Return: the index whose list the node came from (*@out set);
@@ -989,11 +995,8 @@ CL_ALWAYS_INLINE int cl_percpu_pop(enum cl_rseq_index kind, void **head, size_t 
 	if (CL_UNLIKELY(head == NULL || out == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, for (;;) {
-		int r;
+		int r = CL__RSEQ_ASM(kind, pop_here, abi, head, stride, next_offset, NULL, out, &i);
 
-		i = cl__rseq_abi_index(abi, kind);
-		r = CL__RSEQ_ASM(kind, pop, abi, (void **)cl__percpu_copy(head, stride, i), next_offset,
-				 NULL, out, i);
 		if (r != CL_RSEQ_ABORT)
 			return r == CL_RSEQ_OK ? i : CL_PERCPU_CMPFAIL;
 	});
@@ -1012,9 +1015,14 @@ CL_ALWAYS_INLINE int cl_percpu_pop(enum cl_rseq_index kind, void **head, size_t 
  * @next_offset: offset of the "next" pointer in a node.
  * @node: the node (at least 2-byte aligned), owned by the caller.
  *
- * Per attempt: cl_rseq_trypush() on the current index's head; an attempt
- * whose snapshot of the head went stale (CL_RSEQ_CMPFAIL) is retried like
- * an abort, so the path fails only on bad input or a missing rseq area.
+ * Per attempt (rseq path), one section that reads the index and the head
+ * itself (nothing to compare, so nothing can go stale):
+ *	i = rseq->cpu_id (or mm_cid); h = head + i * stride;
+ *	node->next = *h;                       (the caller's node: harmless if aborted)
+ *	*h = node;                             commit
+ * Fallback: cl_rseq_trypush()'s CAS on the current index's head, retried
+ * until it succeeds. The path fails only on bad input or a missing rseq
+ * area.
  *
  * Context: as cl_rseq_trypush().
  * Return: the index whose list @node was pushed on; -1 (errno EINVAL, ENOSYS).
@@ -1028,13 +1036,9 @@ CL_ALWAYS_INLINE int cl_percpu_trypush(enum cl_rseq_index kind, void **head, siz
 	if (CL_UNLIKELY(head == NULL || node == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, for (;;) {
-		i = cl__rseq_abi_index(abi, kind);
-		h = (void **)cl__percpu_copy(head, stride, i);
-		first = CL_READ_ONCE(*h);
-		*cl__rseq_next_ptr(node, next_offset) = first;
 		CL_INJECT(4);
-		if (CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)h, (intptr_t)first,
-				 (intptr_t)node, i) == CL_RSEQ_OK)
+		if (CL__RSEQ_ASM(kind, push_here, abi, head, stride, next_offset, node, &i) ==
+		    CL_RSEQ_OK)
 			return i;
 	});
 	do {

@@ -2,7 +2,8 @@
 /*
  * list_stress - per-CPU (and per-mm_cid) linked lists keep the exact node set
  * under concurrent cl_rseq_pop / cl_rseq_trypush, preemption, migration and
- * signals, in both index modes.
+ * signals, in both index modes, through the one-attempt operations and through
+ * the per-CPU path (cl_percpu_pop / cl_percpu_trypush).
  *
  * Each worker pops up to STASH nodes from the list of its current index,
  * marks each one as its own (a node popped twice is caught here), then
@@ -32,6 +33,7 @@ struct list_test {
 	struct lhead *lists;
 	unsigned nr;
 	enum cl_rseq_index idx;
+	int path; /* 0: cl_rseq_pop/trypush with an index; 1: cl_percpu_pop/trypush */
 };
 
 static int pop_one(struct list_test *t, struct lnode **out)
@@ -39,6 +41,13 @@ static int pop_one(struct list_test *t, struct lnode **out)
 	void *p = NULL;
 	int r, c;
 
+	if (t->path) {
+		r = cl_percpu_pop(t->idx, &t->lists[0].head, sizeof(struct lhead),
+				  offsetof(struct lnode, next), &p);
+		if (r >= 0)
+			*out = p;
+		return r >= 0 ? CL_RSEQ_OK : r == CL_PERCPU_CMPFAIL ? CL_RSEQ_CMPFAIL : r;
+	}
 	do {
 		c = cl_rseq_current_index(t->idx);
 		r = cl_rseq_pop(t->idx, &t->lists[(unsigned)c % t->nr].head,
@@ -53,6 +62,11 @@ static int push_one(struct list_test *t, struct lnode *n)
 {
 	int r, c;
 
+	if (t->path)
+		return cl_percpu_trypush(t->idx, &t->lists[0].head, sizeof(struct lhead),
+					 offsetof(struct lnode, next), n) >= 0
+			       ? CL_RSEQ_OK
+			       : CL_RSEQ_NO_AREA;
 	do {
 		c = cl_rseq_current_index(t->idx);
 		r = cl_rseq_trypush(t->idx, &t->lists[(unsigned)c % t->nr].head,
@@ -104,7 +118,7 @@ static void *worker(struct stress_run *run, int id)
 	return NULL;
 }
 
-static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
+static int run_pass(const struct stress_cfg *cfg, enum cl_rseq_index idx, int path)
 {
 	struct list_test t;
 	struct stress_run run;
@@ -115,6 +129,7 @@ static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
 
 	t.nr = cl_nr_possible_cpus();
 	t.idx = idx;
+	t.path = path;
 	nr_nodes = (long)t.nr * NODES_PER_LIST;
 	t.lists = aligned_alloc(CL_FALSE_SHARING_SIZE, t.nr * sizeof(*t.lists));
 	nodes = aligned_alloc(16, (size_t)nr_nodes * sizeof(*nodes));
@@ -149,15 +164,22 @@ static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
 	}
 	if (found != nr_nodes || dup || bad)
 		rc = 1;
-	printf("list_stress [" STRESS_INDEX_FMT "]: %d workers, %lu rounds, %lu aborts, "
+	printf("list_stress [" STRESS_INDEX_FMT ", %s]: %d workers, %lu rounds, %lu aborts, "
 	       "%lu signals, %lu migrations: %ld of %ld nodes found, %ld duplicates, %ld bad: %s\n",
-	       STRESS_INDEX_ARGS(idx), cfg->nr_workers, run.ops,
+	       STRESS_INDEX_ARGS(idx), path ? "cl_percpu_pop/trypush" : "cl_rseq_pop/trypush",
+	       cfg->nr_workers, run.ops,
 	       run.aborts, run.signals, run.migrations, found, nr_nodes, dup, bad,
 	       rc == 0 ? "PASS" : "FAIL");
 	free(seen);
 	free(nodes);
 	free(t.lists);
 	return rc;
+}
+
+/* Both paths: one-attempt operations with an index, and the per-CPU path. */
+static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
+{
+	return run_pass(cfg, idx, 0) | run_pass(cfg, idx, 1);
 }
 
 STRESS_MAIN(run_index)

@@ -553,6 +553,29 @@ static void trap_new_ops(enum cl_rseq_index idx)
 		cr_assert_eq(pc[2 * i], 3);
 		free(pc);
 	}
+	/* The per-CPU pop and push sections (index and head read inside). */
+	{
+		unsigned n = cl_nr_possible_cpus();
+		void **heads = calloc(n, 2 * sizeof(void *)), *o = NULL;
+		struct node nn = { 7, NULL };
+		int before = traps, i, j;
+
+		cr_assert_not_null(heads);
+		test_trap_armed = 1;
+		i = cl_percpu_trypush(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &nn);
+		cr_assert_geq(i, 0);
+		cr_assert_eq(traps, before + 1, "push trapped, aborted, retried");
+		cr_assert_eq(heads[2 * i], (void *)&nn, "pushed once");
+		cr_assert_null(nn.next);
+		test_trap_armed = 1;
+		j = cl_percpu_pop(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &o);
+		cr_assert_eq(traps, before + 2, "pop trapped, aborted, retried");
+		if (j == i) { /* still on the same index: the node comes back */
+			cr_assert_eq(o, (void *)&nn);
+			cr_assert_null(heads[2 * i]);
+		}
+		free(heads);
+	}
 }
 
 /*
@@ -757,5 +780,68 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
 			cl_percpu_ptr_stride(b, c, st)->count = 0;
 	}
+	cl_percpu_pool_destroy(pool);
+}
+
+/*
+ * A buffer push with CL_RSEQ_MO_RELEASE publishes the item to a reader on
+ * another CPU that loads the count with acquire: the reader sees the
+ * fields written before the push (plain stores; under TSan, where the
+ * fallback runs, a relaxed commit would be reported as a race here).
+ */
+struct msg {
+	long a, b;
+};
+
+struct pub_arg {
+	struct buf *b; /* the producer's copy */
+	int cpu;
+	long bad;
+};
+
+static void *release_reader(void *p)
+{
+	struct pub_arg *a = p;
+	intptr_t seen = 0;
+
+	cl_test_pin(a->cpu);
+	while (seen < 4) {
+		intptr_t n = __atomic_load_n(&a->b->count, __ATOMIC_ACQUIRE);
+
+		for (; seen < n; seen++) {
+			const struct msg *m = a->b->items[seen];
+
+			if (m->a != seen * 10 || m->b != seen * 10 + 1)
+				a->bad++;
+		}
+	}
+	return NULL;
+}
+
+Test(percpu_path, release_push_publishes_to_another_cpu)
+{
+	struct cl_percpu_pool *pool = test_pool();
+	size_t st = cl_percpu_pool_stride(pool);
+	struct buf *b = cl_percpu_alloc(pool, sizeof(*b), sizeof(void *));
+	int cpus[64], n = cl_test_allowed_cpus(cpus, 64);
+	struct msg msgs[4];
+	struct pub_arg arg;
+	pthread_t t;
+
+	cr_assert_not_null(b);
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	arg = (struct pub_arg){ cl_percpu_ptr_stride(b, cpus[0], st), cpus[n - 1], 0 };
+	if (cl_rseq_ops_mode() != CL_RSEQ_OPS_RSEQ) /* fallback: copy of cl_cpu_id() */
+		arg.b = cl_percpu_ptr_stride(b, cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID), st);
+	cr_assert_eq(pthread_create(&t, NULL, release_reader, &arg), 0);
+	for (long i = 0; i < 4; i++) {
+		msgs[i].a = i * 10;
+		msgs[i].b = i * 10 + 1;
+		cr_assert_eq(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, &b->count, st, b->items, 4,
+						      &msgs[i], CL_RSEQ_MO_RELEASE),
+			     cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID), "pinned: own copy");
+	}
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(arg.bad, 0, "reader saw unpublished fields");
 	cl_percpu_pool_destroy(pool);
 }

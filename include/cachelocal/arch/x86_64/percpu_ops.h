@@ -70,6 +70,18 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
 	"jnz 4f\n\t"
 
 /*
+ * The "here" sections (the per-CPU path): read the index inside the
+ * section, store it to *iout (a private word) and leave this index's copy,
+ * base + index * stride, in %rax. No compare is needed: any preemption,
+ * migration or signal after the read aborts the section.
+ */
+#define CL__RSEQ_ASM_HERE                          \
+	"movl %c[idx_off](%[abi]), %%eax\n\t"      \
+	"movl %%eax, (%[iout])\n\t"                \
+	"imulq %[stride], %%rax\n\t"               \
+	"addq %[base], %%rax\n\t"
+
+/*
  * Abort handler: the kernel checks the 4 bytes before abort_ip against the
  * registered signature. They are the immediate of "ud1 sig(%rip), %edi"
  * (0f b9 3d + imm32), which never executes: nothing jumps to it.

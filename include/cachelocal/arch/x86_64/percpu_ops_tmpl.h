@@ -53,20 +53,78 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here)(struct cl_rseq_abi *abi, intptr_t *bas
 {
 	CL__RSEQ_HOOK_DECL
 	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
-		     "movl %c[idx_off](%[abi]), %%eax\n\t"
-		     "movl %%eax, (%[out])\n\t" CL__RSEQ_HOOK(2)
-		     "imulq %[stride], %%rax\n\t"
-		     "addq %[base], %%rax\n\t"
+		     CL__RSEQ_ASM_HERE CL__RSEQ_HOOK(2)
 		     "addq %[count], (%%rax)\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
 		     :
-		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [out] "r"(idx_out), [base] "r"(base),
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [base] "r"(base),
 		       [stride] "er"(stride), [count] "er"(count)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
 	return CL_RSEQ_OK;
 cl_abort:
 	CL_INJECT(20);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * pop_here: the list of the index read inside the section:
+ *	i = area->index_field; h = base + i * stride; *idx_out = i;
+ *	node = *h; if (node == end) cmpfail; *out = node;
+ *	*h = *(node + off)
+ * %rax holds h, %rcx the node (both saved around user hooks).
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(pop_here)(struct cl_rseq_abi *abi, void **base, size_t stride,
+					  size_t off, void *end, void **out, int *idx_out)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     CL__RSEQ_ASM_HERE CL__RSEQ_HOOK(2)
+		     "movq (%%rax), %%rcx\n\t"
+		     "cmpq %[end], %%rcx\n\t"
+		     "jz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq %%rcx, (%[out])\n\t"
+		     "movq (%%rcx, %[off]), %%rcx\n\t" CL__RSEQ_HOOK(4)
+		     "movq %%rcx, (%%rax)\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [base] "r"(base),
+		       [stride] "er"(stride), [off] "r"(off), [end] "er"((intptr_t)end), [out] "r"(out)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(22);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * push_here: push on the list of the index read inside the section:
+ *	i = area->index_field; h = base + i * stride; *idx_out = i;
+ *	node->next = *h;            (the node is the caller's until the commit)
+ *	*h = node
+ * No compare: the head is read inside the section.
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(push_here)(struct cl_rseq_abi *abi, void **base, size_t stride,
+					   size_t off, void *node, int *idx_out)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     CL__RSEQ_ASM_HERE CL__RSEQ_HOOK(2)
+		     "movq (%%rax), %%rcx\n\t"
+		     "movq %%rcx, (%[node], %[off])\n\t" CL__RSEQ_HOOK(3)
+		     "movq %[node], (%%rax)\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [base] "r"(base),
+		       [stride] "er"(stride), [off] "r"(off), [node] "r"(node)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
+		     : cl_abort);
+	return CL_RSEQ_OK;
+cl_abort:
+	CL_INJECT(21);
 	return CL_RSEQ_ABORT;
 }
 
