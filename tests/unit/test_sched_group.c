@@ -8,6 +8,7 @@
 #include "cl_test.h"
 #include "sched_sim.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -399,6 +400,7 @@ Test(sched_group, concurrent_destroy_once, .init = rcu_init, .fini = rcu_fini)
 struct create_race {
 	struct cl_task_group *parent, *child;
 	int create_err;
+	atomic_int in_rcu; /* the creator is inside its read section */
 	struct destroy_race d; /* destroyer() of the parent */
 };
 
@@ -408,6 +410,7 @@ static void *race_creator(void *arg)
 
 	urcu_memb_register_thread();
 	cl_sched_rcu_read_lock(); /* the parent stays allocated if it loses */
+	atomic_store(&c->in_rcu, 1);
 	errno = 0;
 	c->child = cl_task_group_create(c->parent, 0);
 	c->create_err = errno;
@@ -437,7 +440,11 @@ Test(sched_group, create_under_dying_parent, .init = rcu_init, .fini = rcu_fini)
 		cl_spin_lock(&root->groups_lock);
 		cr_assert_eq(pthread_create(&th[0], NULL, race_creator, &c), 0);
 		cr_assert_eq(pthread_create(&th[1], NULL, destroyer, &c.d), 0);
-		usleep(20000); /* let both reach the lock (no timing is asserted) */
+		/* the creator must be in its read section before the destroy can
+		 * complete (else the parent is freed before it reads it) */
+		while (!atomic_load(&c.in_rcu))
+			sched_yield();
+		usleep(20000); /* widens the window for both to reach the lock; nothing waits on it */
 		cl_spin_unlock(&root->groups_lock);
 		for (int i = 0; i < 2; i++)
 			pthread_join(th[i], NULL);
