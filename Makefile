@@ -87,7 +87,7 @@ STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 .PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
 	check-asan check-tsan stress examples bench-smoke bench install uninstall install-check layout \
 	build-tests clean
-.PHONY: librseq check-interop bench-librseq FORCE
+.PHONY: librseq check-interop bench-librseq bench-long check-bench-report FORCE
 
 all: build-tests $(EXAMPLE_BIN)
 
@@ -100,7 +100,9 @@ help:
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
 	@echo "  examples       build and run examples/ (and bench-smoke)"
 	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
-	@echo "  bench          run the benchmark suite and write the report"
+	@echo "  bench          run the benchmark suite (quick, <= 5 min) and write report.md/report.json/plots"
+	@echo "  bench-long     the same with the long sizes (both E5 trees)"
+	@echo "  check-bench-report  report tests + the suite in --smoke mode, report.json validated (part of check)"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
@@ -210,6 +212,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-unit
 	$(Q)$(MAKE) --no-print-directory check-stress
 	$(Q)$(MAKE) --no-print-directory check-interop
+	$(Q)$(MAKE) --no-print-directory check-bench-report
 	@echo "make check ($(CC)): all passed"
 
 check-headers:
@@ -245,7 +248,8 @@ check-tsan: deps
 
 examples: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(EXAMPLE_BIN)
-	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e >/dev/null || { echo "example $$e failed"; exit 1; }; done
+	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e || { echo "example $$e failed"; exit 1; }; \
+		$$e --help >/dev/null && { $$e --no-such-option >/dev/null 2>&1; [ $$? -eq 2 ]; } || { echo "example $$e: --help or unknown option (want exit 2) wrong"; exit 1; }; done
 	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
 	$(Q)$(MAKE) --no-print-directory bench-smoke
 
@@ -265,9 +269,29 @@ bench-smoke:
 	$(Q)$(BUILD)/bench/tbench -r 2000 --json >/dev/null 2>&1 || { echo "bench-smoke: tbench failed"; exit 1; }
 	@echo "bench-smoke: $(words $(RT_BENCH_BIN)) runtime benchmarks built and ran (not timed)"
 
+# The report (scripts/bench_report.py, docs/benchmarks.md): report.md,
+# report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.
+BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_report.py
+
 bench: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
-	$(Q)sh scripts/bench.sh $(BUILD)/bench $(BENCH_BIN)
+	$(Q)$(BENCH_REPORT) --mode quick --out $(BUILD)/bench/report $(BENCH_BIN)
+
+bench-long: deps librseq
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
+	$(Q)$(BENCH_REPORT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
+
+# Part of check: the report generator's and cache model's unit tests, every
+# benchmark's --help / unknown option (exit 2), then the whole suite in
+# --smoke mode (tiny sizes; numbers mean nothing) and its report.json validated.
+check-bench-report: $(BENCH_BIN)
+	$(Q)python3 -m unittest discover -s tests/scripts
+	$(Q)for b in $(BENCH_BIN); do \
+		$$b --help >/dev/null || { echo "$$b --help failed"; exit 1; }; \
+		$$b --no-such-option >/dev/null 2>&1; rc=$$?; \
+		[ $$rc -eq 2 ] || { echo "$$b: unknown option exit $$rc, want 2"; exit 1; }; done
+	$(Q)$(BENCH_REPORT) --mode smoke --out $(BUILD)/bench/report-smoke $(BENCH_BIN)
+	$(Q)python3 scripts/check_report.py $(BUILD)/bench/report-smoke/report.json
 
 # ---------------------------------------------------------------- install
 
