@@ -69,6 +69,9 @@ EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+# bench/sched_layout.c built with each "before" layout too (E1, E2)
+BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline
+BENCH_BIN += $(BENCH_LAYOUT_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
 # Test id modes (scripts/run-tests.sh): the sanitizer runs skip the seccomp one.
@@ -146,6 +149,13 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
+
+$(BUILD)/bench/sched_layout_rq_scattered: BENCH_LAYOUT_DEF := -DCL_RQ_LAYOUT_SCATTERED
+$(BUILD)/bench/sched_layout_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
+$(BENCH_LAYOUT_BIN): bench/sched_layout.c bench/bench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) $(BENCH_LAYOUT_DEF) -Ibench -o $@ $< $(LDLIBS_PROG)
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)
