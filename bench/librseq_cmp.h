@@ -15,10 +15,10 @@
  * Operations (lr_counter_compare), index kind cpu_id and mm_cid, 1 and 2
  * threads pinned to distinct allowed CPUs, per thread ns per operation:
  *   cl_counter_add      cl_counter_add(&c, 1) on a counter of that index kind
- *   cl raw add          index = cl_rseq_current_index(); cl_rseq_add_index()
+ *   cl raw add          index = cl_rseq_current_index(); cl_rseq_add()
  *   librseq add         index = rseq_cpu_start() / rseq_current_mm_cid();
  *                       rseq_load_add_store__ptr()  (as librseq's param_test)
- *   cl list pop+push    cl_rseq_pop_index() then cl_rseq_push_index() of that node
+ *   cl list pop+push    cl_rseq_pop() then cl_rseq_trypush() of that node
  *   librseq list pop+push
  *                       our own per-CPU list calling librseq's operations as its
  *                       param_test does: pop = rseq_load_cbeq_store_add_load_store__ptr,
@@ -121,17 +121,17 @@ static inline int lr_cl_index(enum cl_rseq_index k)
 
 static inline int lr_cl_add(enum cl_rseq_index k, intptr_t *v, intptr_t n, int i)
 {
-	return cl_rseq_add_index(k, v, n, i);
+	return cl_rseq_add(k, v, n, i);
 }
 
 static inline int lr_cl_pop(enum cl_rseq_index k, void **head, void **out, int i)
 {
-	return cl_rseq_pop_index(k, head, 0, out, i);
+	return cl_rseq_pop(k, head, 0, out, i);
 }
 
 static inline int lr_cl_push(enum cl_rseq_index k, void **head, void *node, int i)
 {
-	return cl_rseq_push_index(k, head, 0, node, i);
+	return cl_rseq_trypush(k, head, 0, node, i);
 }
 
 /* ---- librseq per thread ---- */
@@ -271,7 +271,7 @@ static inline void lr_loop_lr_list(struct lr_head *lists, long n, enum rseq_perc
  * compiled on its own with the operations inlined into the loop (flatten):
  * the comparison is of the operations, not of gcc's inlining choices.
  * Measured here: with two call sites in one file gcc keeps
- * cl_rseq_pop_index()/cl_rseq_push_index() (CL_INLINE) out of line as
+ * cl_rseq_pop()/cl_rseq_trypush() (CL_INLINE) out of line as
  * constprop clones, and the pair then costs 3-6x more than inlined; librseq's
  * operations are always_inline. cl_counter_add is timed as a user gets it
  * (lr_cl_counter is not flattened).
