@@ -70,7 +70,8 @@ EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # bench/sched_layout.c built with each "before" layout too (E1, E2)
-BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline
+BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline \
+	$(BUILD)/bench/group_tree_ptr_arrays
 BENCH_BIN += $(BENCH_LAYOUT_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
@@ -152,10 +153,13 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS)
 
 $(BUILD)/bench/sched_layout_rq_scattered: BENCH_LAYOUT_DEF := -DCL_RQ_LAYOUT_SCATTERED
 $(BUILD)/bench/sched_layout_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
-$(BENCH_LAYOUT_BIN): bench/sched_layout.c bench/bench.h $(HEADERS)
+$(BUILD)/bench/group_tree_ptr_arrays: BENCH_LAYOUT_DEF := -DCL_GROUP_POINTER_ARRAYS
+$(BENCH_LAYOUT_BIN): bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) $(BENCH_LAYOUT_DEF) -Ibench -o $@ $< $(LDLIBS_PROG)
+	$(Q)$(CC) $(CFLAGS_PROG) $(BENCH_LAYOUT_DEF) -Ibench -o $@ $(filter %.c,$^) $(LDLIBS_PROG)
+$(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline: bench/sched_layout.c
+$(BUILD)/bench/group_tree_ptr_arrays: bench/group_tree.c
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)
