@@ -69,6 +69,16 @@ static inline unsigned long long bench_now_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread in nanoseconds (excludes time spent
+ * waiting for a CPU: the robust measure on a loaded machine). */
+static inline unsigned long long bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
 /* Keep the compiler from deleting a computed value. */
 #define BENCH_KEEP(x) __asm__ __volatile__("" : : "r"(x) : "memory")
 

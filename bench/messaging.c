@@ -130,6 +130,7 @@ int main(int argc, char **argv)
 	long groups = -1, loops = -1;
 	int vs_kernel = 0;
 	double s[BENCH_MAX_RUNS], k[BENCH_MAX_RUNS], ms[BENCH_MAX_RUNS];
+	char cmd[256];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -154,7 +155,10 @@ int main(int argc, char **argv)
 		printf("# kernel side skipped: perf not installed (make deps installs linux-perf)\n");
 		vs_kernel = 0;
 	}
+	snprintf(cmd, sizeof(cmd), "perf bench sched messaging -t -g %ld -l %ld 2>/dev/null", groups,
+		 loops);
 	msg_run(1, loops / 10 + 1); /* warm-up */
+	/* the two sides alternate run by run: a change in machine load hits both */
 	for (int r = 0; r < b.runs; r++) {
 		s[r] = msg_run((int)groups, loops);
 		if (s[r] < 0) {
@@ -162,6 +166,15 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		bench_progress(&b, "run %d: %.3f s", r, s[r]);
+		if (!vs_kernel)
+			continue;
+		k[r] = rtb_run_kernel(cmd, "Total time");
+		if (k[r] <= 0) {
+			printf("# kernel side skipped: `%s` failed\n", cmd);
+			vs_kernel = 0;
+			continue;
+		}
+		bench_progress(&b, "kernel run %d: %.3f s", r, k[r]);
 	}
 	double med = bench_median(s, b.runs);
 
@@ -176,21 +189,6 @@ int main(int argc, char **argv)
 		ms[r] = s[r] * 1e3;
 	bench_report(&b, "messaging", "cachelocal", "workers", (int)(groups * 2 * NR_PAIRS), ms,
 		     b.runs, "ms");
-	if (vs_kernel) {
-		char cmd[256];
-
-		snprintf(cmd, sizeof(cmd), "perf bench sched messaging -t -g %ld -l %ld 2>/dev/null",
-			 groups, loops);
-		for (int r = 0; r < b.runs; r++) {
-			k[r] = rtb_run_kernel(cmd, "Total time");
-			if (k[r] <= 0) {
-				printf("# kernel side skipped: `%s` failed\n", cmd);
-				vs_kernel = 0;
-				break;
-			}
-			bench_progress(&b, "kernel run %d: %.3f s", r, k[r]);
-		}
-	}
 	if (vs_kernel) {
 		double kmed = bench_median(k, b.runs);
 

@@ -148,51 +148,65 @@ struct worker {
 	long failed;
 };
 
-static unsigned long long thread_cpu_ns(void)
+/* The timed loops, instantiated once per variant (the switches in
+ * do_alloc()/do_free() fold away), so no variant pays for choosing it. */
+static inline __attribute__((always_inline)) long pair_loop(enum variant v)
 {
-	struct timespec ts;
+	long failed = 0;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+	for (long i = 0; i < iters; i++) {
+		void *o = do_alloc(v);
+
+		if (__builtin_expect(o == NULL, 0)) {
+			failed++;
+			continue;
+		}
+		*(volatile char *)o = (char)i; /* touch it, as a user would */
+		do_free(v, o);
+	}
+	return failed;
 }
+
+static inline __attribute__((always_inline)) long burst_loop(enum variant v)
+{
+	void *held[BURST];
+	long failed = 0;
+
+	for (long i = 0; i < iters / BURST; i++) {
+		for (int k = 0; k < BURST; k++) {
+			held[k] = do_alloc(v);
+			if (__builtin_expect(held[k] == NULL, 0))
+				failed++;
+			else
+				*(volatile char *)held[k] = (char)k;
+		}
+		for (int k = 0; k < BURST; k++)
+			if (held[k])
+				do_free(v, held[k]);
+	}
+	return failed;
+}
+
+#define BY_VARIANT(fn, v)                                                           \
+	((v) == V_OBJCACHE ? fn(V_OBJCACHE) : (v) == V_MALLOC ? fn(V_MALLOC)       \
+					 : (v) == V_MUTEX    ? fn(V_MUTEX)          \
+							     : fn(V_LOCKFREE))
 
 static void *worker_main(void *p)
 {
 	struct worker *w = p;
-	void *held[BURST];
-	long failed = 0;
+	long failed;
 
 	bench_pin(w->cpu);
 	pthread_barrier_wait(&start);
-	w->cpu_ns = thread_cpu_ns();
+	w->cpu_ns = bench_thread_cpu_ns();
 	w->t0 = bench_now_ns();
-	if (!w->burst) {
-		for (long i = 0; i < iters; i++) {
-			void *o = do_alloc(w->v);
-
-			if (__builtin_expect(o == NULL, 0)) {
-				failed++;
-				continue;
-			}
-			*(volatile char *)o = (char)i; /* touch it, as a user would */
-			do_free(w->v, o);
-		}
-	} else {
-		for (long i = 0; i < iters / BURST; i++) {
-			for (int k = 0; k < BURST; k++) {
-				held[k] = do_alloc(w->v);
-				if (__builtin_expect(held[k] == NULL, 0))
-					failed++;
-				else
-					*(volatile char *)held[k] = (char)k;
-			}
-			for (int k = 0; k < BURST; k++)
-				if (held[k])
-					do_free(w->v, held[k]);
-		}
-	}
+	if (!w->burst)
+		failed = BY_VARIANT(pair_loop, w->v);
+	else
+		failed = BY_VARIANT(burst_loop, w->v);
 	w->t1 = bench_now_ns();
-	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
+	w->cpu_ns = bench_thread_cpu_ns() - w->cpu_ns;
 	w->failed = failed;
 	return NULL;
 }

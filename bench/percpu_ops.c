@@ -5,11 +5,12 @@
  * Cases, each in both index kinds (cpu_id, mm_cid), 1 thread and 2 threads
  * (each pinned to its own allowed CPU), one word per thread's CPU in a
  * percpu.h pool of the default stride:
- *   add-passed   cl_percpu_add's loop with the copy's address computed in C
- *                from the index the section then compares (what
- *                cl_percpu_add() does)
+ *   add-passed   the copy's address computed in C from the index the
+ *                section then compares
  *   add-here     the index read and the address computed inside the critical
- *                section (base + index * stride, no compare)
+ *                section (base + index * stride, no compare): what
+ *                cl_percpu_add() does (without critical sections both are
+ *                the fallback's atomic add)
  *   raw-add      cl_rseq_add() on a known copy with cl_rseq_current_index()
  *                (the one-attempt operation and its caller's retry loop)
  *   list-pair    cl_percpu_pop() + cl_percpu_trypush() of one node
@@ -47,19 +48,22 @@ static pthread_barrier_t go;
 #define STRIDE ((size_t)CL_PERCPU_STRIDE)
 
 #ifdef CL_HAVE_RSEQ_ASM
-/* cl_percpu_add() with the add-here loop instead of add-passed. */
+/* cl_percpu_add(): the add-here section. */
 static inline int add_here_path(enum cl_rseq_index kind, intptr_t *p, intptr_t count)
 {
-	struct cl_rseq_abi *abi;
-
-	if (CL_LIKELY(cl__rseq_ops_enter(kind, &abi) > 0))
-		return cl__percpu_add_here(kind, abi, p, STRIDE, count);
 	return cl_percpu_add(kind, p, STRIDE, count);
 }
 #endif
 
+/* cl_percpu_add() with the add-passed loop (and the fallback otherwise). */
 static inline int add_passed_path(enum cl_rseq_index kind, intptr_t *p, intptr_t count)
 {
+#ifdef CL_HAVE_RSEQ_ASM
+	struct cl_rseq_abi *abi;
+
+	if (CL_LIKELY(cl__rseq_ops_enter(kind, &abi) > 0))
+		return cl__percpu_add_passed(kind, abi, p, STRIDE, count);
+#endif
 	return cl_percpu_add(kind, p, STRIDE, count);
 }
 

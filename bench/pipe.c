@@ -165,7 +165,13 @@ int main(int argc, char **argv)
 			printf("# %s skipped: only one CPU allowed\n", place_name[p]);
 			continue;
 		}
+		if (p == SAME)
+			snprintf(cmd, sizeof(cmd),
+				 "taskset -c %d perf bench sched pipe -T -l %ld 2>/dev/null", cpu0, loops);
+		else
+			snprintf(cmd, sizeof(cmd), "perf bench sched pipe -T -l %ld 2>/dev/null", loops);
 		pipe_run(p, loops / 10 + 1); /* warm-up */
+		/* the two sides alternate run by run: a change in machine load hits both */
 		for (int r = 0; r < b.runs; r++) {
 			samples[r] = pipe_run(p, loops);
 			if (samples[r] < 0) {
@@ -173,6 +179,17 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			bench_progress(&b, "%s run %d: %.1f ns/op", place_name[p], r, samples[r]);
+			if (!vs_kernel)
+				continue;
+			double us = rtb_run_kernel(cmd, "usecs/op");
+
+			if (us <= 0) {
+				printf("# kernel side skipped: `%s` failed\n", cmd);
+				vs_kernel = 0;
+				continue;
+			}
+			ksamples[r] = us * 1000.0;
+			bench_progress(&b, "kernel %s run %d: %.1f ns/op", place_name[p], r, ksamples[r]);
 		}
 		med = bench_median(samples, b.runs);
 		snprintf(who, sizeof(who), "cachelocal runtime, %s", place_name[p]);
@@ -180,24 +197,6 @@ int main(int argc, char **argv)
 			print_kernel_style(who, loops, med);
 		bench_report(&b, "pipe round trip", "cachelocal", place_name[p], 2, samples, b.runs,
 			     "ns/op");
-		if (!vs_kernel)
-			continue;
-		if (p == SAME)
-			snprintf(cmd, sizeof(cmd),
-				 "taskset -c %d perf bench sched pipe -T -l %ld 2>/dev/null", cpu0, loops);
-		else
-			snprintf(cmd, sizeof(cmd), "perf bench sched pipe -T -l %ld 2>/dev/null", loops);
-		for (int r = 0; r < b.runs; r++) {
-			double us = rtb_run_kernel(cmd, "usecs/op");
-
-			if (us <= 0) {
-				printf("# kernel side skipped: `%s` failed\n", cmd);
-				vs_kernel = 0;
-				break;
-			}
-			ksamples[r] = us * 1000.0;
-			bench_progress(&b, "kernel %s run %d: %.1f ns/op", place_name[p], r, ksamples[r]);
-		}
 		if (!vs_kernel)
 			continue;
 		kmed = bench_median(ksamples, b.runs);

@@ -12,6 +12,7 @@
 #include "sched_sim.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 
@@ -260,6 +261,62 @@ Test(sched_threads, attach_and_destroy_serialized, .init = rcu_init, .fini = rcu
 	cr_assert_null(q.tg);
 	sim_set_group(s, &p, NULL);
 	cr_assert_eq(cl_task_group_destroy(h), 0);
+	cr_assert_eq(cl_sched_destroy(s), 0);
+}
+
+/*
+ * One thread attaches a task to g and detaches it again, in a loop; another
+ * destroys g. The attacher must never hold an attachment to a destroyed
+ * group (the destroy refuses while it is attached, the attach refuses once
+ * it is destroyed).
+ */
+struct attach_race {
+	struct cl_task_group *g;
+	atomic_int in_rcu, destroyed;
+	int attached_to_dead;
+};
+
+static void *attacher(void *arg)
+{
+	struct attach_race *r = (struct attach_race *)arg;
+	struct cl_task p;
+
+	urcu_memb_register_thread();
+	cl_task_init(&p, 0);
+	/* one read section for the whole run: g stays allocated after its destroy */
+	cl_sched_rcu_read_lock();
+	atomic_store(&r->in_rcu, 1);
+	for (int after = 0; after < 1000; after += atomic_load(&r->destroyed)) {
+		if (cl_task_set_group(&p, r->g) == 0) {
+			if (CL_READ_ONCE(r->g->dead))
+				r->attached_to_dead = 1;
+			cl_task_set_group(&p, NULL);
+		}
+	}
+	cl_sched_rcu_read_unlock();
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+Test(sched_threads, attach_races_destroy, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(1, NULL);
+
+	for (int trial = 0; trial < 50; trial++) {
+		struct attach_race r;
+		pthread_t th;
+
+		memset(&r, 0, sizeof(r));
+		r.g = cl_task_group_create(cl_sched_root_group(s), 0);
+		pthread_create(&th, NULL, attacher, &r);
+		while (!atomic_load(&r.in_rcu)) /* else g could be freed before it is read */
+			sched_yield();
+		while (cl_task_group_destroy(r.g) != 0)
+			cr_assert_eq(errno, EBUSY);
+		atomic_store(&r.destroyed, 1);
+		pthread_join(th, NULL);
+		cr_assert_not(r.attached_to_dead, "trial %d: attached to a destroyed group", trial);
+	}
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 

@@ -114,7 +114,7 @@ struct cl__rt_ctx {
  * exited and has been joined (or was detached).
  */
 struct cl_rt_task {
-	struct cl_task task;               /* the runqueue's view (first: cl_task_of) */
+	CL_GROUPED_MEMBER(struct cl_task task); /* the runqueue's view (first) */
 	struct cl__rt_ctx rc;              /* saved context */
 	struct cl_runtime *rt;
 	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
@@ -1028,10 +1028,13 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 
 CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 {
-	struct cl_rt_task *t;
+	struct cds_list_head *pos;
 
-	cds_list_for_each_entry(t, &rt->all, keep.all)
+	cds_list_for_each(pos, &rt->all) {
+		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
+
 		munmap(t->keep.map, t->keep.map_size);
+	}
 	if (rt->tcache)
 		cl_objcache_destroy(rt->tcache);
 	free(rt->workers);
