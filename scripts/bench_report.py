@@ -46,12 +46,22 @@ EXPERIMENTS = [
          case="T1 rq pick reads vs remote lock", before="CL_RQ_LAYOUT_SCATTERED",
          after="default", hib=False,
          scope="real struct cl_rq: pick-path reads on one CPU while another CPU runs "
-               "cl_rq_lock/cl_rq_update_clock/cl_rq_unlock on it; pipe per layout not run"),
+               "cl_rq_lock/cl_rq_update_clock/cl_rq_unlock on it"),
     dict(id="E2", technique="T2 se.avg on its own line",
          claim="pipe 27.03 -> 25.11 us/op (1.08x)", bench="sched_layout",
          case="T2 se reads vs avg stores", before="CL_SE_AVG_INLINE", after="default", hib=False,
          scope="real struct cl_sched_entity: cfs_rq/my_q/parent/vruntime reads on one CPU "
-               "while another stores its avg; pipe per layout not run"),
+               "while another stores its avg"),
+    dict(id="E1p", technique="T1 rq lock off the pick-path line (pipe)",
+         claim="-4.6% cycles in sched_balance_rq (kernel)", bench="pipe_layout",
+         case="pipe round trip", placement="cross-cpu", before="CL_RQ_LAYOUT_SCATTERED",
+         after="default", hib=False,
+         scope="bench/pipe --cross-cpu on the runtime built with each struct cl_rq layout"),
+    dict(id="E2p", technique="T2 se.avg on its own line (pipe)",
+         claim="pipe 27.03 -> 25.11 us/op (1.08x)", bench="pipe_layout",
+         case="pipe round trip", placement="cross-cpu", before="CL_SE_AVG_INLINE",
+         after="default", hib=False,
+         scope="bench/pipe --cross-cpu on the runtime built with each struct cl_sched_entity layout"),
     dict(id="E3", technique="T3 cache-local cids (RECENT)",
          claim="mm_cid/cache-local 1.1x-16.7x per burst", bench="cid_bursts",
          case="16KiB burst, 0 ms delay", before="NAIVE (30% local)",
@@ -104,7 +114,13 @@ LOWER_UNITS = ("ns", "us", "ms", "misses", "cycles", "s/")
 # Benchmarks built more than once from one source (one binary per layout):
 # run one after the other, their results read as one benchmark's.
 GROUPS = {"sched_layout": ["sched_layout", "sched_layout_rq_scattered", "sched_layout_se_inline"],
-          "group_tree": ["group_tree", "group_tree_ptr_arrays"]}
+          "group_tree": ["group_tree", "group_tree_ptr_arrays"],
+          "pipe_layout": ["pipe", "pipe_rq_scattered", "pipe_se_inline"]}
+# Members of a group whose output does not name the layout: their variant is
+# replaced by the layout the binary was built with.
+LAYOUT_OF = {("pipe_layout", "pipe"): "default",
+             ("pipe_layout", "pipe_rq_scattered"): "CL_RQ_LAYOUT_SCATTERED",
+             ("pipe_layout", "pipe_se_inline"): "CL_SE_AVG_INLINE"}
 # Smoke mode runs the smallest tree (d2w3): the case names follow it.
 SMOKE_CASES = {"d3w10": "d2w3"}
 
@@ -113,6 +129,8 @@ BENCH_ARGS = {
     "pipe": {"smoke": ["--same-cpu", "--vs-kernel"],
              "quick": ["-l", "20000", "--same-cpu", "--vs-kernel"],
              "long": ["--same-cpu", "--cross-cpu", "--vs-kernel"]},
+    "pipe_layout": {"smoke": ["--cross-cpu"], "quick": ["-l", "20000", "--cross-cpu"],
+                    "long": ["-l", "200000", "--cross-cpu"]},
     "messaging": {"smoke": ["--vs-kernel"], "quick": ["--vs-kernel"], "long": ["--vs-kernel"]},
 }
 
@@ -179,6 +197,9 @@ def run_group(name, byname, args, jsonl):
         if member not in byname:
             continue
         r, c, t, e = run_bench(byname[member], args, jsonl)
+        for rec in r:
+            if (name, member) in LAYOUT_OF and rec.get("variant") == "cachelocal":
+                rec["variant"] = LAYOUT_OF[(name, member)]
         recs += r
         rc = rc or c
         secs += t
@@ -186,9 +207,10 @@ def run_group(name, byname, args, jsonl):
     return recs, rc, secs, err
 
 
-def pick(recs, case, variant):
+def pick(recs, case, variant, placement=None):
     for r in recs:
-        if "variant" in r and r["variant"] == variant and (case is None or r["case"] == case):
+        if ("variant" in r and r["variant"] == variant and (case is None or r["case"] == case)
+                and (placement is None or r.get("placement") == placement)):
             return r
     return None
 
@@ -201,8 +223,8 @@ def evaluate(exp, recs):
     if exp["case"] and exp["bench"] == "group_tree" and not pick(recs, exp["case"], exp["before"]):
         for big, small in SMOKE_CASES.items():
             exp = dict(exp, case=exp["case"].replace(big, small))
-    b = pick(recs, exp["case"], exp["before"])
-    a = pick(recs, exp["case"] or (b or {}).get("case"), exp["after"])
+    b = pick(recs, exp["case"], exp["before"], exp.get("placement"))
+    a = pick(recs, exp["case"] or (b or {}).get("case"), exp["after"], exp.get("placement"))
     if not a or not b:
         return None
     hib = exp["hib"]
@@ -230,7 +252,8 @@ def evaluate(exp, recs):
         "before_min": b["min"], "before_max": b["max"],
         "after_min": a["min"], "after_max": a["max"],
         "verdict": verdict, "reason": reason, "spread": worst, "scope": exp["scope"],
-        "rows": [r for r in recs if "variant" in r and r["case"] == a["case"]],
+        "rows": [r for r in recs if "variant" in r and r["case"] == a["case"]
+                 and (exp.get("placement") is None or r.get("placement") == exp["placement"])],
     }
 
 
@@ -379,7 +402,7 @@ def main():
     results = {}
     failed = []
     for i, name in enumerate(needed):
-        if name not in byname:
+        if not any(m in byname for m in GROUPS.get(name, [name])):
             continue
         load = os.getloadavg()[0]
         progress("[%d/%d] %s %s (load %.2f)" % (i + 1, len(needed), name, " ".join(args), load))
@@ -404,7 +427,7 @@ def main():
             if r.get("id_mode"):
                 doc["machine"]["id_mode"] = r["id_mode"]
     for e in EXPERIMENTS:
-        if e["bench"] not in byname:
+        if not any(m in byname for m in GROUPS.get(e["bench"], [e["bench"]])):
             doc["experiments"].append(not_run(e, "bench/%s not built on this branch" % e["bench"]))
         else:
             ev = evaluate(e, results.get(e["bench"], []))
