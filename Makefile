@@ -71,7 +71,8 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # bench/sched_layout.c built with each "before" layout too (E1, E2)
 BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline \
-	$(BUILD)/bench/group_tree_ptr_arrays $(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline
+	$(BUILD)/bench/group_tree_ptr_arrays $(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline \
+	$(BUILD)/bench/refill_head
 BENCH_BIN += $(BENCH_LAYOUT_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
@@ -163,6 +164,8 @@ $(BUILD)/bench/group_tree_ptr_arrays: bench/group_tree.c
 $(BUILD)/bench/pipe_rq_scattered: BENCH_LAYOUT_DEF := -DCL_RQ_LAYOUT_SCATTERED
 $(BUILD)/bench/pipe_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
 $(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline: bench/pipe.c bench/rtbench.h
+$(BUILD)/bench/refill_head: BENCH_LAYOUT_DEF := -DCL_DETACH_FROM_HEAD
+$(BUILD)/bench/refill_head: bench/refill.c bench/rtbench.h
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)
