@@ -64,8 +64,8 @@ EXPERIMENTS = [
          scope="bench/pipe --cross-cpu on the runtime built with each struct cl_sched_entity layout"),
     dict(id="E3", technique="T3 cache-local cids (RECENT)",
          claim="mm_cid/cache-local 1.1x-16.7x per burst", bench="cid_bursts",
-         case="16KiB burst, 0 ms delay", before="NAIVE (30% local)",
-         after="RECENT (100% local)", hib=False, scope="real cid.h on this machine's CPUs"),
+         case="16KiB burst, 0 ms delay", before="NAIVE",
+         after="RECENT", hib=False, scope="real cid.h on this machine's CPUs"),
     dict(id="E4", technique="T4 balancer detaches from the tail (refill)",
          claim="hackbench 0.644 -> 0.637 s", bench="refill", case="first pass after migration",
          before="head", after="tail", hib=False,
@@ -218,7 +218,9 @@ def run_group(name, byname, args, jsonl):
 
 def pick(recs, case, variant, placement=None):
     for r in recs:
-        if ("variant" in r and r["variant"] == variant and (case is None or r["case"] == case)
+        # a variant may carry a measured note: "NAIVE (30% local)" matches "NAIVE"
+        if ("variant" in r and (r["variant"] == variant or r["variant"].startswith(variant + " ("))
+                and (case is None or r["case"] == case)
                 and (placement is None or r.get("placement") == placement)):
             return r
     return None
