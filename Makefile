@@ -69,6 +69,11 @@ EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+# bench/sched_layout.c built with each "before" layout too (E1, E2)
+BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline \
+	$(BUILD)/bench/group_tree_ptr_arrays $(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline \
+	$(BUILD)/bench/refill_head
+BENCH_BIN += $(BENCH_LAYOUT_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
 # Test id modes (scripts/run-tests.sh): the sanitizer runs skip the seccomp one.
@@ -107,7 +112,7 @@ STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 .PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
 	check-asan check-tsan stress examples bench-smoke bench install uninstall install-check layout \
 	build-tests clean
-.PHONY: librseq check-interop bench-librseq FORCE
+.PHONY: librseq check-interop bench-librseq bench-long check-bench-report FORCE
 
 all: build-tests $(EXAMPLE_BIN)
 
@@ -124,7 +129,9 @@ help:
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
 	@echo "  examples       build and run examples/ (and bench-smoke)"
 	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
-	@echo "  bench          run the benchmark suite and write the report"
+	@echo "  bench          run the benchmark suite (quick, <= 5 min) and write report.md/report.json/plots"
+	@echo "  bench-long     the same with the long sizes (both E5 trees)"
+	@echo "  check-bench-report  report tests + the suite in --smoke mode, report.json validated (part of check)"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
@@ -168,6 +175,21 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
+
+$(BUILD)/bench/sched_layout_rq_scattered: BENCH_LAYOUT_DEF := -DCL_RQ_LAYOUT_SCATTERED
+$(BUILD)/bench/sched_layout_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
+$(BUILD)/bench/group_tree_ptr_arrays: BENCH_LAYOUT_DEF := -DCL_GROUP_POINTER_ARRAYS
+$(BENCH_LAYOUT_BIN): bench/bench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) $(BENCH_LAYOUT_DEF) -Ibench -o $@ $(filter %.c,$^) $(LDLIBS_PROG)
+$(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline: bench/sched_layout.c
+$(BUILD)/bench/group_tree_ptr_arrays: bench/group_tree.c
+$(BUILD)/bench/pipe_rq_scattered: BENCH_LAYOUT_DEF := -DCL_RQ_LAYOUT_SCATTERED
+$(BUILD)/bench/pipe_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
+$(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline: bench/pipe.c bench/rtbench.h
+$(BUILD)/bench/refill_head: BENCH_LAYOUT_DEF := -DCL_DETACH_FROM_HEAD
+$(BUILD)/bench/refill_head: bench/refill.c bench/rtbench.h
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)
@@ -234,6 +256,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-unit
 	$(Q)$(MAKE) --no-print-directory check-stress
 	$(Q)$(MAKE) --no-print-directory check-interop
+	$(Q)$(MAKE) --no-print-directory check-bench-report
 	@echo "make check ($(CC)): all passed"
 
 check-headers:
@@ -325,7 +348,8 @@ fuzz: deps
 
 examples: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(EXAMPLE_BIN)
-	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e >/dev/null || { echo "example $$e failed"; exit 1; }; done
+	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e || { echo "example $$e failed"; exit 1; }; \
+		$$e --help >/dev/null && { $$e --no-such-option >/dev/null 2>&1; [ $$? -eq 2 ]; } || { echo "example $$e: --help or unknown option (want exit 2) wrong"; exit 1; }; done
 	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
 	$(Q)$(MAKE) --no-print-directory bench-smoke
 
@@ -345,9 +369,29 @@ bench-smoke:
 	$(Q)$(BUILD)/bench/tbench -r 2000 --json >/dev/null 2>&1 || { echo "bench-smoke: tbench failed"; exit 1; }
 	@echo "bench-smoke: $(words $(RT_BENCH_BIN)) runtime benchmarks built and ran (not timed)"
 
+# The report (scripts/bench_report.py, docs/benchmarks.md): report.md,
+# report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.
+BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_report.py
+
 bench: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
-	$(Q)sh scripts/bench.sh $(BUILD)/bench $(BENCH_BIN)
+	$(Q)$(BENCH_REPORT) --mode quick --out $(BUILD)/bench/report $(BENCH_BIN)
+
+bench-long: deps librseq
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
+	$(Q)$(BENCH_REPORT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
+
+# Part of check: the report generator's and cache model's unit tests, every
+# benchmark's --help / unknown option (exit 2), then the whole suite in
+# --smoke mode (tiny sizes; numbers mean nothing) and its report.json validated.
+check-bench-report: $(BENCH_BIN)
+	$(Q)python3 -m unittest discover -s tests/scripts
+	$(Q)for b in $(BENCH_BIN); do \
+		$$b --help >/dev/null || { echo "$$b --help failed"; exit 1; }; \
+		$$b --no-such-option >/dev/null 2>&1; rc=$$?; \
+		[ $$rc -eq 2 ] || { echo "$$b: unknown option exit $$rc, want 2"; exit 1; }; done
+	$(Q)$(BENCH_REPORT) --mode smoke --out $(BUILD)/bench/report-smoke $(BENCH_BIN)
+	$(Q)python3 scripts/check_report.py $(BUILD)/bench/report-smoke/report.json
 
 # ---------------------------------------------------------------- install
 

@@ -192,6 +192,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	int nsizes = 3;
 
+	bench_only_shared_args("balance_tail", argc, argv);
 	bench_init(&b, "balance_tail", argc, argv);
 	if (b.quick)
 		nsizes = 2;

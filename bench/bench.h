@@ -9,7 +9,9 @@
  *
  * Command line shared by all benchmarks:
  *   --runs N      repetitions per case (default 5, at least 5)
- *   --quick       smaller sizes (for smoke runs; still >= 5 runs)
+ *   --quick       smaller sizes (still >= 5 runs)
+ *   --smoke       --quick with the smallest sizes a benchmark has: checks
+ *                 that it runs and reports, its numbers mean nothing
  *   --json        print one JSON object per result instead of the table
  *   --json=PATH   print the table and append the JSON objects to PATH
  *   --help
@@ -51,6 +53,7 @@ struct bench {
 	const char *name;
 	int runs;
 	int quick;
+	int smoke;
 	int json_only;
 	FILE *json;
 	char kernel[128];
@@ -173,9 +176,10 @@ static inline void bench_progress(const struct bench *b, const char *fmt, ...)
 
 static inline void bench_usage(const char *name)
 {
-	printf("usage: %s [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
+	printf("usage: %s [--runs N] [--quick] [--smoke] [--json | --json=PATH] [--help]\n"
 	       "  --runs N     repetitions per case (default %d, at least %d)\n"
-	       "  --quick      smaller sizes for a smoke run\n"
+	       "  --quick      smaller sizes\n"
+	       "  --smoke      smallest sizes: checks that it runs, numbers mean nothing\n"
 	       "  --json       one JSON object per result on stdout instead of the table\n"
 	       "  --json=PATH  the table on stdout, JSON objects appended to PATH\n",
 	       name, BENCH_MIN_RUNS, BENCH_MIN_RUNS);
@@ -207,6 +211,8 @@ static inline void bench_init(struct bench *b, const char *name, int argc, char 
 			b->runs = (int)v;
 		} else if (!strcmp(argv[i], "--quick")) {
 			b->quick = 1;
+		} else if (!strcmp(argv[i], "--smoke")) {
+			b->quick = b->smoke = 1;
 		} else if (!strcmp(argv[i], "--json")) {
 			b->json_only = 1;
 			b->json = stdout;
@@ -246,8 +252,25 @@ static inline int bench_is_shared_arg(int argc, char **argv, int *i)
 		(*i)++;
 		return 1;
 	}
-	return !strcmp(argv[*i], "--quick") || !strcmp(argv[*i], "--json") ||
+	return !strcmp(argv[*i], "--quick") || !strcmp(argv[*i], "--smoke") ||
+	       !strcmp(argv[*i], "--json") ||
 	       !strncmp(argv[*i], "--json=", 7) || !strcmp(argv[*i], "--help");
+}
+
+/*
+ * bench_only_shared_args() - for a benchmark with no options of its own:
+ * exit 2 (usage on stderr) on anything bench_init() does not know, an
+ * unknown option or a stray argument. Call before bench_init().
+ */
+static inline void bench_only_shared_args(const char *name, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (bench_is_shared_arg(argc, argv, &i) || !strcmp(argv[i], "-h"))
+			continue;
+		fprintf(stderr, "%s: unknown %s '%s' (see --help)\n", name,
+			argv[i][0] == '-' ? "option" : "argument", argv[i]);
+		exit(2);
+	}
 }
 
 /*

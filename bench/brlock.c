@@ -240,6 +240,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	char case_name[48];
 
+	bench_only_shared_args("brlock", argc, argv);
 	bench_init(&b, "brlock", argc, argv);
 	if (cl_brlock_init(&brl) != 0 || pthread_rwlock_init(&rwl, NULL) != 0) {
 		perror("init");

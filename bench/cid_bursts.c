@@ -207,6 +207,7 @@ int main(int argc, char **argv)
 	unsigned seed = 12345;
 	int nd;
 
+	bench_only_shared_args("cid_bursts", argc, argv);
 	bench_init(&b, "cid_bursts", argc, argv);
 	nthreads = bench_nr_allowed_cpus();
 	if (nthreads > MAX_THREADS)

@@ -278,6 +278,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	int rounds;
 
+	bench_only_shared_args("cid_sim", argc, argv);
 	bench_init(&b, "cid_sim", argc, argv);
 	rounds = b.quick ? 50 : 1000;
 	printf("# T3 simulated: deterministic placement counts (no time); %d rounds of one burst per thread per run, seeds 1..%d; first burst of each item not counted; threads column = simulated threads\n",

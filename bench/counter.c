@@ -167,6 +167,7 @@ int main(int argc, char **argv)
 	double med[NR_VARIANTS];
 	struct bench b;
 
+	bench_only_shared_args("counter", argc, argv);
 	bench_init(&b, "counter", argc, argv);
 	ops_per_thread = b.quick ? 500000 : 4000000;
 	nr_slots = cl_nr_possible_cpus();

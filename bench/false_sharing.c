@@ -131,12 +131,13 @@ int main(int argc, char **argv)
 	char *base;
 	unsigned long long window;
 
+	bench_only_shared_args("false_sharing", argc, argv);
 	bench_init(&b, "false_sharing", argc, argv);
 	if (bench_nr_allowed_cpus() < 2) {
 		fprintf(stderr, "false_sharing: needs two allowed CPUs\n");
 		return 77;
 	}
-	window = b.quick ? 20000000ull : 100000000ull; /* 20 or 100 ms per sample */
+	window = b.smoke ? 2000000ull : b.quick ? 20000000ull : 100000000ull; /* 2, 20 or 100 ms per sample */
 	base = aligned_alloc(4096, 4096);
 	if (!base)
 		return 1;

@@ -364,10 +364,13 @@ int main(int argc, char **argv)
 		if (!strncmp(argv[i], "--child=", 8))
 			return child_main(argv[i] + 8);
 
+	bench_only_shared_args("group_walk", argc, argv);
 	bench_init(&b, "group_walk", argc, argv);
-	warm_walks = b.quick ? 50 : 400;
-	cold_walks = b.quick ? 5 : 20;
-	sim_walks = b.quick ? 10 : 40;
+	warm_walks = b.smoke ? 5 : b.quick ? 50 : 400;
+	cold_walks = b.smoke ? 1 : b.quick ? 5 : 20;
+	sim_walks = b.smoke ? 2 : b.quick ? 10 : 40;
+	if (b.quick)
+		nr_trees = 1; /* quick: w10d3 (1111 groups) only; both trees in the long mode */
 	flush_buf = calloc(1, TIME_FLUSH_BYTES);
 	if (!flush_buf) {
 		perror("calloc");

@@ -237,6 +237,7 @@ int main(int argc, char **argv)
 	int ncpus = bench_nr_allowed_cpus();
 	char variant[64];
 
+	bench_only_shared_args("ids", argc, argv);
 	bench_init(&b, "ids", argc, argv);
 	run_ns = b.quick ? 10000000ull : 40000000ull;
 

@@ -252,6 +252,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	char case_name[48];
 
+	bench_only_shared_args("objcache", argc, argv);
 	bench_init(&b, "objcache", argc, argv);
 	cache = cl_objcache_create(&attr);
 	objs = aligned_alloc(CL_CACHELINE_SIZE, sizeof(struct obj) * POOL_OBJS);

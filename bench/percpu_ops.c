@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	double s[NR_CASES][BENCH_MAX_RUNS], med[NR_CASES];
 
+	bench_only_shared_args("percpu_ops", argc, argv);
 	bench_init(&b, "percpu_ops", argc, argv);
 	nr_ops = b.quick ? 2000000 : 20000000;
 	pool = cl_percpu_pool_create(NULL);

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 	}
 	bench_init(&b, "pipe", argc, argv);
 	if (loops < 0)
-		loops = b.quick ? 100000 : 1000000;
+		loops = b.smoke ? 1000 : b.quick ? 100000 : 1000000;
 	if (!any)
 		want[SAME] = want[CROSS] = want[UNPINNED] = 1;
 	if (vs_kernel && !rtb_have_perf()) {

@@ -17,6 +17,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* rand_r, nanosleep under -std=c11 */
 #endif
+#include "example_args.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,11 +60,13 @@ static void *reader(void *arg)
 	return (void *)bad;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	pthread_t r[3];
 	long bad = 0;
 	void *ret;
+
+	example_args(argc, argv, "usage: brlock [--help]\n  the per-CPU reader lock (brlock.h): readers and a writer\n", NULL, 0);
 
 	if (cl_brlock_init(&lock) != 0) {
 		perror("cl_brlock_init");

@@ -8,6 +8,7 @@
  *
  * Build: cc -std=c11 -Iinclude examples/coalloc.c -o coalloc -pthread
  */
+#include "example_args.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,12 +135,14 @@ static unsigned long walk_before(const struct ex_task_group *tg, unsigned cpu, s
 	return sum;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct cl_percpu_pool *pool = cl_percpu_pool_create(NULL);
 	struct ex_task_group tg[DEPTH];
 	unsigned nr_cpus, cpu;
 	int rc = 0;
+
+	example_args(argc, argv, "usage: coalloc [--help]\n  what one leaf-to-root group walk touches, co-allocated vs pointer arrays\n", NULL, 0);
 
 	if (!pool) {
 		perror("cl_percpu_pool_create");

@@ -5,6 +5,7 @@
  *
  * Build: cc -std=c11 -Iinclude examples/layout.c -o layout
  */
+#include "example_args.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -101,9 +102,11 @@ static const struct cl_layout_entry demo_rq_entries[] = {
 };
 static const struct cl_layout demo_rq_layout = CL_LAYOUT(struct demo_rq, demo_rq_entries);
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char msg[256];
+
+	example_args(argc, argv, "usage: layout [--help]\n  cache-line layout of a runqueue-like struct, printed with cl_layout_print()\n", NULL, 0);
 
 	if (cl_cacheline_check(msg, sizeof(msg)) != 0)
 		fprintf(stderr, "warning: %s\n", msg);

@@ -15,6 +15,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* rand_r, nanosleep under -std=c11 */
 #endif
+#include "example_args.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,13 +69,15 @@ static void *worker(void *arg)
 	return (void *)errors;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct cl_objcache_attr attr = { .obj_size = sizeof(struct task), .per_cpu_capacity = 32 };
 	struct cl_objcache_stats st;
 	pthread_t t[THREADS];
 	long errors = 0, moved = 0;
 	void *ret;
+
+	example_args(argc, argv, "usage: objcache [--help]\n  the per-CPU object cache (objcache.h)\n", NULL, 0);
 
 	tasks = cl_objcache_create(&attr);
 	if (!tasks) {

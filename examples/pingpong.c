@@ -10,6 +10,7 @@
  *
  * Exits 0 when every message came back in order.
  */
+#include "example_args.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,9 @@ static void *referee(void *p)
 
 int main(int argc, char **argv)
 {
-	long rounds = argc > 1 ? atol(argv[1]) : 100000;
+	int a = example_args(argc, argv, "usage: pingpong [ROUNDS] [--help]\n"
+			     "  two runtime tasks exchange ROUNDS messages (default 100000)\n", NULL, 1);
+	long rounds = a ? atol(argv[a]) : 100000;
 	struct cl_runtime *rt = cl_runtime_create(NULL); /* one pinned worker per CPU */
 	struct cl_chan *ping = cl_chan_create(sizeof(long), 1), *pong = cl_chan_create(sizeof(long), 1);
 	struct player pl[2] = { { pong, ping, rounds, 1 }, { ping, pong, rounds, 0 } };

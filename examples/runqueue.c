@@ -17,6 +17,7 @@
  * Build with -DCL_RQ_LAYOUT_SCATTERED -DCL_SE_AVG_INLINE for the "before"
  * layouts (docs/layout/ is generated that way).
  */
+#include "example_args.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,11 @@ int main(int argc, char **argv)
 	uint64_t now = 0, total = 0;
 	unsigned long moved = 0;
 
-	if (argc > 1 && strcmp(argv[1], "--layout") == 0)
+	static const char *const opts[] = { "--layout", NULL };
+
+	example_args(argc, argv, "usage: runqueue [--layout] [--help]\n"
+		     "  the reference runqueue on 4 simulated CPUs; --layout: the struct layouts\n", opts, 0);
+	if (argc > 1)
 		return print_layouts();
 
 	urcu_memb_register_thread();
@@ -191,6 +196,19 @@ int main(int argc, char **argv)
 	       (double)(tasks[10].t.se.sum_exec_runtime + tasks[11].t.se.sum_exec_runtime) /
 		       ((double)RUN_MS * 1e6),
 	       NR_CPUS, 100.0 * (double)total / (double)(NR_CPUS * (uint64_t)RUN_MS * TICK_NS));
+	/*
+	 * Expected: the ideal weighted split of the CPUs available on average
+	 * (CPU 3 offline 400 of the 2000 ms: 3.8), by the root level's weights:
+	 * web 2048, batch 1024 (its cap, 1.5, does not bind), t10 nice 0 1024,
+	 * t11 nice 5 335. Per-CPU balancing only approximates it.
+	 */
+	{
+		const double cpus = (NR_CPUS * (RUN_MS - 400.0) + (NR_CPUS - 1) * 400.0) / RUN_MS;
+		const double wsum = 2048.0 + 1024.0 + 1024.0 + 335.0;
+
+		printf("expected (ideal weighted share of %.1f CPUs): web %.2f, batch %.2f, root %.2f\n",
+		       cpus, cpus * 2048.0 / wsum, cpus * 1024.0 / wsum, cpus * (1024.0 + 335.0) / wsum);
+	}
 	for (unsigned int c = 0; c < NR_CPUS; c++) {
 		const struct cl_rq *rq = cl_sched_rq(s, c);
 

@@ -23,6 +23,7 @@
  *	cc -std=c11 -O2 -pthread -Iinclude examples/threaded_sched.c \
  *	   $(pkg-config --cflags --libs liburcu-memb liburcu-cds) -o threaded_sched
  */
+#include "example_args.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -111,12 +112,14 @@ static void report(int phase, double cpus, double exp_web, double exp_batch, uin
 	       phase, cpus, exp_web, w, exp_batch, b);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	pthread_t th[NR_CPUS];
 	uint64_t web0 = 0, batch0 = 0;
 	unsigned long balanced = 0;
 	int ms = 0;
+
+	example_args(argc, argv, "usage: threaded_sched [--help]\n  the reference runqueue with one thread per simulated CPU\n", NULL, 0);
 
 	urcu_memb_register_thread();
 	s = cl_sched_create(NR_CPUS, NULL);

@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench_report.py - run the benchmarks and write report.md, report.json, plots.
+
+Usage: bench_report.py --out DIR --mode quick|long|smoke BENCH_BINARY...
+Env:   CC, CFLAGS_PROG (printed in the machine header).
+
+Each binary runs with --json (one JSON object per line), appended to
+DIR/results.jsonl. The experiments of EXPERIMENTS are then read from those
+lines: before and after are the medians of two variants of one case, with
+their min-max over the runs.
+
+Verdict rule (docs/benchmarks.md): gain = before/after for lower-is-better
+metrics, after/before otherwise (> 1: the technique wins).
+  reproduced    gain > 1 and the two sides' min-max ranges do not overlap
+  contrary      gain < 1 and the ranges do not overlap
+  within noise  the ranges overlap (reason: the overlap), or a side's spread
+                max/min exceeds SPREAD_BOUND after one repeat (reason given)
+Noise: if the 1-minute load average per CPU exceeds LOAD_BOUND before a
+benchmark, or an experiment's spread exceeds SPREAD_BOUND, that benchmark
+runs again once and the run with the smaller spread is kept.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cachemodel  # noqa: E402
+
+SCHEMA_VERSION = 1
+SPREAD_BOUND = 3.0   # max/min of one side's runs
+LOAD_BOUND = 1.0     # 1-minute load average per CPU
+MODEL_TOLERANCE = 0.05
+
+# id, technique, seed claim, bench, case, before variant, after variant,
+# higher_is_better, what the measurement is (honest scope).
+EXPERIMENTS = [
+    dict(id="E1", technique="T1 rq lock off the pick-path line",
+         claim="-4.6% cycles in sched_balance_rq (kernel)", bench="sched_layout",
+         case="T1 rq pick reads vs remote lock", before="CL_RQ_LAYOUT_SCATTERED",
+         after="default", hib=False,
+         scope="real struct cl_rq: pick-path reads on one CPU while another CPU runs "
+               "cl_rq_lock/cl_rq_update_clock/cl_rq_unlock on it"),
+    dict(id="E2", technique="T2 se.avg on its own line",
+         claim="pipe 27.03 -> 25.11 us/op (1.08x)", bench="sched_layout",
+         case="T2 se reads vs avg stores", before="CL_SE_AVG_INLINE", after="default", hib=False,
+         scope="real struct cl_sched_entity: cfs_rq/my_q/parent/vruntime reads on one CPU "
+               "while another stores its avg"),
+    dict(id="E1p", technique="T1 rq lock off the pick-path line (pipe)",
+         claim="-4.6% cycles in sched_balance_rq (kernel)", bench="pipe_layout",
+         case="pipe round trip", placement="cross-cpu", before="CL_RQ_LAYOUT_SCATTERED",
+         after="default", hib=False,
+         scope="bench/pipe --cross-cpu on the runtime built with each struct cl_rq layout"),
+    dict(id="E2p", technique="T2 se.avg on its own line (pipe)",
+         claim="pipe 27.03 -> 25.11 us/op (1.08x)", bench="pipe_layout",
+         case="pipe round trip", placement="cross-cpu", before="CL_SE_AVG_INLINE",
+         after="default", hib=False,
+         scope="bench/pipe --cross-cpu on the runtime built with each struct cl_sched_entity layout"),
+    dict(id="E3", technique="T3 cache-local cids (RECENT)",
+         claim="mm_cid/cache-local 1.1x-16.7x per burst", bench="cid_bursts",
+         case="16KiB burst, 0 ms delay", before="NAIVE",
+         after="RECENT", hib=False, scope="real cid.h on this machine's CPUs"),
+    dict(id="E4", technique="T4 balancer detaches from the tail (refill)",
+         claim="hackbench 0.644 -> 0.637 s", bench="refill", case="first pass after migration",
+         before="head", after="tail", hib=False,
+         scope="runtime, 2 workers, 16 tasks with 64 KiB working sets started on worker 0: the "
+               "first pass of a moved task; refill vs refill_head (-DCL_DETACH_FROM_HEAD)"),
+    dict(id="E4t", technique="T4 balancer detaches from the tail (throughput)",
+         claim="hackbench 0.644 -> 0.637 s", bench="refill", case="throughput",
+         before="head", after="tail", hib=True, scope="as E4: passes per ms, all tasks"),
+    dict(id="E4s", technique="T4 balancer detaches from the tail (simulated ages)",
+         claim="hackbench 0.644 -> 0.637 s", bench="balance_tail",
+         case="N=64 cost=500us age", before="head (before)", after="tail (after)", hib=True,
+         scope="simulated pull: ages of the detached tasks (ms since they ran; older = colder "
+               "= the right ones to move)"),
+    dict(id="E5", technique="T5 co-allocated cfs_rq+se per CPU (LL misses)",
+         claim="LLC misses -8% .. -32% (kernel)", bench="group_walk",
+         case="LLd miss cold w10d3", before="before (ptr arrays)", after="after (percpu pair)",
+         hib=False, scope="blocked-load walk over real struct layouts, depth 3 x width 10, "
+                          "cachegrind LL misses per cold walk"),
+    dict(id="E5t", technique="T5 co-allocated cfs_rq+se per CPU (walk time)",
+         claim="kernel IPC +3% .. +25%", bench="group_tree", case="blocked-load walk warm d3w10",
+         before="pointer arrays", after="co-allocated", hib=False,
+         scope="real sched/ code: cl_tg_update_blocked_load() on CPU 0 over the depth 3 x "
+               "width 10 tree (1110 groups, a task per leaf), warm; group_tree vs "
+               "group_tree_ptr_arrays (-DCL_GROUP_POINTER_ARRAYS)"),
+    dict(id="E5c", technique="T5 co-allocated cfs_rq+se per CPU (cold walk)",
+         claim="LLC misses -8% .. -32% (kernel)", bench="group_tree",
+         case="blocked-load walk cold d3w10", before="pointer arrays", after="co-allocated",
+         hib=False, scope="as E5t, each walk after streaming over 64 MiB"),
+    dict(id="E5q", technique="T5 co-allocated cfs_rq+se per CPU (dequeue+enqueue)",
+         claim="kernel IPC +3% .. +25%", bench="group_tree", case="dequeue+enqueue d3w10",
+         before="pointer arrays", after="co-allocated", hib=False,
+         scope="real sched/ code: cl_rq_dequeue(SLEEP)+cl_rq_enqueue(WAKEUP) of each leaf "
+               "task through the hierarchy, ns per task"),
+    dict(id="counter", technique="rseq per-CPU counter vs shared atomic",
+         claim="per-CPU beats a shared atomic", bench="counter", case="add 2 threads",
+         before="shared-atomic", after="rseq-counter", hib=True, scope="2 pinned threads"),
+    dict(id="objcache", technique="per-CPU object cache vs malloc",
+         claim="per-CPU cache beats malloc", bench="objcache", case=None,
+         before="malloc", after="objcache", hib=None, scope="first case of bench/objcache"),
+    dict(id="brlock", technique="per-CPU reader lock vs pthread rwlock",
+         claim="reader pair cheaper", bench="brlock", case="read pair 2 threads cpu",
+         before="pthread-rwlock", after="brlock", hib=False, scope="2 threads, CPU time"),
+    dict(id="pipe", technique="cachelocal runtime vs kernel threads (pipe, one CPU)",
+         claim="peer comparison", bench="pipe", case=None, before="kernel perf -T",
+         after="cachelocal", hib=False, scope="perf bench sched pipe -T on one CPU vs "
+         "the runtime's two tasks on one worker"),
+    dict(id="messaging", technique="cachelocal runtime vs kernel (messaging)",
+         claim="peer comparison", bench="messaging", case="messaging", before="kernel perf -t",
+         after="cachelocal", hib=None, scope="perf bench sched messaging shape"),
+]
+
+LOWER_UNITS = ("ns", "us", "ms", "misses", "cycles", "s/")
+
+# Benchmarks built more than once from one source (one binary per layout):
+# run one after the other, their results read as one benchmark's.
+GROUPS = {"sched_layout": ["sched_layout", "sched_layout_rq_scattered", "sched_layout_se_inline"],
+          "group_tree": ["group_tree", "group_tree_ptr_arrays"],
+          "refill": ["refill", "refill_head"],
+          "pipe_layout": ["pipe", "pipe_rq_scattered", "pipe_se_inline"]}
+# Members of a group whose output does not name the layout: their variant is
+# replaced by the layout the binary was built with.
+LAYOUT_OF = {("pipe_layout", "pipe"): "default",
+             ("pipe_layout", "pipe_rq_scattered"): "CL_RQ_LAYOUT_SCATTERED",
+             ("pipe_layout", "pipe_se_inline"): "CL_SE_AVG_INLINE"}
+# Smoke mode runs the smallest tree (d2w3): the case names follow it.
+SMOKE_CASES = {"d3w10": "d2w3"}
+
+# Extra arguments per benchmark and mode (pipe: one placement vs the kernel).
+BENCH_ARGS = {
+    "pipe": {"smoke": ["--same-cpu", "--vs-kernel"],
+             "quick": ["-l", "20000", "--same-cpu", "--vs-kernel"],
+             "long": ["--same-cpu", "--cross-cpu", "--vs-kernel"]},
+    "pipe_layout": {"smoke": ["--cross-cpu"], "quick": ["-l", "20000", "--cross-cpu"],
+                    "long": ["-l", "200000", "--cross-cpu"]},
+    "messaging": {"smoke": ["--vs-kernel"], "quick": ["--vs-kernel"], "long": ["--vs-kernel"]},
+}
+
+
+def progress(msg):
+    print("bench: " + msg, flush=True)
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True,
+                              timeout=20).stdout.strip()
+    except Exception:  # noqa: BLE001 - best-effort machine facts
+        return ""
+
+
+def machine(mode, load_before):
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cc = os.environ.get("CC", "gcc")
+    return {
+        "cpu_model": model or platform.processor() or "unknown",
+        "cpus": os.cpu_count() or 0,
+        "kernel": platform.release(),
+        "glibc": " ".join(platform.libc_ver()) or "unknown",
+        "compiler": (sh(cc + " --version").splitlines() or ["unknown"])[0],
+        "cflags": os.environ.get("CFLAGS_PROG", ""),
+        "id_mode": "unknown",
+        "rseq_ops_mode": os.environ.get("GLIBC_TUNABLES", "") or "glibc rseq (default)",
+        "load_before": load_before,
+        "load_after": None,
+        "mode": mode,
+    }
+
+
+def run_bench(path, args, jsonl):
+    """Run one binary; returns (records, rc, seconds)."""
+    t = time.time()
+    p = subprocess.run([path] + args + ["--json"], capture_output=True, text=True)
+    recs = []
+    with open(jsonl, "a") as f:
+        for line in p.stdout.splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            f.write(json.dumps(rec) + "\n")
+            recs.append(rec)
+    return recs, p.returncode, time.time() - t, p.stderr
+
+
+def run_group(name, byname, args, jsonl):
+    recs, rc, secs, err = [], 0, 0.0, ""
+    for member in GROUPS.get(name, [name]):
+        if member not in byname:
+            continue
+        r, c, t, e = run_bench(byname[member], args, jsonl)
+        for rec in r:
+            if (name, member) in LAYOUT_OF and rec.get("variant") == "cachelocal":
+                rec["variant"] = LAYOUT_OF[(name, member)]
+        recs += r
+        rc = rc or c
+        secs += t
+        err += e
+    return recs, rc, secs, err
+
+
+def pick(recs, case, variant, placement=None):
+    for r in recs:
+        # a variant may carry a measured note: "NAIVE (30% local)" matches "NAIVE"
+        if ("variant" in r and (r["variant"] == variant or r["variant"].startswith(variant + " ("))
+                and (case is None or r["case"] == case)
+                and (placement is None or r.get("placement") == placement)):
+            return r
+    return None
+
+
+def spread(r):
+    return r["max"] / r["min"] if r and r["min"] > 0 else (1.0 if r and r["max"] == 0 else float("inf"))
+
+
+def evaluate(exp, recs):
+    if exp["case"] and exp["bench"] == "group_tree" and not pick(recs, exp["case"], exp["before"]):
+        for big, small in SMOKE_CASES.items():
+            exp = dict(exp, case=exp["case"].replace(big, small))
+    b = pick(recs, exp["case"], exp["before"], exp.get("placement"))
+    a = pick(recs, exp["case"] or (b or {}).get("case"), exp["after"], exp.get("placement"))
+    if not a or not b:
+        return None
+    if a["median"] == 0 or b["median"] == 0:
+        return dict(not_run(exp, "a side measured 0 (nothing to compare in this run: %s %g, %s %g)"
+                            % (exp["before"], b["median"], exp["after"], a["median"])),
+                    rows=[r for r in recs if "variant" in r and r["case"] == a["case"]])
+    hib = exp["hib"]
+    if hib is None:
+        hib = not a["unit"].startswith(LOWER_UNITS)
+    if hib:
+        gain = a["median"] / b["median"] if b["median"] else float("inf")
+    else:
+        gain = b["median"] / a["median"] if a["median"] else float("inf")
+    overlap = not (a["max"] < b["min"] or b["max"] < a["min"])
+    worst = max(spread(a), spread(b))
+    if overlap:
+        verdict, reason = "within noise", "min-max ranges overlap"
+    elif gain > 1:
+        verdict, reason = "reproduced", "ranges apart, technique side better"
+    else:
+        verdict, reason = "contrary", "ranges apart, technique side worse"
+    if worst > SPREAD_BOUND and verdict != "within noise":
+        reason += "; spread %s above bound %.1fx" % (
+            "%.1fx" % worst if math.isfinite(worst) else "(a run measured 0)", SPREAD_BOUND)
+    return {
+        "id": exp["id"], "technique": exp["technique"], "claim": exp["claim"],
+        "metric": "%s: %s" % (exp["bench"], a["case"]), "unit": a["unit"],
+        "higher_is_better": bool(hib), "before": b["median"], "after": a["median"],
+        "gain": gain, "runs": min(a["runs"], b["runs"]),
+        "before_min": b["min"], "before_max": b["max"],
+        "after_min": a["min"], "after_max": a["max"],
+        "verdict": verdict, "reason": reason,
+        "spread": worst if math.isfinite(worst) else None, "scope": exp["scope"],
+        "rows": [r for r in recs if "variant" in r and r["case"] == a["case"]
+                 and (exp.get("placement") is None or r.get("placement") == exp["placement"])],
+    }
+
+
+def not_run(exp, why):
+    return {
+        "id": exp["id"], "technique": exp["technique"], "claim": exp["claim"],
+        "metric": "%s: %s" % (exp["bench"], exp["case"]), "unit": "",
+        "higher_is_better": bool(exp["hib"]), "before": None, "after": None, "gain": None,
+        "runs": 0, "before_min": None, "before_max": None, "after_min": None,
+        "after_max": None, "verdict": "not run", "reason": why, "spread": None,
+        "scope": exp["scope"], "rows": [],
+    }
+
+
+def model_experiment(mode):
+    rounds = {"smoke": 2, "quick": 4, "long": 10}[mode]
+    topos = cachemodel.TOPOLOGIES
+    if mode == "smoke":
+        topos = {k: v for k, v in topos.items() if v[0] <= 24}
+    rows = cachemodel.table(rounds=rounds, topologies=topos)
+    # The model is deterministic: the verdict compares the speedup with 1
+    # within MODEL_TOLERANCE. gain: geometric mean of NAIVE/RECENT over the rows.
+    gain = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
+    bad = [r for r in rows if r["speedup"] < 1 - MODEL_TOLERANCE]
+    flat = [r for r in rows if abs(r["speedup"] - 1) <= MODEL_TOLERANCE]
+    if bad:
+        verdict = "contrary"
+        reason = "NAIVE/RECENT < %.2f for %s" % (1 - MODEL_TOLERANCE, ", ".join(
+            "%s @%d ms (%.2fx)" % (r["config"], r["delay_ms"], r["speedup"]) for r in bad))
+    elif gain > 1 + MODEL_TOLERANCE:
+        verdict = "reproduced"
+        reason = "seed's direction on every row" + (
+            "; equal within %d%% for %s" % (MODEL_TOLERANCE * 100, ", ".join(
+                "%s @%d ms" % (r["config"], r["delay_ms"]) for r in flat)) if flat else "")
+    else:
+        verdict, reason = "within noise", "mean speedup within %d%% of 1" % (MODEL_TOLERANCE * 100)
+    worst = min(rows, key=lambda r: r["speedup"])
+    return {
+        "id": "E3m", "technique": "T3 cache-local cids (cache model)",
+        "claim": "mm_cid/cache-local 1.1x-16.7x per burst",
+        "metric": "model cycles per 16 KiB burst; before/after: the worst row (%s @%d ms); "
+                  "gain: geometric mean of NAIVE/RECENT over all rows" % (worst["config"], worst["delay_ms"]),
+        "unit": "cycles/burst", "higher_is_better": False,
+        "before": worst["NAIVE"]["median"], "after": worst["RECENT"]["median"],
+        "gain": gain, "runs": 5,
+        "before_min": worst["NAIVE"]["min"], "before_max": worst["NAIVE"]["max"],
+        "after_min": worst["RECENT"]["min"], "after_max": worst["RECENT"]["max"],
+        "verdict": verdict, "reason": reason, "spread": None,
+        "scope": "deterministic cache model, parameters in the section", "rows": rows,
+        "parameters": cachemodel.PARAMETERS,
+    }
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "%.3g" % v if abs(v) < 1000 else "%.0f" % v
+    return str(v)
+
+
+def plot(outdir, exp, have_gnuplot):
+    if not have_gnuplot or exp["before"] is None or exp["id"] == "E3m":
+        return None
+    dat = os.path.join(outdir, "plot-%s.dat" % exp["id"])
+    svg = "plot-%s.svg" % exp["id"]
+    with open(dat, "w") as f:
+        f.write('0 "before" %g %g %g\n' % (exp["before"], exp["before_min"], exp["before_max"]))
+        f.write('1 "after" %g %g %g\n' % (exp["after"], exp["after_min"], exp["after_max"]))
+    gp = ('set terminal svg size 480,300; set output "%s"; set title "%s: %s"; '
+          'set ylabel "%s"; set xrange [-0.5:1.5]; set yrange [0:*]; set style fill solid 0.5; '
+          'set boxwidth 0.5; plot "%s" using 1:3:xtic(2) with boxes notitle, '
+          '"" using 1:3:4:5 with yerrorbars lc rgb "black" notitle'
+          % (os.path.join(outdir, svg), exp["id"], exp["technique"].replace('"', ""),
+             exp["unit"], dat))
+    r = subprocess.run(["gnuplot", "-e", gp], capture_output=True, text=True)
+    return svg if r.returncode == 0 else None
+
+
+def write_md(path, doc, plots_note):
+    m = doc["machine"]
+    L = ["# cachelocal benchmark report", ""]
+    L.append("- machine: %s, %d CPUs, kernel %s, %s" % (m["cpu_model"], m["cpus"], m["kernel"], m["glibc"]))
+    L.append("- compiler: %s, flags `%s`" % (m["compiler"], m["cflags"]))
+    L.append("- id mode: %s, rseq ops: %s, mode: %s, commit %s" % (m["id_mode"], m["rseq_ops_mode"], m["mode"], doc["commit"]))
+    L.append("- load average before %.2f, after %.2f (1 min; %d CPUs)%s" % (
+        m["load_before"], m["load_after"], m["cpus"],
+        " — LOADED: above %.1f per CPU" % LOAD_BOUND if max(m["load_before"], m["load_after"]) > LOAD_BOUND * m["cpus"] else ""))
+    L.append("- verdict rule: gain > 1 means the technique wins; `reproduced`/`contrary` only when the "
+             "two sides' min-max ranges over the runs do not overlap, else `within noise`")
+    if plots_note:
+        L.append("- " + plots_note)
+    L += ["", "## Summary", "",
+          "| exp | technique | seed's claim | before | after | unit | gain | verdict |",
+          "|---|---|---|---|---|---|---|---|"]
+    for e in doc["experiments"]:
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            e["id"], e["technique"], e["claim"], fmt(e["before"]), fmt(e["after"]), e["unit"],
+            ("%.2fx" % e["gain"]) if e["gain"] is not None else "-", e["verdict"]))
+    for e in doc["experiments"]:
+        L += ["", "## %s: %s" % (e["id"], e["technique"]), "",
+              "- what: %s; metric %s (%s, %s is better)" % (
+                  e["scope"], e["metric"], e["unit"], "higher" if e["higher_is_better"] else "lower"),
+              "- verdict: **%s** (%s)" % (e["verdict"], e["reason"]), ""]
+        if e["id"] == "E3m":
+            L.append("Parameters: `%s`" % json.dumps(e["parameters"]))
+            L += ["", "| config | delay | per-cpu | NAIVE | RECENT | LLC | speedup NAIVE/RECENT |",
+                  "|---|---|---|---|---|---|---|"]
+            for r in e["rows"]:
+                L.append("| %s | %d ms | %.0f | %.0f | %.0f | %.0f | %.2fx |" % (
+                    r["config"], r["delay_ms"], r["per-cpu"]["median"], r["NAIVE"]["median"],
+                    r["RECENT"]["median"], r["LLC"]["median"], r["speedup"]))
+            continue
+        if e["rows"]:
+            L += ["| case | variant | placement | threads | median | min | max | unit |",
+                  "|---|---|---|---|---|---|---|---|"]
+            for r in e["rows"]:
+                L.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    r["case"], r["variant"], r.get("placement", ""), r.get("threads", ""),
+                    fmt(r["median"]), fmt(r["min"]), fmt(r["max"]), r["unit"]))
+        if e.get("plot"):
+            L += ["", "![%s](%s)" % (e["id"], e["plot"])]
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mode", choices=("quick", "long", "smoke"), default="quick")
+    ap.add_argument("bins", nargs="*")
+    o = ap.parse_args()
+    os.makedirs(o.out, exist_ok=True)
+    jsonl = os.path.join(o.out, "results.jsonl")
+    open(jsonl, "w").close()
+    ncpu = os.cpu_count() or 1
+    doc = {"schema_version": SCHEMA_VERSION, "machine": machine(o.mode, os.getloadavg()[0]),
+           "commit": sh("git rev-parse --short HEAD") or "unknown", "experiments": []}
+    doc["compiler"] = doc["machine"]["compiler"]
+    args = {"quick": ["--quick"], "long": [], "smoke": ["--smoke"]}[o.mode]
+    byname = {os.path.basename(b): b for b in o.bins}
+    needed = []
+    for e in EXPERIMENTS:
+        if e["bench"] not in needed:
+            needed.append(e["bench"])
+    results = {}
+    failed = []
+    for i, name in enumerate(needed):
+        if not any(m in byname for m in GROUPS.get(name, [name])):
+            continue
+        load = os.getloadavg()[0]
+        progress("[%d/%d] %s %s (load %.2f)" % (i + 1, len(needed), name, " ".join(args), load))
+        bargs = args + BENCH_ARGS.get(name, {}).get(o.mode, [])
+        recs, rc, secs, err = run_group(name, byname, bargs, jsonl)
+        if rc not in (0, 77):
+            failed.append(name)
+            progress("%s failed (exit %d): %s" % (name, rc, err.strip().splitlines()[-1:] or ""))
+        noisy = [e for e in EXPERIMENTS if e["bench"] == name and ((evaluate(e, recs) or {}).get("spread") or 0) > SPREAD_BOUND]
+        if o.mode != "smoke" and (load > LOAD_BOUND * ncpu or noisy):
+            progress("%s: %s, repeating once" % (name, "load %.2f" % load if load > LOAD_BOUND * ncpu
+                                                 else "spread above %.1fx" % SPREAD_BOUND))
+            recs2, rc2, secs2, _ = run_group(name, byname, bargs, jsonl)
+            def total_spread(rs):
+                return sum(min((evaluate(e, rs) or {}).get("spread") or 1e9, 1e9)
+                           for e in EXPERIMENTS if e["bench"] == name)
+            if rc2 in (0, 77) and recs2 and total_spread(recs2) < total_spread(recs):
+                recs = recs2
+        progress("%s: %d results in %.1f s" % (name, len(recs), secs))
+        results[name] = recs
+        for r in recs:
+            if r.get("id_mode"):
+                doc["machine"]["id_mode"] = r["id_mode"]
+    for e in EXPERIMENTS:
+        if not any(m in byname for m in GROUPS.get(e["bench"], [e["bench"]])):
+            doc["experiments"].append(not_run(e, "bench/%s not built on this branch" % e["bench"]))
+        else:
+            ev = evaluate(e, results.get(e["bench"], []))
+            doc["experiments"].append(ev or not_run(
+                e, "bench/%s gave no %s/%s result (skipped: see its output)"
+                % (e["bench"], e["before"], e["after"])))
+        if e["id"] == "E3":
+            progress("E3 cache model")
+            doc["experiments"].append(model_experiment(o.mode))
+    doc["machine"]["load_after"] = os.getloadavg()[0]
+    have_gnuplot = shutil.which("gnuplot") is not None and o.mode != "smoke"
+    for e in doc["experiments"]:
+        e["plot"] = plot(o.out, e, have_gnuplot)
+    note = None if have_gnuplot else ("plots skipped (gnuplot not installed)" if o.mode != "smoke"
+                                      else "plots skipped (smoke mode)")
+    with open(os.path.join(o.out, "report.json"), "w") as f:
+        json.dump(doc, f, indent=1, allow_nan=False)
+        f.write("\n")
+    md = os.path.join(o.out, "report.md")
+    write_md(md, doc, note)
+    if failed:
+        progress("failed: " + " ".join(failed))
+    progress("report written to " + md)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

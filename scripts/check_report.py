@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""check_report.py REPORT.JSON - validate a report.json of scripts/bench_report.py.
+
+Checks: one JSON document; schema_version 1; machine/commit/compiler present;
+every experiment of bench_report.EXPERIMENTS (and the cache model E3m)
+present once; each experiment's fields typed; a verdict from the rule's set;
+a measured experiment has before/after/gain numbers, min <= median <= max on
+each side, and a gain that matches before/after in the stated direction.
+Exit 0 when valid, 1 with one line per problem otherwise.
+"""
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_report  # noqa: E402
+
+VERDICTS = ("reproduced", "within noise", "contrary", "not run")
+NUM = (int, float)
+
+
+def check(doc):
+    errs = []
+    if not isinstance(doc, dict):
+        return ["top level is not an object"]
+    if doc.get("schema_version") != bench_report.SCHEMA_VERSION:
+        errs.append("schema_version is %r" % doc.get("schema_version"))
+    for k in ("commit", "compiler"):
+        if not isinstance(doc.get(k), str) or not doc.get(k):
+            errs.append("%s missing or not a string" % k)
+    m = doc.get("machine")
+    if not isinstance(m, dict):
+        errs.append("machine missing")
+    else:
+        for k, t in (("cpu_model", str), ("cpus", int), ("kernel", str), ("glibc", str),
+                     ("compiler", str), ("id_mode", str), ("rseq_ops_mode", str),
+                     ("load_before", NUM), ("load_after", NUM), ("mode", str)):
+            if not isinstance(m.get(k), t):
+                errs.append("machine.%s missing or mistyped" % k)
+    exps = doc.get("experiments")
+    if not isinstance(exps, list):
+        return errs + ["experiments is not a list"]
+    ids = [e.get("id") for e in exps if isinstance(e, dict)]
+    want = [e["id"] for e in bench_report.EXPERIMENTS] + ["E3m"]
+    for i in want:
+        if ids.count(i) != 1:
+            errs.append("experiment %s present %d times" % (i, ids.count(i)))
+    for e in exps:
+        if not isinstance(e, dict):
+            errs.append("an experiment is not an object")
+            continue
+        name = e.get("id", "?")
+        for k in ("id", "technique", "claim", "metric", "unit", "verdict", "reason"):
+            if not isinstance(e.get(k), str):
+                errs.append("%s.%s not a string" % (name, k))
+        if not isinstance(e.get("higher_is_better"), bool):
+            errs.append("%s.higher_is_better not a boolean" % name)
+        if not isinstance(e.get("runs"), int):
+            errs.append("%s.runs not an integer" % name)
+        if not isinstance(e.get("rows"), list):
+            errs.append("%s.rows not a list" % name)
+        if e.get("verdict") not in VERDICTS:
+            errs.append("%s.verdict %r not one of %s" % (name, e.get("verdict"), VERDICTS))
+            continue
+        if e["verdict"] == "not run":
+            continue
+        nums = ("before", "after", "gain", "before_min", "before_max", "after_min", "after_max")
+        if not all(isinstance(e.get(k), NUM) and not isinstance(e.get(k), bool) for k in nums):
+            errs.append("%s: a measured experiment needs numbers for %s" % (name, ", ".join(nums)))
+            continue
+        for side in ("before", "after"):
+            if not e[side + "_min"] <= e[side] <= e[side + "_max"]:
+                errs.append("%s: %s median outside its min-max" % (name, side))
+        if e["id"] != "E3m" and e["before"] > 0 and e["after"] > 0:
+            g = e["after"] / e["before"] if e["higher_is_better"] else e["before"] / e["after"]
+            if not math.isclose(g, e["gain"], rel_tol=1e-6):
+                errs.append("%s: gain %g is not %g" % (name, e["gain"], g))
+    return errs
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print("usage: check_report.py REPORT.JSON")
+        return 0 if len(sys.argv) == 2 else 2
+    try:
+        with open(sys.argv[1]) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as ex:
+        print("check_report: %s: %s" % (sys.argv[1], ex))
+        return 1
+    errs = check(doc)
+    for e in errs:
+        print("check_report: %s: %s" % (sys.argv[1], e))
+    if not errs:
+        print("check_report: %s: valid (%d experiments)" % (sys.argv[1], len(doc["experiments"])))
+    return 1 if errs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+"""Unit tests of scripts/cachemodel.py (E3's cache model) and
+scripts/check_report.py (the report.json validator) on small hand-checked
+cases. Run: python3 -m unittest discover -s tests/scripts"""
+import copy
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import bench_report  # noqa: E402
+import cachemodel as cm  # noqa: E402
+import check_report  # noqa: E402
+
+T2 = cm.Topology(2, 2, 1)       # two cores, one L3
+T22 = cm.Topology(2, 2, 2)      # two cores, two L3s
+SMT = cm.Topology(4, 2, 1)      # cpus 0 and 2 share core 0
+
+
+class LineCost(unittest.TestCase):
+    def test_same_core_at_once_is_an_l2_hit(self):
+        self.assertEqual(cm.line_cost(T2, 0, 0, 0.0), cm.LAT["L2"])
+
+    def test_smt_sibling_shares_the_l2(self):
+        self.assertEqual(cm.line_cost(SMT, 2, 0, 0.0), cm.LAT["L2"])
+
+    def test_other_core_same_l3_at_once_is_l3_latency(self):
+        self.assertEqual(cm.line_cost(T2, 1, 0, 0.0), cm.LAT["L3"])
+
+    def test_other_domain_at_once_is_a_remote_transfer(self):
+        self.assertEqual(cm.line_cost(T22, 1, 0, 0.0), cm.LAT["remote"])
+
+    def test_never_used_or_long_idle_line_comes_from_dram(self):
+        self.assertEqual(cm.line_cost(T2, None, 0, 0.0), cm.LAT["dram"])
+        self.assertAlmostEqual(cm.line_cost(T22, 1, 0, 1e9), cm.LAT["dram"])
+        self.assertAlmostEqual(cm.line_cost(T2, 0, 0, 1e9), cm.LAT["dram"])
+
+    def test_half_life_in_l2_with_l3_kept_averages_l2_and_l3(self):
+        t = cm.TAU_L2_MS * math.log(2)
+        self.assertAlmostEqual(cm.line_cost(T2, 0, 0, t, tau_l3=1e18),
+                               (cm.LAT["L2"] + cm.LAT["L3"]) / 2)
+
+    def test_burst_is_lines_times_compute_plus_line(self):
+        self.assertEqual(cm.burst_cost(T2, 0, 0, 0.0), cm.LINES * (cm.COMPUTE + cm.LAT["L2"]))
+
+    def test_bad_topology_is_refused(self):
+        for shape in ((0, 1, 1), (3, 2, 1), (4, 4, 3)):
+            with self.assertRaises(ValueError):
+                cm.Topology(*shape)
+
+
+class Schedules(unittest.TestCase):
+    def test_per_cpu_and_recent_always_reuse_the_own_core(self):
+        for pol in ("per-cpu", "RECENT", "LLC"):
+            for delay in (10, 200):
+                cost, place = cm.simulate(T22, pol, delay, 5, 1)
+                self.assertEqual(place, {"same core": 8, "same domain": 0, "other domain": 0},
+                                 (pol, delay))
+
+    def test_naive_keeps_its_cid_inside_the_expiry(self):
+        # 2 CPUs 10 ms apart: each CPU's cid is 20 ms old at its next burst (< 100 ms)
+        _, place = cm.simulate(T22, "NAIVE", 10, 5, 1)
+        self.assertEqual(place["same core"], 8)
+
+    def test_naive_after_expiry_always_takes_cid_0(self):
+        # 200 ms apart: every cid expired, every burst takes cid 0, last used by
+        # the previous burst, 200 ms ago: its CPU decides the placement.
+        cost, place = cm.simulate(T22, "NAIVE", 200, 5, 1)
+        self.assertEqual(sum(place.values()), 8)
+        same = cm.burst_cost(T22, 0, 0, 200)
+        other = cm.burst_cost(T22, 1, 0, 200)
+        self.assertAlmostEqual(cost, (place["same core"] * same + place["other domain"] * other) / 8)
+        self.assertGreater(place["other domain"], 0)
+
+    def test_same_seed_same_result_other_seed_other_order(self):
+        a = cm.simulate(cm.Topology(8, 8, 2), "NAIVE", 200, 4, 7)
+        self.assertEqual(a, cm.simulate(cm.Topology(8, 8, 2), "NAIVE", 200, 4, 7))
+
+    def test_table_has_the_seed_shape(self):
+        rows = cm.table(delays=(10,), rounds=2, seeds=(1, 2, 3),
+                        topologies={"2/2": (2, 2, 2)})
+        self.assertEqual(len(rows), 1)
+        r = rows[0]
+        for pol in cm.POLICIES:
+            self.assertLessEqual(r[pol]["min"], r[pol]["median"])
+            self.assertLessEqual(r[pol]["median"], r[pol]["max"])
+        self.assertAlmostEqual(r["speedup"], r["NAIVE"]["median"] / r["RECENT"]["median"])
+
+
+def valid_doc():
+    exps = []
+    for e in bench_report.EXPERIMENTS:
+        exps.append({"id": e["id"], "technique": "t", "claim": "c", "metric": "m", "unit": "ns",
+                     "higher_is_better": False, "before": 4.0, "after": 2.0, "gain": 2.0,
+                     "runs": 5, "before_min": 3.5, "before_max": 4.5, "after_min": 1.5,
+                     "after_max": 2.5, "verdict": "reproduced", "reason": "r", "rows": []})
+    exps.append(dict(exps[0], id="E3m"))
+    return {"schema_version": 1, "commit": "abc", "compiler": "gcc",
+            "machine": {"cpu_model": "x", "cpus": 2, "kernel": "6", "glibc": "2.36",
+                        "compiler": "gcc", "id_mode": "mm_cid", "rseq_ops_mode": "x",
+                        "load_before": 0.5, "load_after": 0.5, "mode": "smoke"},
+            "experiments": exps}
+
+
+class Validator(unittest.TestCase):
+    def test_valid_document_passes(self):
+        self.assertEqual(check_report.check(valid_doc()), [])
+
+    def test_missing_experiment_fails(self):
+        d = valid_doc()
+        d["experiments"] = [e for e in d["experiments"] if e["id"] != "E4"]
+        self.assertTrue(any("E4" in x for x in check_report.check(d)))
+
+    def test_gain_in_the_wrong_direction_fails(self):
+        d = valid_doc()
+        d["experiments"][0]["gain"] = 0.5
+        self.assertTrue(any("gain" in x for x in check_report.check(d)))
+
+    def test_string_number_and_unknown_verdict_fail(self):
+        d = valid_doc()
+        d["experiments"][1]["before"] = "4.0"
+        d["experiments"][2]["verdict"] = "good"
+        errs = check_report.check(d)
+        self.assertTrue(any("numbers" in x for x in errs))
+        self.assertTrue(any("verdict" in x for x in errs))
+
+    def test_not_run_needs_no_numbers(self):
+        d = valid_doc()
+        e = d["experiments"][3]
+        e.update(verdict="not run", before=None, after=None, gain=None)
+        self.assertEqual(check_report.check(d), [])
+
+    def test_median_outside_min_max_fails(self):
+        d = copy.deepcopy(valid_doc())
+        d["experiments"][0]["after_max"] = 1.8
+        self.assertTrue(any("min-max" in x for x in check_report.check(d)))
+
+
+if __name__ == "__main__":
+    unittest.main()
