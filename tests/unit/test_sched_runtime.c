@@ -261,11 +261,14 @@ Test(sched_runtime, yield_lets_the_other_task_of_the_worker_run)
 	cr_assert_eq(log.n, 4000);
 	for (int i = 1; i < log.n; i++)
 		changes += log.ids[i] != log.ids[i - 1];
-	/* the fair class picks the one behind in vruntime: they interleave (not
-	 * strictly: unequal units let one run twice; without the switch there
-	 * would be exactly 1 change) */
+	/* the fair class picks the one behind in vruntime, so the tasks
+	 * interleave; how often depends on the run time each unit is charged
+	 * (a worker preempted by the OS inside one unit charges that task the
+	 * whole delay, and the other then runs many units in a row), so only
+	 * the interleaving itself is asserted: without a switch on yield one
+	 * task would log all 2000 entries before the other, exactly 1 change */
 	cr_log_info("%d changes of task in 4000 yields", changes);
-	cr_assert_gt(changes, 200, "only %d switches between the two tasks in 4000 yields", changes);
+	cr_assert_geq(changes, 2, "the tasks did not interleave (%d change) in 4000 yields", changes);
 	destroy_ok(rt);
 }
 
