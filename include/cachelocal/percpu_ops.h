@@ -84,6 +84,7 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "internal/backoff.h"
 #include "rseq.h"
 #include "sys.h"
 
@@ -152,6 +153,14 @@ enum cl_rseq_ops_mode {
 /* Decided once, by the first thread that uses an operation; never reset. */
 CL_WEAK unsigned cl__rseq_ops_state;
 
+/*
+ * The fast path's copy of the decision, one word per index kind: the rseq
+ * area's offset from the thread pointer when that kind runs critical
+ * sections, else 0 (undecided or fallback). One load and one test replace
+ * "state has the bit" + "area offset is set" on every operation.
+ */
+CL_WEAK ptrdiff_t cl__rseq_ops_off[2];
+
 /* Slow path of cl__rseq_ops_state_get(): probe rseq and publish the result. */
 static CL_COLD CL_NOINLINE CL_UNUSED unsigned cl__rseq_ops_decide(void)
 {
@@ -164,6 +173,13 @@ static CL_COLD CL_NOINLINE CL_UNUSED unsigned cl__rseq_ops_decide(void)
 	}
 	if (!CL_ATOMIC_CAS(&cl__rseq_ops_state, &expect, s, CL_ACQ_REL, CL_ACQUIRE))
 		s = expect; /* another thread decided first: follow it */
+	if (s & CL__RSEQ_OPS_HAVE_RSEQ) {
+		ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.offset, CL_ACQUIRE);
+
+		CL_ATOMIC_STORE(&cl__rseq_ops_off[CL_RSEQ_INDEX_CPU_ID], off, CL_RELAXED);
+		if (s & CL__RSEQ_OPS_HAVE_CID)
+			CL_ATOMIC_STORE(&cl__rseq_ops_off[CL_RSEQ_INDEX_MM_CID], off, CL_RELAXED);
+	}
 	return s;
 }
 
@@ -247,16 +263,41 @@ CL_INLINE const char *cl_rseq_ops_mode_name(enum cl_rseq_ops_mode m)
  * the atomic fallback (process-wide); -1: the process uses critical sections
  * but this thread has no rseq area.
  */
-CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
+/* Undecided, fallback, or this thread's area not live yet (registers it). */
+static CL_NOINLINE CL_UNUSED int cl__rseq_ops_enter_slow(enum cl_rseq_index kind,
+							  struct cl_rseq_abi **abi)
 {
 	unsigned need = kind == CL_RSEQ_INDEX_MM_CID ? CL__RSEQ_OPS_HAVE_CID : CL__RSEQ_OPS_HAVE_RSEQ;
-	unsigned s = CL_ATOMIC_LOAD(&cl__rseq_ops_state, CL_ACQUIRE);
 
-	/* One test on the fast path: an undecided state (0) lacks the bit too. */
-	if (CL_UNLIKELY(!(s & need)) && (s != 0 || !(cl__rseq_ops_decide() & need)))
+	if (!(cl__rseq_ops_state_get() & need))
 		return 0;
-	*abi = cl_rseq_abi_get();
-	return CL_LIKELY(*abi != NULL) ? 1 : -1;
+	*abi = cl_rseq_abi_get(); /* registers this thread's area if we own rseq */
+	return *abi != NULL ? 1 : -1;
+}
+
+CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
+{
+	/* kind is CPU_ID or MM_CID here (callers check it first). */
+	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_ops_off[kind == CL_RSEQ_INDEX_MM_CID], CL_RELAXED);
+
+	if (CL_LIKELY(off != 0)) {
+		struct cl_rseq_abi *a = cl__rseq_area_at(off);
+
+		/* A live area (cpu_id >= 0): the sections compare a real index. */
+		if (CL_LIKELY(cl__rseq_load_cpu_id(a) >= 0)) {
+			*abi = a;
+			return 1;
+		}
+	}
+	{
+		/* Its own variable: the caller's @abi does not escape and stays
+		 * in a register on the fast path. */
+		struct cl_rseq_abi *slow = NULL;
+		int r = cl__rseq_ops_enter_slow(kind, &slow);
+
+		*abi = slow;
+		return r;
+	}
 }
 #endif
 
@@ -294,8 +335,18 @@ CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
 CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 {
 #ifdef CL_HAVE_RSEQ_ASM
+	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_ops_off[kind == CL_RSEQ_INDEX_MM_CID], CL_RELAXED);
 	struct cl_rseq_abi *abi;
 
+	/* cl__rseq_ops_enter() with the cpu_id it checks reused (one load). */
+	if (CL_LIKELY(off != 0)) {
+		int32_t c;
+
+		abi = cl__rseq_area_at(off);
+		c = cl__rseq_load_cpu_id(abi);
+		if (CL_LIKELY(c >= 0))
+			return kind == CL_RSEQ_INDEX_MM_CID ? (int)CL_READ_ONCE(abi->mm_cid) : (int)c;
+	}
 	if (cl__rseq_ops_enter(kind, &abi) > 0)
 		return cl__rseq_abi_index(abi, kind);
 #endif
@@ -327,18 +378,7 @@ CL_ALWAYS_INLINE int cl__rseq_kind_bad(enum cl_rseq_index kind)
 	return (unsigned)kind > (unsigned)CL_RSEQ_INDEX_MM_CID;
 }
 
-/* ---- portable fallback ---- */
-
-/* Wait politely for a fallback lock to go away. */
-CL_INLINE void cl__rseq_spin(unsigned *spins)
-{
-	if (++*spins < 256) {
-		CL_CPU_RELAX();
-	} else {
-		*spins = 0;
-		sched_yield();
-	}
-}
+/* ---- portable fallback (waits: internal/backoff.h) ---- */
 
 #define CL__RSEQ_LIST_LOCK ((uintptr_t)1)
 
@@ -363,7 +403,7 @@ CL_INLINE int cl__rseq_pop_atomic(void **head, size_t next_offset, void *end, vo
 		if (node == end)
 			return CL_RSEQ_CMPFAIL;
 		if ((uintptr_t)node & CL__RSEQ_LIST_LOCK) {
-			cl__rseq_spin(&spins);
+			cl__backoff(&spins, CL__BACKOFF_SPINS);
 			node = CL_ATOMIC_LOAD(head, CL_RELAXED);
 			continue;
 		}
@@ -386,7 +426,7 @@ CL_INLINE void *cl__rseq_head_unlocked(void **head)
 	void *first = CL_ATOMIC_LOAD(head, CL_RELAXED);
 
 	while ((uintptr_t)first & CL__RSEQ_LIST_LOCK) {
-		cl__rseq_spin(&spins);
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
 		first = CL_ATOMIC_LOAD(head, CL_RELAXED);
 	}
 	return first;
@@ -413,7 +453,7 @@ CL_INLINE unsigned *cl__rseq_fb_lock(const void *word)
 
 	while (!CL_ATOMIC_CAS(l, &zero, 1u, CL_ACQUIRE, CL_RELAXED)) {
 		zero = 0;
-		cl__rseq_spin(&spins);
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
 	}
 	return l;
 }
