@@ -503,7 +503,7 @@ static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c
  * Return: an object of attr.obj_size bytes, aligned; or NULL with errno
  * EINVAL (NULL @c) or ENOMEM. errno may change on success too.
  */
-CL_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
+CL_ALWAYS_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
 {
 	void *obj = NULL;
 	int r;
@@ -561,7 +561,7 @@ static CL_NOINLINE CL_UNUSED void cl__objcache_free_slow(struct cl_objcache *c, 
  * cl_objcache_alloc(@c) and not be freed twice (not checked).
  * errno EINVAL if @c is NULL and @obj is not (nothing else happens).
  */
-CL_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj)
+CL_ALWAYS_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj)
 {
 	int r;
 

@@ -695,13 +695,29 @@ CL_ALWAYS_INLINE int cl_rseq_trypush(enum cl_rseq_index kind, void **head, size_
 
 	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
 		return cl__rseq_einval();
+#ifdef CL_HAVE_RSEQ_ASM
+	{
+		struct cl_rseq_abi *abi;
+		int m_ = cl__rseq_ops_enter(kind, &abi);
+
+		if (CL_LIKELY(m_ > 0)) {
+			/* Critical sections for this kind: no fallback pop sets the
+			 * lock bit in this process, so the head is read as is. */
+			first = CL_READ_ONCE(*head);
+			*cl__rseq_next_ptr(node, next_offset) = first;
+			CL_INJECT(4);
+			/* The void * head is updated as an 8-byte integer by the asm. */
+			return CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)head,
+					    (intptr_t)first, (intptr_t)node, index);
+		}
+		if (m_ < 0)
+			return cl__rseq_no_area();
+	}
+#endif
+	(void)index;
 	first = cl__rseq_head_unlocked(head);
 	*cl__rseq_next_ptr(node, next_offset) = first;
 	CL_INJECT(4);
-	/* The void * head is updated as an 8-byte integer by the asm. */
-	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)head,
-					     (intptr_t)first, (intptr_t)node, index));
-	(void)index;
 	return cl__rseq_trypush_fb(head, first, node);
 }
 
@@ -934,8 +950,24 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 		__builtin_unreachable();
 	return i;
 }
+/*
+ * A section that reads the index itself (op_here): retry on abort; the
+ * index whose copy changed, or CL_PERCPU_CMPFAIL.
+ */
+#define CL__PERCPU_RSEQ_HERE(kind, op, ...)                                          \
+	CL__PERCPU_RSEQ(kind, for (;;) {                                             \
+		int i_, r_ = CL__RSEQ_ASM(kind, op, abi, __VA_ARGS__, &i_);          \
+                                                                                     \
+		if (CL_LIKELY(r_ != CL_RSEQ_ABORT)) {                                \
+			if (i_ < 0) /* a u32 field below the number of CPUs */       \
+				__builtin_unreachable();                             \
+			return r_ == CL_RSEQ_OK ? i_ : CL_PERCPU_CMPFAIL;            \
+		}                                                                    \
+		CL_INJECT(11);                                                       \
+	})
 #else
 #define CL__PERCPU_RSEQ(kind, ...) ((void)(kind))
+#define CL__PERCPU_RSEQ_HERE(kind, op, ...) ((void)(kind))
 #endif
 
 /**
@@ -1103,44 +1135,32 @@ CL_ALWAYS_INLINE int cl_percpu_trypush(enum cl_rseq_index kind, void **head, siz
  * @mo: CL_RSEQ_MO_RELAXED, or CL_RSEQ_MO_RELEASE when a consumer on another
  *	CPU reads the slots after an acquire load of the count.
  *
- * Per attempt, on the current index's copy:
- *	n = *count; if (n >= cap) return CL_PERCPU_CMPFAIL;   (full)
- *	cl_rseq_cmpstore_store(count, n, &items[n], item, n + 1)
- * (the section rechecks n: a push or pop that ran on this CPU in between
- * makes it fail and the path starts over).
+ * Per attempt, on the current index's copy (with critical sections, one
+ * section reads the index, the count and writes the slot, so nothing is
+ * read before it and rechecked):
+ *	n = *count; if ((unsigned)n >= cap) return CL_PERCPU_CMPFAIL;   (full)
+ *	items[n] = item; *count = n + 1 (the commit)
+ * The fallback does the same under the count's striped lock
+ * (cl_rseq_cmpstore_store(count, n, &items[n], item, n + 1)). A negative
+ * count (a drainer owns the copy) reads as full.
  *
  * Context: any thread.
  * Return: the index whose buffer took @item; CL_PERCPU_CMPFAIL that buffer
  * was full; -1 (errno EINVAL: NULL pointer, zero stride, @cap <= 0, bad
  * kind or mo; ENOSYS).
  */
-CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t *count,
-					      size_t stride, void **items, intptr_t cap, void *item,
-					      enum cl_rseq_mo mo)
+/* cl_percpu_cmpstore_store() without critical sections (out of line: the
+ * inline fast path stays small). */
+static CL_NOINLINE CL_UNUSED int cl__percpu_bufpush_fb(enum cl_rseq_index kind, intptr_t *count,
+						       size_t stride, void **items, intptr_t cap,
+						       void *item, enum cl_rseq_mo mo)
 {
-	intptr_t *c, n;
-	void **slot;
-	int i;
-
-	if (CL_UNLIKELY(count == NULL || items == NULL || stride == 0 || cap <= 0 ||
-			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
-		return cl__percpu_fail(EINVAL);
-	CL__PERCPU_RSEQ(kind, for (;;) {
-		i = cl__rseq_abi_index(abi, kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_READ_ONCE(*c);
-		if (CL_UNLIKELY(n < 0 || n >= cap))
-			return CL_PERCPU_CMPFAIL;
-		slot = (void **)cl__percpu_copy(items, stride, i) + n;
-		CL_INJECT(11); /* stale snapshot window */
-		if (CL__RSEQ_ASM(kind, cmpstore_store, abi, c, n, (intptr_t *)(void *)slot,
-				 (intptr_t)item, n + 1, i) == CL_RSEQ_OK)
-			return i;
-	});
 	for (;;) {
-		i = cl__percpu_fallback_index(kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		int i = cl__percpu_fallback_index(kind);
+		intptr_t *c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		intptr_t n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		void **slot;
+
 		if (n < 0 || n >= cap)
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + n;
@@ -1148,6 +1168,18 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t 
 					       mo) == CL_RSEQ_OK)
 			return i;
 	}
+}
+
+CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t *count,
+					      size_t stride, void **items, intptr_t cap, void *item,
+					      enum cl_rseq_mo mo)
+{
+	if (CL_UNLIKELY(count == NULL || items == NULL || stride == 0 || cap <= 0 ||
+			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+		return cl__percpu_fail(EINVAL);
+	/* The count, the slot and the index are read inside the section. */
+	CL__PERCPU_RSEQ_HERE(kind, bufpush_here, count, stride, items, cap, item);
+	return cl__percpu_bufpush_fb(kind, count, stride, items, cap, item, mo);
 }
 
 /**
@@ -1158,46 +1190,30 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t 
  * @items: CPU 0's address of the buffer's slot array.
  * @out: receives the item.
  *
- * Per attempt, on the current index's copy:
+ * Per attempt, on the current index's copy (with critical sections, one
+ * section reads the index, the count and the item and commits the count):
  *	n = *count; if (n <= 0) return CL_PERCPU_CMPFAIL;     (empty)
- *	item = items[n - 1];
- *	cl_rseq_cmp2_store(count, n, &items[n - 1], item, n - 1)
- * (both compares: the count alone could match after a pop and a push of
- * another item on this CPU in between).
+ *	*out = items[n - 1]; *count = n - 1 (the commit)
+ * The fallback does the same under the count's striped lock
+ * (cl_rseq_cmp2_store(count, n, &items[n - 1], item, n - 1): both compares,
+ * the count alone could match after a pop and a push of another item). A
+ * negative count (a drainer owns the copy) reads as empty. *@out is
+ * meaningful only on success (an aborted attempt may have written it).
  *
  * Context: any thread.
  * Return: the index whose buffer gave *@out; CL_PERCPU_CMPFAIL that buffer
  * was empty; -1 (errno EINVAL, ENOSYS).
  */
-CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *count, size_t stride,
-					  void **items, void **out)
+/* cl_percpu_cmp2_store() without critical sections (out of line). */
+static CL_NOINLINE CL_UNUSED int cl__percpu_bufpop_fb(enum cl_rseq_index kind, intptr_t *count,
+						      size_t stride, void **items, void **out)
 {
-	intptr_t *c, n;
-	void **slot, *item;
-	int i;
-
-	if (CL_UNLIKELY(count == NULL || items == NULL || out == NULL || stride == 0 ||
-			cl__rseq_kind_bad(kind)))
-		return cl__percpu_fail(EINVAL);
-	CL__PERCPU_RSEQ(kind, for (;;) {
-		i = cl__rseq_abi_index(abi, kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_READ_ONCE(*c);
-		if (CL_UNLIKELY(n <= 0))
-			return CL_PERCPU_CMPFAIL;
-		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
-		item = CL_READ_ONCE(*slot);
-		CL_INJECT(11); /* stale snapshot window */
-		if (CL__RSEQ_ASM(kind, cmp2_store, abi, c, n, (intptr_t *)(void *)slot,
-				 (intptr_t)item, n - 1, i) == CL_RSEQ_OK) {
-			*out = item;
-			return i;
-		}
-	});
 	for (;;) {
-		i = cl__percpu_fallback_index(kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		int i = cl__percpu_fallback_index(kind);
+		intptr_t *c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		intptr_t n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		void **slot, *item;
+
 		if (n <= 0)
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
@@ -1208,6 +1224,17 @@ CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *cou
 			return i;
 		}
 	}
+}
+
+CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *count, size_t stride,
+					  void **items, void **out)
+{
+	if (CL_UNLIKELY(count == NULL || items == NULL || out == NULL || stride == 0 ||
+			cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	/* The count, the item and the index are read inside the section. */
+	CL__PERCPU_RSEQ_HERE(kind, bufpop_here, count, stride, items, out);
+	return cl__percpu_bufpop_fb(kind, count, stride, items, out);
 }
 
 /**
