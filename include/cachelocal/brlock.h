@@ -443,7 +443,7 @@ static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *
  * Return: a token for cl_brlock_read_unlock(): the index of the copy that
  * counted the lock (nr_cpus for the shared slot).
  */
-CL_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
+CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
 {
 	if (CL_LIKELY(l->fast)) {
 		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->lock, l->stride, 1);
@@ -470,7 +470,7 @@ CL_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
  *
  * Context: the thread that took the read lock.
  */
-CL_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
+CL_ALWAYS_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 {
 	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
 	(void)token;

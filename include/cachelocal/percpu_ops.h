@@ -990,17 +990,24 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
  * Context: any thread, also a signal handler (see cl_rseq_add()).
  * Return: the index whose copy was added to, or -1 (errno EINVAL, ENOSYS).
  */
+/* cl_percpu_add() without critical sections (out of line: the inline fast
+ * path stays small enough for its callers to be inlined). */
+static CL_NOINLINE CL_UNUSED int cl__percpu_add_fb(enum cl_rseq_index kind, intptr_t *p,
+						   size_t stride, intptr_t count)
+{
+	int i = cl__percpu_fallback_index(kind);
+
+	CL_ATOMIC_FETCH_ADD((intptr_t *)cl__percpu_copy(p, stride, i), count, CL_RELAXED);
+	return i;
+}
+
 CL_ALWAYS_INLINE int cl_percpu_add(enum cl_rseq_index kind, intptr_t *p, size_t stride,
 				   intptr_t count)
 {
-	int i;
-
 	if (CL_UNLIKELY(p == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, return cl__percpu_add_here(kind, abi, p, stride, count););
-	i = cl__percpu_fallback_index(kind);
-	CL_ATOMIC_FETCH_ADD((intptr_t *)cl__percpu_copy(p, stride, i), count, CL_RELAXED);
-	return i;
+	return cl__percpu_add_fb(kind, p, stride, count);
 }
 
 /**
