@@ -72,7 +72,7 @@ static inline void atomic_write_unlock(void)
 }
 
 /* One read section of variant v; returns what it read. */
-static inline long read_once(enum variant v)
+static inline __attribute__((always_inline)) long read_once(enum variant v)
 {
 	long x;
 

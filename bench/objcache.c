@@ -108,7 +108,7 @@ static void reset_lists(void)
 	lf_head = 1;
 }
 
-static inline void *do_alloc(enum variant v)
+static inline __attribute__((always_inline)) void *do_alloc(enum variant v)
 {
 	switch (v) {
 	case V_OBJCACHE:
@@ -122,7 +122,7 @@ static inline void *do_alloc(enum variant v)
 	}
 }
 
-static inline void do_free(enum variant v, void *p)
+static inline __attribute__((always_inline)) void do_free(enum variant v, void *p)
 {
 	switch (v) {
 	case V_OBJCACHE:

@@ -78,6 +78,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -85,6 +86,8 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "internal/futex.h"
+#include "internal/membarrier.h"
 #include "percpu.h"
 #include "percpu_ops.h"
 #include "rseq.h"
@@ -156,71 +159,37 @@ struct cl_brlock {
 	struct cl__brlock_wside *w;  /* writer side */
 };
 
-/* ---- process-wide: membarrier registration ---- */
+/* ---- process-wide: membarrier (internal/membarrier.h), futex (internal/futex.h) ---- */
 
-/* Private expedited membarrier for brlocks: 0 not tried, 1 usable, -1 not. */
-CL_WEAK int cl__brlock_memb_state;
-
-#define CL__BRLOCK_MEMB_QUERY 0
-#define CL__BRLOCK_MEMB_PRIVATE_EXPEDITED (1 << 3)
-#define CL__BRLOCK_MEMB_REGISTER_PRIVATE_EXPEDITED (1 << 4)
-#define CL__BRLOCK_FUTEX_WAIT_PRIVATE 128
-#define CL__BRLOCK_FUTEX_WAKE_PRIVATE 129
-
-/* Register for private expedited membarrier; 1 or -1 (errno kept). */
-CL_INLINE int cl__brlock_memb_register(void)
+/* 1 when writers can use membarrier (registering on first use), else -1. */
+CL_INLINE int cl__brlock_memb_ready(void)
 {
-	int saved = errno, ok = -1;
-#if defined(SYS_membarrier) && !defined(CL_BRLOCK_NO_MEMBARRIER)
-	long need = CL__BRLOCK_MEMB_PRIVATE_EXPEDITED | CL__BRLOCK_MEMB_REGISTER_PRIVATE_EXPEDITED;
-	long mask = syscall(SYS_membarrier, CL__BRLOCK_MEMB_QUERY, 0, 0);
-
-	if (mask > 0 && (mask & need) == need &&
-	    syscall(SYS_membarrier, CL__BRLOCK_MEMB_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-		ok = 1;
+#ifdef CL_BRLOCK_NO_MEMBARRIER
+	return -1;
+#else
+	return cl__membarrier_ready() ? 1 : -1;
 #endif
-	CL_ATOMIC_STORE(&cl__brlock_memb_state, ok, CL_RELAXED);
-	errno = saved;
-	return ok;
 }
 
 /*
- * A full barrier in every running thread of the process. A failure after a
- * successful registration means the process was forked (the child's mm is
- * not registered): register again. The call cannot fail otherwise.
+ * A full barrier in every running thread of the process (cl__membarrier()
+ * registers again after a fork). Registered once and refused now: nothing
+ * else to try but a full fence and a context switch of this thread.
  */
 CL_INLINE void cl__brlock_memb_fence(void)
 {
-	int saved = errno;
-#ifdef SYS_membarrier
-	while (syscall(SYS_membarrier, CL__BRLOCK_MEMB_PRIVATE_EXPEDITED, 0, 0) != 0) {
-		if (cl__brlock_memb_register() != 1) {
-			/* Registered once, refused now: nothing else to try but a
-			 * full fence and a context switch of this thread. */
-			CL__BRLOCK_MEMB_FENCE(CL_SEQ_CST);
-			sched_yield();
-			break;
-		}
+	if (cl__membarrier() != 0) {
+		CL__BRLOCK_MEMB_FENCE(CL_SEQ_CST);
+		sched_yield();
 	}
-#endif
-	errno = saved;
 }
 
-/* Sleep while *addr == val (spurious wake-ups possible; callers re-check). */
+/* Sleep while *addr == val (spurious wake-ups possible; callers re-check); errno kept. */
 CL_INLINE void cl__brlock_futex_wait(int *addr, int val)
 {
 	int saved = errno;
 
-	syscall(SYS_futex, addr, CL__BRLOCK_FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-	errno = saved;
-}
-
-/* Wake up to n sleepers on addr. */
-CL_INLINE void cl__brlock_futex_wake(int *addr, int n)
-{
-	int saved = errno;
-
-	syscall(SYS_futex, addr, CL__BRLOCK_FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	(void)cl__futex_wait(addr, val, NULL);
 	errno = saved;
 }
 
@@ -288,9 +257,7 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 	l->stride = cl_percpu_pool_stride(pool);
 	l->nr_cpus = cl_percpu_pool_nr_cpus(pool);
 	l->index = (int)idx;
-	memb = CL_ATOMIC_LOAD(&cl__brlock_memb_state, CL_RELAXED);
-	if (memb == 0)
-		memb = cl__brlock_memb_register();
+	memb = cl__brlock_memb_ready();
 #ifdef CL_HAVE_TSAN
 	memb = -1; /* TSan does not model membarrier: readers fence */
 #endif
@@ -398,7 +365,7 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_wake_writer(struct cl_brloc
 
 	CL_ATOMIC_FETCH_ADD(&w->wseq, 1, CL_SEQ_CST);
 	if (CL_ATOMIC_LOAD(&w->wsleep, CL_SEQ_CST))
-		cl__brlock_futex_wake((int *)(void *)&w->wseq, 1);
+		(void)cl__futex_wake((int *)(void *)&w->wseq, 1);
 }
 
 /* Load the writer word after a count (see the header comment for why the
@@ -476,7 +443,7 @@ static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *
  * Return: a token for cl_brlock_read_unlock(): the index of the copy that
  * counted the lock (nr_cpus for the shared slot).
  */
-CL_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
+CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
 {
 	if (CL_LIKELY(l->fast)) {
 		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->lock, l->stride, 1);
@@ -503,7 +470,7 @@ CL_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
  *
  * Context: the thread that took the read lock.
  */
-CL_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
+CL_ALWAYS_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 {
 	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
 	(void)token;
@@ -612,10 +579,10 @@ CL_INLINE void cl_brlock_write_unlock(struct cl_brlock *l)
 	unsigned next = CL_ATOMIC_LOAD(&w->whead, CL_RELAXED) + 1u;
 
 	if (old & CL__BRLOCK_W_WAITERS)
-		cl__brlock_futex_wake(&l->writer, INT_MAX);
+		(void)cl__futex_wake(&l->writer, INT_MAX);
 	CL_ATOMIC_STORE(&w->whead, next, CL_SEQ_CST);
 	if (CL_ATOMIC_LOAD(&w->wtail, CL_SEQ_CST) != next)
-		cl__brlock_futex_wake((int *)(void *)&w->whead, INT_MAX);
+		(void)cl__futex_wake((int *)(void *)&w->whead, INT_MAX);
 }
 
 CL_END_DECLS

@@ -77,6 +77,7 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "internal/membarrier.h"
 #include "percpu.h"
 #include "percpu_ops.h"
 #include "rseq.h"
@@ -187,32 +188,16 @@ struct cl_objcache {
 	pthread_mutex_t drain_lock; /* one drain at a time */
 };
 
-/* ---- process-wide: membarrier RSEQ registration ---- */
+/* ---- process-wide: the RSEQ fence (internal/membarrier.h) ---- */
 
-/* Private expedited RSEQ membarrier: 0 not tried, 1 registered, -1 unavailable. */
-CL_WEAK int cl__objcache_memb_state;
-
-#define CL__OBJCACHE_MEMB_QUERY 0
-#define CL__OBJCACHE_MEMB_FLAG_CPU 1
-#define CL__OBJCACHE_MEMB_PRIVATE_EXPEDITED_RSEQ (1 << 7)
-#define CL__OBJCACHE_MEMB_REGISTER_PRIVATE_EXPEDITED_RSEQ (1 << 8)
-
-/* Register for the RSEQ fence; 1 or -1 (errno kept). */
-CL_INLINE int cl__objcache_memb_register(void)
+/* 1 when drains can use the RSEQ fence (registering on first use), else -1. */
+CL_INLINE int cl__objcache_memb_ready(void)
 {
-	int saved = errno, ok = -1;
-#if defined(SYS_membarrier) && !defined(CL_OBJCACHE_NO_MEMBARRIER)
-	long need = CL__OBJCACHE_MEMB_PRIVATE_EXPEDITED_RSEQ |
-		    CL__OBJCACHE_MEMB_REGISTER_PRIVATE_EXPEDITED_RSEQ;
-	long mask = syscall(SYS_membarrier, CL__OBJCACHE_MEMB_QUERY, 0, 0);
-
-	if (mask > 0 && (mask & need) == need &&
-	    syscall(SYS_membarrier, CL__OBJCACHE_MEMB_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
-		ok = 1;
+#ifdef CL_OBJCACHE_NO_MEMBARRIER
+	return -1;
+#else
+	return cl__membarrier_rseq_ready() ? 1 : -1;
 #endif
-	CL_ATOMIC_STORE(&cl__objcache_memb_state, ok, CL_RELAXED);
-	errno = saved;
-	return ok;
 }
 
 /* ---- helpers ---- */
@@ -370,10 +355,8 @@ CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *
 	if (cl_rseq_ops_mode_index(idx) != CL_RSEQ_OPS_RSEQ) {
 		c->fence = CL_OBJCACHE_DRAIN_LOCK;
 	} else {
-		int m = CL_ATOMIC_LOAD(&cl__objcache_memb_state, CL_RELAXED);
+		int m = cl__objcache_memb_ready();
 
-		if (m == 0)
-			m = cl__objcache_memb_register();
 		c->fence = m == 1 ? CL_OBJCACHE_DRAIN_MEMBARRIER
 				  : idx == CL_RSEQ_INDEX_CPU_ID ? CL_OBJCACHE_DRAIN_MIGRATE
 								: CL_OBJCACHE_DRAIN_NONE;
@@ -503,7 +486,7 @@ static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c
  * Return: an object of attr.obj_size bytes, aligned; or NULL with errno
  * EINVAL (NULL @c) or ENOMEM. errno may change on success too.
  */
-CL_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
+CL_ALWAYS_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
 {
 	void *obj = NULL;
 	int r;
@@ -561,7 +544,7 @@ static CL_NOINLINE CL_UNUSED void cl__objcache_free_slow(struct cl_objcache *c, 
  * cl_objcache_alloc(@c) and not be freed twice (not checked).
  * errno EINVAL if @c is NULL and @obj is not (nothing else happens).
  */
-CL_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj)
+CL_ALWAYS_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj)
 {
 	int r;
 
@@ -640,27 +623,9 @@ CL_INLINE void cl__objcache_give_back(intptr_t *cnt, intptr_t n)
 /* Abort every critical section running on @cpu (all CPUs for mm_cid). */
 CL_INLINE int cl__objcache_fence(const struct cl_objcache *c, unsigned cpu)
 {
-	int saved = errno;
-
 	if (c->fence == CL_OBJCACHE_DRAIN_MIGRATE)
 		return cl__objcache_visit_cpu(cpu);
-#ifdef SYS_membarrier
-	{
-		int flag = c->index == (int)CL_RSEQ_INDEX_CPU_ID ? CL__OBJCACHE_MEMB_FLAG_CPU : 0;
-
-		for (int tries = 0; tries < 2; tries++) {
-			if (syscall(SYS_membarrier, CL__OBJCACHE_MEMB_PRIVATE_EXPEDITED_RSEQ, flag,
-				    (int)cpu) == 0) {
-				errno = saved;
-				return 0;
-			}
-			/* EPERM: a fork child (its mm is not registered): register again. */
-			if (errno != EPERM || cl__objcache_memb_register() != 1)
-				break;
-		}
-	}
-#endif
-	return -1;
+	return cl__membarrier_rseq(c->index == (int)CL_RSEQ_INDEX_CPU_ID ? (int)cpu : -1);
 }
 
 /**

@@ -84,6 +84,7 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "internal/backoff.h"
 #include "rseq.h"
 #include "sys.h"
 
@@ -152,6 +153,14 @@ enum cl_rseq_ops_mode {
 /* Decided once, by the first thread that uses an operation; never reset. */
 CL_WEAK unsigned cl__rseq_ops_state;
 
+/*
+ * The fast path's copy of the decision, one word per index kind: the rseq
+ * area's offset from the thread pointer when that kind runs critical
+ * sections, else 0 (undecided or fallback). One load and one test replace
+ * "state has the bit" + "area offset is set" on every operation.
+ */
+CL_WEAK ptrdiff_t cl__rseq_ops_off[2];
+
 /* Slow path of cl__rseq_ops_state_get(): probe rseq and publish the result. */
 static CL_COLD CL_NOINLINE CL_UNUSED unsigned cl__rseq_ops_decide(void)
 {
@@ -164,6 +173,13 @@ static CL_COLD CL_NOINLINE CL_UNUSED unsigned cl__rseq_ops_decide(void)
 	}
 	if (!CL_ATOMIC_CAS(&cl__rseq_ops_state, &expect, s, CL_ACQ_REL, CL_ACQUIRE))
 		s = expect; /* another thread decided first: follow it */
+	if (s & CL__RSEQ_OPS_HAVE_RSEQ) {
+		ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.offset, CL_ACQUIRE);
+
+		CL_ATOMIC_STORE(&cl__rseq_ops_off[CL_RSEQ_INDEX_CPU_ID], off, CL_RELAXED);
+		if (s & CL__RSEQ_OPS_HAVE_CID)
+			CL_ATOMIC_STORE(&cl__rseq_ops_off[CL_RSEQ_INDEX_MM_CID], off, CL_RELAXED);
+	}
 	return s;
 }
 
@@ -247,16 +263,41 @@ CL_INLINE const char *cl_rseq_ops_mode_name(enum cl_rseq_ops_mode m)
  * the atomic fallback (process-wide); -1: the process uses critical sections
  * but this thread has no rseq area.
  */
-CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
+/* Undecided, fallback, or this thread's area not live yet (registers it). */
+static CL_NOINLINE CL_UNUSED int cl__rseq_ops_enter_slow(enum cl_rseq_index kind,
+							  struct cl_rseq_abi **abi)
 {
 	unsigned need = kind == CL_RSEQ_INDEX_MM_CID ? CL__RSEQ_OPS_HAVE_CID : CL__RSEQ_OPS_HAVE_RSEQ;
-	unsigned s = CL_ATOMIC_LOAD(&cl__rseq_ops_state, CL_ACQUIRE);
 
-	/* One test on the fast path: an undecided state (0) lacks the bit too. */
-	if (CL_UNLIKELY(!(s & need)) && (s != 0 || !(cl__rseq_ops_decide() & need)))
+	if (!(cl__rseq_ops_state_get() & need))
 		return 0;
-	*abi = cl_rseq_abi_get();
-	return CL_LIKELY(*abi != NULL) ? 1 : -1;
+	*abi = cl_rseq_abi_get(); /* registers this thread's area if we own rseq */
+	return *abi != NULL ? 1 : -1;
+}
+
+CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
+{
+	/* kind is CPU_ID or MM_CID here (callers check it first). */
+	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_ops_off[kind == CL_RSEQ_INDEX_MM_CID], CL_RELAXED);
+
+	if (CL_LIKELY(off != 0)) {
+		struct cl_rseq_abi *a = cl__rseq_area_at(off);
+
+		/* A live area (cpu_id >= 0): the sections compare a real index. */
+		if (CL_LIKELY(cl__rseq_load_cpu_id(a) >= 0)) {
+			*abi = a;
+			return 1;
+		}
+	}
+	{
+		/* Its own variable: the caller's @abi does not escape and stays
+		 * in a register on the fast path. */
+		struct cl_rseq_abi *slow = NULL;
+		int r = cl__rseq_ops_enter_slow(kind, &slow);
+
+		*abi = slow;
+		return r;
+	}
 }
 #endif
 
@@ -294,8 +335,18 @@ CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
 CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 {
 #ifdef CL_HAVE_RSEQ_ASM
+	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_ops_off[kind == CL_RSEQ_INDEX_MM_CID], CL_RELAXED);
 	struct cl_rseq_abi *abi;
 
+	/* cl__rseq_ops_enter() with the cpu_id it checks reused (one load). */
+	if (CL_LIKELY(off != 0)) {
+		int32_t c;
+
+		abi = cl__rseq_area_at(off);
+		c = cl__rseq_load_cpu_id(abi);
+		if (CL_LIKELY(c >= 0))
+			return kind == CL_RSEQ_INDEX_MM_CID ? (int)CL_READ_ONCE(abi->mm_cid) : (int)c;
+	}
 	if (cl__rseq_ops_enter(kind, &abi) > 0)
 		return cl__rseq_abi_index(abi, kind);
 #endif
@@ -327,18 +378,7 @@ CL_ALWAYS_INLINE int cl__rseq_kind_bad(enum cl_rseq_index kind)
 	return (unsigned)kind > (unsigned)CL_RSEQ_INDEX_MM_CID;
 }
 
-/* ---- portable fallback ---- */
-
-/* Wait politely for a fallback lock to go away. */
-CL_INLINE void cl__rseq_spin(unsigned *spins)
-{
-	if (++*spins < 256) {
-		CL_CPU_RELAX();
-	} else {
-		*spins = 0;
-		sched_yield();
-	}
-}
+/* ---- portable fallback (waits: internal/backoff.h) ---- */
 
 #define CL__RSEQ_LIST_LOCK ((uintptr_t)1)
 
@@ -363,7 +403,7 @@ CL_INLINE int cl__rseq_pop_atomic(void **head, size_t next_offset, void *end, vo
 		if (node == end)
 			return CL_RSEQ_CMPFAIL;
 		if ((uintptr_t)node & CL__RSEQ_LIST_LOCK) {
-			cl__rseq_spin(&spins);
+			cl__backoff(&spins, CL__BACKOFF_SPINS);
 			node = CL_ATOMIC_LOAD(head, CL_RELAXED);
 			continue;
 		}
@@ -386,7 +426,7 @@ CL_INLINE void *cl__rseq_head_unlocked(void **head)
 	void *first = CL_ATOMIC_LOAD(head, CL_RELAXED);
 
 	while ((uintptr_t)first & CL__RSEQ_LIST_LOCK) {
-		cl__rseq_spin(&spins);
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
 		first = CL_ATOMIC_LOAD(head, CL_RELAXED);
 	}
 	return first;
@@ -413,7 +453,7 @@ CL_INLINE unsigned *cl__rseq_fb_lock(const void *word)
 
 	while (!CL_ATOMIC_CAS(l, &zero, 1u, CL_ACQUIRE, CL_RELAXED)) {
 		zero = 0;
-		cl__rseq_spin(&spins);
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
 	}
 	return l;
 }
@@ -655,13 +695,29 @@ CL_ALWAYS_INLINE int cl_rseq_trypush(enum cl_rseq_index kind, void **head, size_
 
 	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
 		return cl__rseq_einval();
+#ifdef CL_HAVE_RSEQ_ASM
+	{
+		struct cl_rseq_abi *abi;
+		int m_ = cl__rseq_ops_enter(kind, &abi);
+
+		if (CL_LIKELY(m_ > 0)) {
+			/* Critical sections for this kind: no fallback pop sets the
+			 * lock bit in this process, so the head is read as is. */
+			first = CL_READ_ONCE(*head);
+			*cl__rseq_next_ptr(node, next_offset) = first;
+			CL_INJECT(4);
+			/* The void * head is updated as an 8-byte integer by the asm. */
+			return CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)head,
+					    (intptr_t)first, (intptr_t)node, index);
+		}
+		if (m_ < 0)
+			return cl__rseq_no_area();
+	}
+#endif
+	(void)index;
 	first = cl__rseq_head_unlocked(head);
 	*cl__rseq_next_ptr(node, next_offset) = first;
 	CL_INJECT(4);
-	/* The void * head is updated as an 8-byte integer by the asm. */
-	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore, abi, (intptr_t *)(void *)head,
-					     (intptr_t)first, (intptr_t)node, index));
-	(void)index;
 	return cl__rseq_trypush_fb(head, first, node);
 }
 
@@ -894,8 +950,24 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 		__builtin_unreachable();
 	return i;
 }
+/*
+ * A section that reads the index itself (op_here): retry on abort; the
+ * index whose copy changed, or CL_PERCPU_CMPFAIL.
+ */
+#define CL__PERCPU_RSEQ_HERE(kind, op, ...)                                          \
+	CL__PERCPU_RSEQ(kind, for (;;) {                                             \
+		int i_, r_ = CL__RSEQ_ASM(kind, op, abi, __VA_ARGS__, &i_);          \
+                                                                                     \
+		if (CL_LIKELY(r_ != CL_RSEQ_ABORT)) {                                \
+			if (i_ < 0) /* a u32 field below the number of CPUs */       \
+				__builtin_unreachable();                             \
+			return r_ == CL_RSEQ_OK ? i_ : CL_PERCPU_CMPFAIL;            \
+		}                                                                    \
+		CL_INJECT(11);                                                       \
+	})
 #else
 #define CL__PERCPU_RSEQ(kind, ...) ((void)(kind))
+#define CL__PERCPU_RSEQ_HERE(kind, op, ...) ((void)(kind))
 #endif
 
 /**
@@ -918,17 +990,24 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
  * Context: any thread, also a signal handler (see cl_rseq_add()).
  * Return: the index whose copy was added to, or -1 (errno EINVAL, ENOSYS).
  */
+/* cl_percpu_add() without critical sections (out of line: the inline fast
+ * path stays small enough for its callers to be inlined). */
+static CL_NOINLINE CL_UNUSED int cl__percpu_add_fb(enum cl_rseq_index kind, intptr_t *p,
+						   size_t stride, intptr_t count)
+{
+	int i = cl__percpu_fallback_index(kind);
+
+	CL_ATOMIC_FETCH_ADD((intptr_t *)cl__percpu_copy(p, stride, i), count, CL_RELAXED);
+	return i;
+}
+
 CL_ALWAYS_INLINE int cl_percpu_add(enum cl_rseq_index kind, intptr_t *p, size_t stride,
 				   intptr_t count)
 {
-	int i;
-
 	if (CL_UNLIKELY(p == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, return cl__percpu_add_here(kind, abi, p, stride, count););
-	i = cl__percpu_fallback_index(kind);
-	CL_ATOMIC_FETCH_ADD((intptr_t *)cl__percpu_copy(p, stride, i), count, CL_RELAXED);
-	return i;
+	return cl__percpu_add_fb(kind, p, stride, count);
 }
 
 /**
@@ -1063,44 +1142,32 @@ CL_ALWAYS_INLINE int cl_percpu_trypush(enum cl_rseq_index kind, void **head, siz
  * @mo: CL_RSEQ_MO_RELAXED, or CL_RSEQ_MO_RELEASE when a consumer on another
  *	CPU reads the slots after an acquire load of the count.
  *
- * Per attempt, on the current index's copy:
- *	n = *count; if (n >= cap) return CL_PERCPU_CMPFAIL;   (full)
- *	cl_rseq_cmpstore_store(count, n, &items[n], item, n + 1)
- * (the section rechecks n: a push or pop that ran on this CPU in between
- * makes it fail and the path starts over).
+ * Per attempt, on the current index's copy (with critical sections, one
+ * section reads the index, the count and writes the slot, so nothing is
+ * read before it and rechecked):
+ *	n = *count; if ((unsigned)n >= cap) return CL_PERCPU_CMPFAIL;   (full)
+ *	items[n] = item; *count = n + 1 (the commit)
+ * The fallback does the same under the count's striped lock
+ * (cl_rseq_cmpstore_store(count, n, &items[n], item, n + 1)). A negative
+ * count (a drainer owns the copy) reads as full.
  *
  * Context: any thread.
  * Return: the index whose buffer took @item; CL_PERCPU_CMPFAIL that buffer
  * was full; -1 (errno EINVAL: NULL pointer, zero stride, @cap <= 0, bad
  * kind or mo; ENOSYS).
  */
-CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t *count,
-					      size_t stride, void **items, intptr_t cap, void *item,
-					      enum cl_rseq_mo mo)
+/* cl_percpu_cmpstore_store() without critical sections (out of line: the
+ * inline fast path stays small). */
+static CL_NOINLINE CL_UNUSED int cl__percpu_bufpush_fb(enum cl_rseq_index kind, intptr_t *count,
+						       size_t stride, void **items, intptr_t cap,
+						       void *item, enum cl_rseq_mo mo)
 {
-	intptr_t *c, n;
-	void **slot;
-	int i;
-
-	if (CL_UNLIKELY(count == NULL || items == NULL || stride == 0 || cap <= 0 ||
-			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
-		return cl__percpu_fail(EINVAL);
-	CL__PERCPU_RSEQ(kind, for (;;) {
-		i = cl__rseq_abi_index(abi, kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_READ_ONCE(*c);
-		if (CL_UNLIKELY(n < 0 || n >= cap))
-			return CL_PERCPU_CMPFAIL;
-		slot = (void **)cl__percpu_copy(items, stride, i) + n;
-		CL_INJECT(11); /* stale snapshot window */
-		if (CL__RSEQ_ASM(kind, cmpstore_store, abi, c, n, (intptr_t *)(void *)slot,
-				 (intptr_t)item, n + 1, i) == CL_RSEQ_OK)
-			return i;
-	});
 	for (;;) {
-		i = cl__percpu_fallback_index(kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		int i = cl__percpu_fallback_index(kind);
+		intptr_t *c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		intptr_t n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		void **slot;
+
 		if (n < 0 || n >= cap)
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + n;
@@ -1108,6 +1175,18 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t 
 					       mo) == CL_RSEQ_OK)
 			return i;
 	}
+}
+
+CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t *count,
+					      size_t stride, void **items, intptr_t cap, void *item,
+					      enum cl_rseq_mo mo)
+{
+	if (CL_UNLIKELY(count == NULL || items == NULL || stride == 0 || cap <= 0 ||
+			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+		return cl__percpu_fail(EINVAL);
+	/* The count, the slot and the index are read inside the section. */
+	CL__PERCPU_RSEQ_HERE(kind, bufpush_here, count, stride, items, cap, item);
+	return cl__percpu_bufpush_fb(kind, count, stride, items, cap, item, mo);
 }
 
 /**
@@ -1118,46 +1197,30 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore_store(enum cl_rseq_index kind, intptr_t 
  * @items: CPU 0's address of the buffer's slot array.
  * @out: receives the item.
  *
- * Per attempt, on the current index's copy:
+ * Per attempt, on the current index's copy (with critical sections, one
+ * section reads the index, the count and the item and commits the count):
  *	n = *count; if (n <= 0) return CL_PERCPU_CMPFAIL;     (empty)
- *	item = items[n - 1];
- *	cl_rseq_cmp2_store(count, n, &items[n - 1], item, n - 1)
- * (both compares: the count alone could match after a pop and a push of
- * another item on this CPU in between).
+ *	*out = items[n - 1]; *count = n - 1 (the commit)
+ * The fallback does the same under the count's striped lock
+ * (cl_rseq_cmp2_store(count, n, &items[n - 1], item, n - 1): both compares,
+ * the count alone could match after a pop and a push of another item). A
+ * negative count (a drainer owns the copy) reads as empty. *@out is
+ * meaningful only on success (an aborted attempt may have written it).
  *
  * Context: any thread.
  * Return: the index whose buffer gave *@out; CL_PERCPU_CMPFAIL that buffer
  * was empty; -1 (errno EINVAL, ENOSYS).
  */
-CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *count, size_t stride,
-					  void **items, void **out)
+/* cl_percpu_cmp2_store() without critical sections (out of line). */
+static CL_NOINLINE CL_UNUSED int cl__percpu_bufpop_fb(enum cl_rseq_index kind, intptr_t *count,
+						      size_t stride, void **items, void **out)
 {
-	intptr_t *c, n;
-	void **slot, *item;
-	int i;
-
-	if (CL_UNLIKELY(count == NULL || items == NULL || out == NULL || stride == 0 ||
-			cl__rseq_kind_bad(kind)))
-		return cl__percpu_fail(EINVAL);
-	CL__PERCPU_RSEQ(kind, for (;;) {
-		i = cl__rseq_abi_index(abi, kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_READ_ONCE(*c);
-		if (CL_UNLIKELY(n <= 0))
-			return CL_PERCPU_CMPFAIL;
-		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
-		item = CL_READ_ONCE(*slot);
-		CL_INJECT(11); /* stale snapshot window */
-		if (CL__RSEQ_ASM(kind, cmp2_store, abi, c, n, (intptr_t *)(void *)slot,
-				 (intptr_t)item, n - 1, i) == CL_RSEQ_OK) {
-			*out = item;
-			return i;
-		}
-	});
 	for (;;) {
-		i = cl__percpu_fallback_index(kind);
-		c = (intptr_t *)cl__percpu_copy(count, stride, i);
-		n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		int i = cl__percpu_fallback_index(kind);
+		intptr_t *c = (intptr_t *)cl__percpu_copy(count, stride, i);
+		intptr_t n = CL_ATOMIC_LOAD(c, CL_RELAXED);
+		void **slot, *item;
+
 		if (n <= 0)
 			return CL_PERCPU_CMPFAIL;
 		slot = (void **)cl__percpu_copy(items, stride, i) + (n - 1);
@@ -1168,6 +1231,17 @@ CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *cou
 			return i;
 		}
 	}
+}
+
+CL_ALWAYS_INLINE int cl_percpu_cmp2_store(enum cl_rseq_index kind, intptr_t *count, size_t stride,
+					  void **items, void **out)
+{
+	if (CL_UNLIKELY(count == NULL || items == NULL || out == NULL || stride == 0 ||
+			cl__rseq_kind_bad(kind)))
+		return cl__percpu_fail(EINVAL);
+	/* The count, the item and the index are read inside the section. */
+	CL__PERCPU_RSEQ_HERE(kind, bufpop_here, count, stride, items, out);
+	return cl__percpu_bufpop_fb(kind, count, stride, items, out);
 }
 
 /**

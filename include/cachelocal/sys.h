@@ -78,6 +78,9 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 #define CL__MEMBARRIER_CMD_QUERY 0
 #define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
 #define CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+#define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ (1 << 7)
+#define CL__MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ (1 << 8)
+#define CL__MEMBARRIER_CMD_FLAG_CPU 1 /* the RSEQ fence on one CPU only */
 
 /* Monotonic time in nanoseconds. Never fails on Linux. */
 CL_INLINE unsigned long long cl__now_ns(void)

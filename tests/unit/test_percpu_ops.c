@@ -576,6 +576,37 @@ static void trap_new_ops(enum cl_rseq_index idx)
 		}
 		free(heads);
 	}
+	/* The per-CPU buffer push and pop sections (index, count, slot read inside). */
+	{
+		enum { CAP = 3, WORDS = 1 + CAP };
+		unsigned n = cl_nr_possible_cpus();
+		intptr_t *bufs = calloc(n, WORDS * sizeof(intptr_t)), total = 0;
+		size_t st = WORDS * sizeof(intptr_t);
+		int item = 42, before = traps, i, j;
+		void *o = NULL;
+
+		cr_assert_not_null(bufs);
+		test_trap_armed = 1;
+		i = cl_percpu_cmpstore_store(idx, &bufs[0], st, (void **)(void *)&bufs[1], CAP, &item,
+					     CL_RSEQ_MO_RELEASE);
+		cr_assert_geq(i, 0);
+		cr_assert_eq(traps, before + 1, "buffer push trapped, aborted, retried");
+		for (unsigned c = 0; c < n; c++)
+			total += bufs[c * WORDS];
+		cr_assert_eq(total, 1, "pushed once");
+		cr_assert_eq(bufs[(size_t)i * WORDS], 1);
+		cr_assert_eq((void *)bufs[(size_t)i * WORDS + 1], (void *)&item);
+		test_trap_armed = 1;
+		j = cl_percpu_cmp2_store(idx, &bufs[0], st, (void **)(void *)&bufs[1], &o);
+		cr_assert_eq(traps, before + 2, "buffer pop trapped, aborted, retried");
+		if (j == i) { /* still on the same index: the item comes back */
+			cr_assert_eq(o, (void *)&item);
+			cr_assert_eq(bufs[(size_t)i * WORDS], 0, "popped once");
+		} else {
+			cr_assert_eq(j, CL_PERCPU_CMPFAIL, "another index's buffer is empty");
+		}
+		free(bufs);
+	}
 }
 
 /*

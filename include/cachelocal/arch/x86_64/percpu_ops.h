@@ -75,11 +75,11 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
  * base + index * stride, in %rax. No compare is needed: any preemption,
  * migration or signal after the read aborts the section.
  */
-#define CL__RSEQ_ASM_HERE                          \
+#define CL__RSEQ_ASM_HERE_OFF                      \
 	"movl %c[idx_off](%[abi]), %%eax\n\t"      \
 	"movl %%eax, (%[iout])\n\t"                \
-	"imulq %[stride], %%rax\n\t"               \
-	"addq %[base], %%rax\n\t"
+	"imulq %[stride], %%rax\n\t"
+#define CL__RSEQ_ASM_HERE CL__RSEQ_ASM_HERE_OFF "addq %[base], %%rax\n\t"
 
 /*
  * Abort handler: the kernel checks the 4 bytes before abort_ip against the

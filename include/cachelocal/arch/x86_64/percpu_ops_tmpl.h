@@ -309,3 +309,79 @@ cl_abort:
 	CL_INJECT(26);
 	return CL_RSEQ_ABORT;
 }
+
+/*
+ * bufpush_here: push on the buffer of the index read inside the section
+ * (cl_percpu_cmpstore_store()):
+ *	i = area->index_field; *idx_out = i;
+ *	c = count + i * stride; it = items + i * stride;
+ *	n = *c; if ((unsigned)n >= cap) cmpfail;   (a negative count: full)
+ *	it[n] = item; *c = n + 1
+ * %rax holds c, %rcx n (both saved around user hooks), %rdx it.
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_here)(struct cl_rseq_abi *abi, intptr_t *count,
+					      size_t stride, void **items, intptr_t cap,
+					      void *item, int *idx_out)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     CL__RSEQ_ASM_HERE_OFF
+		     "leaq (%[items], %%rax), %%rdx\n\t"
+		     "addq %[count], %%rax\n\t" CL__RSEQ_HOOK(2)
+		     "movq (%%rax), %%rcx\n\t"
+		     "cmpq %[cap], %%rcx\n\t"
+		     "jae %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq %[item], (%%rdx, %%rcx, 8)\n\t"
+		     "incq %%rcx\n\t" CL__RSEQ_HOOK(4)
+		     "movq %%rcx, (%%rax)\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [count] "r"(count),
+		       [stride] "er"(stride), [items] "r"(items), [cap] "er"(cap), [item] "r"(item)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx", "rdx"
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(23);
+	return CL_RSEQ_ABORT;
+}
+
+/*
+ * bufpop_here: pop from the buffer of the index read inside the section
+ * (cl_percpu_cmp2_store()):
+ *	i = area->index_field; *idx_out = i;
+ *	c = count + i * stride; it = items + i * stride;
+ *	n = *c; if (n <= 0) cmpfail;               (a negative count: empty)
+ *	*out = it[n - 1]; *c = n - 1
+ * %rax holds c, %rcx n (both saved around user hooks), %rdx it, then the item.
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_here)(struct cl_rseq_abi *abi, intptr_t *count,
+					     size_t stride, void **items, void **out, int *idx_out)
+{
+	CL__RSEQ_HOOK_DECL
+	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     CL__RSEQ_ASM_HERE_OFF
+		     "leaq (%[items], %%rax), %%rdx\n\t"
+		     "addq %[count], %%rax\n\t" CL__RSEQ_HOOK(2)
+		     "movq (%%rax), %%rcx\n\t"
+		     "testq %%rcx, %%rcx\n\t"
+		     "jle %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq -8(%%rdx, %%rcx, 8), %%rdx\n\t"
+		     "movq %%rdx, (%[out])\n\t"
+		     "decq %%rcx\n\t" CL__RSEQ_HOOK(4)
+		     "movq %%rcx, (%%rax)\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     :
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [count] "r"(count),
+		       [stride] "er"(stride), [items] "r"(items), [out] "r"(out)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx", "rdx"
+		     : cl_abort, cl_cmpfail);
+	return CL_RSEQ_OK;
+cl_cmpfail:
+	return CL_RSEQ_CMPFAIL;
+cl_abort:
+	CL_INJECT(24);
+	return CL_RSEQ_ABORT;
+}
