@@ -388,6 +388,17 @@ CL_INLINE void **cl__rseq_next_ptr(void *node, size_t next_offset)
 }
 
 /*
+ * A node a push may link: not NULL, bit 0 clear (the fallback's lock bit in
+ * a head: a node with it set would read as "locked" forever), and its next
+ * pointer at a pointer-aligned address. Checked by every push in every mode.
+ */
+CL_ALWAYS_INLINE int cl__rseq_node_bad(const void *node, size_t next_offset)
+{
+	return node == NULL ||
+	       (((uintptr_t)node | ((uintptr_t)node + next_offset)) & (sizeof(void *) - 1)) != 0;
+}
+
+/*
  * Fallback pop. ABA-safe through a lock bit: bit 0 of the head (nodes are at
  * least 2-byte aligned) is set by the popper with a CAS, so while it reads
  * node->next no other pop or push can change the head; it then publishes
@@ -674,7 +685,8 @@ CL_ALWAYS_INLINE int cl_rseq_pop(enum cl_rseq_index kind, void **head, size_t ne
  * @kind: the index kind of the data.
  * @head: the list head.
  * @next_offset: offset of the "next" pointer in a node.
- * @node: the node (at least 2-byte aligned).
+ * @node: the node: pointer-aligned, and so its next pointer at @next_offset
+ *        (else CL_RSEQ_EINVAL in every mode).
  * @index: the index of @head's owner.
  *
  * Built on the cmpstore section:
@@ -693,7 +705,7 @@ CL_ALWAYS_INLINE int cl_rseq_trypush(enum cl_rseq_index kind, void **head, size_
 {
 	void *first;
 
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || cl__rseq_node_bad(node, next_offset)))
 		return cl__rseq_einval();
 #ifdef CL_HAVE_RSEQ_ASM
 	{
@@ -1092,7 +1104,8 @@ CL_ALWAYS_INLINE int cl_percpu_pop(enum cl_rseq_index kind, void **head, size_t 
  * @head: CPU 0's address of a per-CPU list head.
  * @stride: bytes between two indexes' copies.
  * @next_offset: offset of the "next" pointer in a node.
- * @node: the node (at least 2-byte aligned), owned by the caller.
+ * @node: the node, owned by the caller: pointer-aligned, and so its next
+ *        pointer at @next_offset (else -1, EINVAL, in every mode).
  *
  * Per attempt (rseq path), one section that reads the index and the head
  * itself (nothing to compare, so nothing can go stale):
@@ -1112,7 +1125,8 @@ CL_ALWAYS_INLINE int cl_percpu_trypush(enum cl_rseq_index kind, void **head, siz
 	void **h, *first;
 	int i;
 
-	if (CL_UNLIKELY(head == NULL || node == NULL || stride == 0 || cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(head == NULL || stride == 0 || cl__rseq_kind_bad(kind) ||
+			cl__rseq_node_bad(node, next_offset)))
 		return cl__percpu_fail(EINVAL);
 	CL__PERCPU_RSEQ(kind, for (;;) {
 		CL_INJECT(4);

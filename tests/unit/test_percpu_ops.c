@@ -230,6 +230,49 @@ Test(percpu_ops, push_pop_lifo)
 	}
 }
 
+/*
+ * A misaligned node (bit 0 set: the fallback's head lock bit) or a next
+ * pointer off pointer alignment is refused by both pushes in every mode,
+ * the list is left as it was, and a pop still returns (before this check the
+ * fallback pushed such a node and the next pop spun forever on "locked").
+ */
+Test(percpu_ops, push_refuses_a_misaligned_node)
+{
+	for (int k = 0; k < 2; k++) {
+		enum cl_rseq_index idx = modes[k];
+		_Alignas(16) char buf[64];
+		struct node good;
+		void *head = NULL, *out = NULL, *heads = NULL;
+		int c;
+
+		cr_assert_eq(RETRY(idx, c, cl_rseq_trypush(idx, &head, offsetof(struct node, next),
+							   &good, c)),
+			     CL_RSEQ_OK);
+		errno = 0;
+		cr_assert_eq(cl_rseq_trypush(idx, &head, 0, buf + 1, cl_rseq_current_index(idx)),
+			     CL_RSEQ_EINVAL);
+		cr_assert_eq(errno, EINVAL);
+		errno = 0;
+		cr_assert_eq(cl_rseq_trypush(idx, &head, 4, buf, cl_rseq_current_index(idx)),
+			     CL_RSEQ_EINVAL, "next pointer at offset 4");
+		cr_assert_eq(errno, EINVAL);
+		cr_assert_eq(cl_rseq_list_first(&head), &good, "the refused pushes left the list");
+		cr_assert_eq(RETRY(idx, c, cl_rseq_pop(idx, &head, offsetof(struct node, next),
+							 &out, c)),
+			     CL_RSEQ_OK);
+		cr_assert_eq(out, &good);
+		cr_assert_null(head);
+
+		errno = 0;
+		cr_assert_eq(cl_percpu_trypush(idx, &heads, 4096, 0, buf + 2), -1);
+		cr_assert_eq(errno, EINVAL);
+		errno = 0;
+		cr_assert_eq(cl_percpu_trypush(idx, &heads, 4096, 1, buf), -1);
+		cr_assert_eq(errno, EINVAL);
+		cr_assert_null(heads);
+	}
+}
+
 Test(percpu_ops, push_fails_when_head_moved)
 {
 	struct node a, b;
