@@ -19,9 +19,11 @@
  *     until the worker acknowledged) and online.
  *
  * Checked while running: every cl_rq_validate(); a picked task is queued on
- * that rq and running nowhere else (an owner word per task). At the end:
- * every rq validates, every task is either queued on exactly one rq or
- * asleep (never both, never neither), no task is queued on an offline CPU.
+ * that rq and running nowhere else (an owner word per task); nothing is
+ * queued on a drained CPU. At the end (after finishing an offline handshake
+ * that the stop interrupted): every rq validates, every task is either
+ * queued on exactly one rq or asleep (never both, never neither), no task
+ * is queued on an offline CPU.
  *
  * Knobs (environment): CORES simulated CPUs (default 4, clamped to 2..8),
  * DURATION seconds (default 1), ITERATIONS minimum manager operations
@@ -64,6 +66,8 @@ static atomic_ulong validations, picks, blocks, wakes, moves, reweights, reaffin
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Affinity masks: static, so they outlive every task (cl_task_set_affinity()'s rule). */
 static unsigned long masks[4];
+/* A CPU the balancer began taking offline when the run stopped (-1: none). */
+static int pending_offline = -1;
 
 static void fail(const char *fmt, const char *what, long a, long b)
 {
@@ -152,6 +156,9 @@ static void *worker_main(void *arg)
 			if (cl_rq_pick_next(rq))
 				fail("%soffline CPU %ld picked a task%ld", "", (long)cpu, 0);
 			account_switch(cpu, prev, rq->curr);
+			/* drained (hotplug_lock + this lock): nothing may be queued here any more */
+			if (rq->drained && (!cds_list_empty(&rq->cfs_tasks) || rq->nr_running))
+				fail("%sdrained CPU %ld has %ld tasks queued", "", (long)cpu, (long)rq->nr_running);
 			cl_rq_unlock(rq);
 			sched_yield();
 			continue;
@@ -354,7 +361,9 @@ static void *balancer_main(void *arg)
 					sched_yield();
 				if (r >= 0)
 					atomic_fetch_add(&offlines, 1);
-				else if (errno != EAGAIN)
+				else if (errno == EAGAIN)
+					pending_offline = (int)cpu; /* stopped: main finishes the handshake */
+				else
 					fail("%soffline: errno %ld (cpu %ld)", "", (long)errno, (long)cpu);
 			} else if (errno != EBUSY && errno != EINVAL) {
 				fail("%soffline_begin: errno %ld (cpu %ld)", "", (long)errno, (long)cpu);
@@ -377,6 +386,35 @@ static void *balancer_main(void *arg)
 }
 
 /* ---- end-of-run accounting ---- */
+
+/*
+ * The run may stop between cl_balance_cpu_offline_begin() and the drain:
+ * the CPU is then going offline (cl_rq_online() == 0) with its tasks still
+ * queued, which is correct, and its worker has exited without acknowledging.
+ * Play that worker (pick nothing) and drain, so that the final check's "no
+ * task on an offline CPU" is exact rather than racing the shutdown.
+ */
+static void finish_pending_offline(void)
+{
+	struct cl_rq *rq;
+	struct cl_task *prev;
+	int r;
+
+	if (pending_offline < 0)
+		return;
+	rq = cl_sched_rq(s, (unsigned int)pending_offline);
+	cl_rq_lock(rq);
+	prev = rq->curr;
+	if (cl_rq_online(rq) || cl_rq_pick_next(rq))
+		fail("%sCPU %ld left going offline is online or picked a task%ld", "", (long)pending_offline, 0);
+	account_switch((unsigned int)pending_offline, prev, rq->curr);
+	cl_rq_unlock(rq);
+	r = cl_balance_cpu_offline(s, (unsigned int)pending_offline, now_read());
+	if (r < 0)
+		fail("%sfinishing the offline of CPU %ld: errno %ld", "", (long)pending_offline, (long)errno);
+	else
+		atomic_fetch_add(&offlines, 1);
+}
 
 static void final_check(void)
 {
@@ -468,6 +506,7 @@ int main(void)
 	pthread_join(manager, NULL);
 	pthread_join(balancer, NULL);
 
+	finish_pending_offline();
 	final_check();
 	printf("sched_soak: %u CPUs, %d tasks, %.1f s: %lu manager ops, %lu picks, %lu blocks, %lu wakes, "
 	       "%lu group moves, %lu weights, %lu affinities, %lu bandwidth changes, %lu/%lu groups "

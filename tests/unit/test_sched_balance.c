@@ -303,6 +303,65 @@ Test(sched_balance, offline_drain_and_online, .init = rcu_init, .fini = rcu_fini
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
+/*
+ * The two-step offline: between cl_balance_cpu_offline_begin() and the
+ * drain the CPU reads offline yet keeps its tasks queued (refusing new
+ * ones, not balanced from); the drain waits for the worker's NULL pick and
+ * then empties it. A checker that stops mid-handshake sees exactly this.
+ */
+Test(sched_balance, going_offline_keeps_tasks_until_acknowledged_drain, .init = rcu_init, .fini = rcu_fini)
+{
+	enum { N = 4 };
+	struct cl_sched *s = cl_sched_create(3, NULL);
+	struct cl_rq *rq2 = cl_sched_rq(s, 2);
+	struct cl_task t[N], late;
+	uint64_t now = 1000;
+
+	for (int i = 0; i < N; i++) {
+		cl_task_init(&t[i], 0);
+		sim_enqueue(s, 2, &t[i], now);
+	}
+	cl_rq_lock(rq2);
+	cr_assert_not_null(cl_rq_pick_next(rq2)); /* the worker runs a task */
+	cl_rq_unlock(rq2);
+
+	cr_assert_eq(cl_balance_cpu_offline_begin(s, 2), 0);
+	cr_assert_eq(cl_balance_cpu_offline_begin(s, 2), 0); /* already going: no-op */
+	cl_rq_lock(rq2);
+	cr_assert_not(cl_rq_online(rq2));
+	cr_assert_eq(rq2->nr_running, (unsigned)N, "going offline: still queued there");
+	cl_rq_unlock(rq2);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(on_cpu(&t[i]), 2);
+	cl_task_init(&late, 0);
+	errno = 0;
+	cr_assert_eq(cl_task_wake(s, &late, 2, now), -1);
+	cr_assert_eq(errno, ENXIO);
+	cr_assert_eq(cl_balance_run(s, 0, now, NULL), 0, "no pull from a CPU going offline");
+	errno = 0;
+	cr_assert_eq(cl_balance_cpu_offline(s, 2, now), -1);
+	cr_assert_eq(errno, EAGAIN, "the worker has not acknowledged");
+	cr_assert_eq(rq2->nr_running, (unsigned)N);
+
+	cl_rq_lock(rq2); /* the worker's acknowledgment */
+	cr_assert_null(cl_rq_pick_next(rq2));
+	cr_assert_null(rq2->curr);
+	cl_rq_unlock(rq2);
+	cr_assert_eq(cl_balance_cpu_offline(s, 2, now), N);
+	cr_assert_eq(rq2->nr_running, 0u);
+	cr_assert(cds_list_empty(&rq2->cfs_tasks));
+	for (int i = 0; i < N; i++) {
+		cr_assert(t[i].se.on_rq, "t[%d] lost", i);
+		cr_assert_neq(on_cpu(&t[i]), 2, "t[%d] left on the drained CPU", i);
+	}
+	errno = 0;
+	cr_assert_eq(cl_task_wake(s, &late, 2, now), -1);
+	cr_assert_eq(errno, ENXIO, "a drained CPU refuses enqueues");
+	sim_validate(s);
+	sim_drain(s, t, N, now);
+	cr_assert_eq(cl_sched_destroy(s), 0);
+}
+
 /* The last online CPU cannot go offline while it has tasks. */
 Test(sched_balance, last_cpu_stays, .init = rcu_init, .fini = rcu_fini)
 {
