@@ -60,8 +60,11 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 # tests/unit/NAME.variants: one line of -D flags per extra build of NAME
 # (the "before" side of an A/B switch); binaries NAME.v1, NAME.v2, ...
+# A line starting with "plain:" is built and run only without SAN (not under
+# the sanitizers or valgrind): the sched tests' single switches, which the
+# all-switches-at-once line covers there.
 VARIANT_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
-	$(foreach i,$(shell seq 1 $$(grep -cv '^[[:space:]]*\(#\|$$\)' $(v))),\
+	$(foreach i,$(shell grep -v '^[[:space:]]*\(#\|$$\)' $(v) | grep -n $(if $(SAN),-v '^plain:','') | cut -d: -f1),\
 	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i)))
 STRESS_SRC := $(sort $(wildcard tests/stress/*.c))
 STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
@@ -77,6 +80,9 @@ BENCH_BIN += $(BENCH_LAYOUT_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
 # Test id modes (scripts/run-tests.sh): the sanitizer runs skip the seccomp one.
+# TEST_JOBS: unit test binaries run at once (1: tests that pin threads do not
+# compete; valgrind raises it).
+TEST_JOBS ?= 1
 TEST_MODES ?= default glibc-off no-rseq
 RUN_WRAP :=
 ifeq ($(SAN),tsan)
@@ -105,6 +111,8 @@ TEST_LIBS :=
 endif
 RUN_WRAP := $(VALGRIND) $(VG_FLAGS)
 TEST_MODES := valgrind
+# memcheck runs one thread of a process at a time: two binaries at once.
+TEST_JOBS := $(shell nproc 2>/dev/null || echo 2)
 # The M:N runtime switches user stacks that valgrind was never told about
 # (no VALGRIND_STACK_REGISTER): memcheck then flags every access on a task
 # stack as invalid. Its tests run under ASan and TSan instead (fiber
@@ -119,7 +127,7 @@ endif
 # Stress tests: short by default (make check), long with `make stress`.
 STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 
-.PHONY: all help deps check check-headers check-compile-fail check-unit check-stress \
+.PHONY: all help deps check check-cc check-headers check-compile-fail check-unit check-stress \
 	check-asan check-tsan stress examples bench-smoke bench install uninstall install-check layout \
 	build-tests clean
 .PHONY: librseq check-interop bench-librseq bench-long check-bench-report FORCE
@@ -130,6 +138,7 @@ help:
 	@echo "targets:"
 	@echo "  deps           install missing Debian packages (scripts/deps.txt)"
 	@echo "  check          header checks, negative compile tests, unit and short stress tests"
+	@echo "  check-cc       the compiler-dependent part of check: compile-fail, unit, stress, interop"
 	@echo "  check-asan     unit and stress tests under AddressSanitizer + UBSan"
 	@echo "  check-tsan     unit and stress tests under ThreadSanitizer"
 	@echo "  check-matrix   check + check-matrix-extra: unit and stress tests in all five rseq situations"
@@ -166,7 +175,7 @@ define VARIANT_RULE
 $$(BUILD)/tests/unit/%.v$(1): tests/unit/%.c tests/unit/%.variants $$(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  CC      $$@")
-	$$(Q)flags=$$$$(grep -v '^[[:space:]]*\(#\|$$$$\)' tests/unit/$$*.variants | sed -n "$(1)p"); \
+	$$(Q)flags=$$$$(grep -v '^[[:space:]]*\(#\|$$$$\)' tests/unit/$$*.variants | sed -n "$(1)p" | sed 's/^plain://'); \
 	$$(CC) $$(CFLAGS_PROG) $$(TEST_CPPFLAGS) $$$$flags -Itests/unit -o $$@ $$< $$(TEST_LIBS) $$(LDLIBS_PROG)
 endef
 $(foreach i,1 2 3 4 5 6 7 8,$(eval $(call VARIANT_RULE,$(i))))
@@ -261,13 +270,19 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-headers
+	$(Q)$(MAKE) --no-print-directory check-cc
+	$(Q)$(MAKE) --no-print-directory check-bench-report
+	@echo "make check ($(CC)): all passed"
+
+# The part of check that depends on the compiler (CI runs it again with
+# CC=clang; the header checks already cover both compilers).
+check-cc:
 	$(Q)$(MAKE) --no-print-directory check-compile-fail
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory check-unit
 	$(Q)$(MAKE) --no-print-directory check-stress
 	$(Q)$(MAKE) --no-print-directory check-interop
-	$(Q)$(MAKE) --no-print-directory check-bench-report
-	@echo "make check ($(CC)): all passed"
+	@echo "make check-cc ($(CC)): compile-fail, unit, stress and interop tests passed"
 
 check-headers:
 	@echo "== header checks (each header alone; C11 and C++17; gcc and clang)"
@@ -279,7 +294,7 @@ check-compile-fail:
 
 check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
 	@echo "== unit tests ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
-	$(Q)sh scripts/run-tests.sh -m "$(TEST_MODES)" $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+	$(Q)sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
 		$(NORSEQ) $(UNIT_BIN) $(VARIANT_BIN)
 
 check-stress: $(STRESS_BIN) $(NORSEQ)
@@ -338,6 +353,8 @@ check-matrix-extra:
 # build/fuzz/crashes/. Reproduce one with: build/fuzz/<target> <crash file>.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
+# Targets run at once, each for FUZZ_SECONDS (one process each): one per CPU.
+FUZZ_JOBS ?= $(NPROC)
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
@@ -352,7 +369,7 @@ fuzz-build: $(FUZZ_BIN)
 
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) fuzz-build
-	$(Q)sh scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+	$(Q)sh scripts/fuzz.sh -j $(FUZZ_JOBS) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # ---------------------------------------------------------------- examples, bench
 
