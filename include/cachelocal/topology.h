@@ -115,7 +115,15 @@ struct cl_topology {
 
 /* ---- private helpers ---- */
 
-/* "root/<formatted rel>" in a malloc'ed buffer, or NULL. */
+/*
+ * Set by the file helpers below when an allocation fails while reading a
+ * file (ours, or the C library's inside fopen()/access(): errno ENOMEM), so
+ * cl_topology_load() fails with ENOMEM instead of reading that file as
+ * missing and returning a fallback guess. Cleared when a load starts.
+ */
+CL_WEAK __thread int cl__topo_nomem;
+
+/* "root/<formatted rel>" in a malloc'ed buffer, or NULL (cl__topo_nomem set). */
 CL_INLINE __attribute__((format(printf, 2, 0))) char *cl__topo_vpath(const char *root, const char *fmt,
 								      va_list ap)
 {
@@ -125,6 +133,8 @@ CL_INLINE __attribute__((format(printf, 2, 0))) char *cl__topo_vpath(const char 
 	path = (char *)malloc(strlen(root) + strlen(rel) + 2);
 	if (path)
 		sprintf(path, "%s/%s", root, rel);
+	else
+		cl__topo_nomem = 1;
 	return path;
 }
 
@@ -143,6 +153,8 @@ CL_INLINE __attribute__((format(printf, 2, 3))) char *cl__topo_slurp(const char 
 	if (!path)
 		return NULL;
 	f = fopen(path, "r");
+	if (!f && errno == ENOMEM)
+		cl__topo_nomem = 1;
 	free(path);
 	if (!f)
 		return NULL;
@@ -153,6 +165,7 @@ CL_INLINE __attribute__((format(printf, 2, 3))) char *cl__topo_slurp(const char 
 			if (!nb) {
 				free(buf);
 				buf = NULL;
+				cl__topo_nomem = 1;
 				break;
 			}
 			buf = nb;
@@ -183,6 +196,8 @@ CL_INLINE __attribute__((format(printf, 2, 3))) int cl__topo_exists(const char *
 	if (!path)
 		return 0;
 	r = access(path, F_OK) == 0;
+	if (!r && errno == ENOMEM)
+		cl__topo_nomem = 1;
 	free(path);
 	return r;
 }
@@ -622,7 +637,10 @@ out:
  * @sysfs_root: directory holding devices/system/..., NULL for "/sys".
  *
  * Missing or malformed files are not errors: the part they describe falls
- * back to a uniform guess flagged in t->fallback (see the file comment).
+ * back to a uniform guess flagged in t->fallback (see the file comment). A
+ * file that cannot be read for want of memory (an allocation failing here or
+ * inside fopen()) is an error: the load fails with ENOMEM, never returns a
+ * guess in its place.
  *
  * Context: any thread; allocates and reads files (start-up, not hot paths).
  * Return: 0, or -1 with errno EINVAL (t is NULL) or ENOMEM (t is zeroed).
@@ -640,6 +658,7 @@ CL_INLINE int cl_topology_load(struct cl_topology *t, const char *sysfs_root)
 		return -1;
 	}
 	memset(t, 0, sizeof(*t));
+	cl__topo_nomem = 0;
 	b = cl__topo_slurp(root, "devices/system/cpu/possible");
 	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
 		n = (unsigned)max + 1;
@@ -689,6 +708,9 @@ CL_INLINE int cl_topology_load(struct cl_topology *t, const char *sysfs_root)
 	free(flags);
 	flags = NULL;
 	if (cl__topo_load_caches(t, root) != 0 || cl__topo_load_nodes(t, root) != 0)
+		goto nomem;
+	/* a file unread for want of memory is not a missing file */
+	if (cl__topo_nomem)
 		goto nomem;
 	return 0;
 nomem:
