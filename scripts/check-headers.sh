@@ -3,8 +3,9 @@
 # as C11 with the house-style warning flags and as C++17 with -pedantic
 # -Werror, with gcc and clang (cachelocal.h, internal/ and the pieces of
 # split headers included); grouped structs have one layout in C and C++;
-# and no header includes a higher layer (scripts/check-layers.sh, with its
-# self-test proving that an upward include is caught).
+# no header includes a higher layer (scripts/check-layers.sh, with its
+# self-test proving that an upward include is caught); and every cl_/CL_
+# name in README.md and docs/ exists in the headers (check-doc-names.sh).
 # Usage: check-headers.sh  (env: EXTRA_CFLAGS, e.g. the liburcu cflags)
 set -u
 cd "$(dirname "$0")/.."
@@ -20,6 +21,10 @@ n=0
 n=$((n + 2))
 sh scripts/check-layers.sh || fail=$((fail + 1))
 sh scripts/check-layers.sh --self-test || fail=$((fail + 1))
+
+# ---- the docs name only what the headers define
+n=$((n + 1))
+sh scripts/check-doc-names.sh || fail=$((fail + 1))
 
 # ---- each header alone (twice: the include guard works), C11 and C++17
 for h in $(cd include && find cachelocal -name '*.h' ! -path '*/arch/*' | sort); do
