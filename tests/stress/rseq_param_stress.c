@@ -211,7 +211,8 @@ static int spin_rep(struct stress_run *run, int id, long rep)
 		if (r == CL_RSEQ_CMPFAIL && ++spins % 16 == 0)
 			sched_yield(); /* the holder may be preempted */
 	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	/* Taken: the fallback's cmpstore is acquire-release; on the rseq path
+	 * x86 TSO orders the section's loads before the plain counter update. */
 	prev = __atomic_exchange_n(&s->owner, id + 1, __ATOMIC_RELAXED);
 	if (prev != 0) /* record, go on: returning would leave the lock held */
 		stress_fail(run, "worker %d entered a lock held by worker %d", id, prev - 1);
