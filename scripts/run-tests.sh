@@ -1,8 +1,12 @@
 #!/bin/sh
 # run-tests.sh - run test binaries in every id mode.
 #
-# Usage: run-tests.sh [-w WRAPPER] [-m MODES] NORSEQ BINARY...
+# Usage: run-tests.sh [-w WRAPPER] [-m MODES] [-j JOBS] NORSEQ BINARY...
 #   WRAPPER  command prefix (e.g. "setarch x86_64 -R" for TSan)
+#   JOBS     binaries run at once (default 1). For wrappers that keep a
+#            binary on one CPU (valgrind serializes its threads): each
+#            binary's output is kept and printed whole, in order, when all
+#            are done. Not for tests that pin threads or time themselves.
 #   MODES    space-separated subset of: default glibc-off no-rseq
 #            default   : glibc owns rseq (the normal case)
 #            glibc-off : GLIBC_TUNABLES=glibc.pthread.rseq=0, cachelocal registers itself
@@ -18,16 +22,45 @@
 # compete with each other. A binary exiting 77 counts as skipped.
 set -u
 wrapper=""
+jobs=1
 modes="default glibc-off no-rseq"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-w) wrapper=$2; shift 2 ;;
 	-m) modes=$2; shift 2 ;;
+	-j) jobs=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
 norseq=$1
 shift
+if [ "$jobs" -gt 1 ] 2>/dev/null; then
+	# Each binary by a child run-tests.sh, JOBS at a time; then the logs in
+	# order and the summed counts.
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	i=0
+	for bin in "$@"; do
+		i=$((i + 1))
+		printf '%04d %s\n' "$i" "$bin"
+	done | RT_SELF=$0 RT_WRAP=$wrapper RT_MODES=$modes RT_NORSEQ=$norseq RT_TMP=$tmp \
+		xargs -P "$jobs" -n 2 sh -c 'sh "$RT_SELF" -w "$RT_WRAP" -m "$RT_MODES" "$RT_NORSEQ" "$1" \
+			>"$RT_TMP/$0.log" 2>&1'
+	pass=0 fail=0 skip=0 failed=""
+	for log in "$tmp"/*.log; do
+		[ -e "$log" ] || continue
+		grep -v '^runs: \|^failed runs:' "$log"
+		set -- $(sed -n 's/^runs: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log") 0 1 0
+		pass=$((pass + $1)) fail=$((fail + $2)) skip=$((skip + $3))
+		f=$(sed -n 's/^failed runs://p' "$log")
+		[ -n "$f" ] && failed="$failed$f"
+		[ "$2" -ne 0 ] && [ -z "$f" ] && failed="$failed $(basename "$log")"
+	done
+	[ -n "$failed" ] && echo "failed runs:$failed"
+	echo "runs: $pass passed, $fail failed, $skip skipped (-j $jobs)"
+	[ "$fail" -eq 0 ]
+	exit
+fi
 pass=0
 fail=0
 skip=0
