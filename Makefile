@@ -111,16 +111,10 @@ TEST_LIBS :=
 endif
 RUN_WRAP := $(VALGRIND) $(VG_FLAGS)
 TEST_MODES := valgrind
-# memcheck runs one thread of a process at a time: two binaries at once.
-TEST_JOBS := $(shell nproc 2>/dev/null || echo 2)
-# The M:N runtime switches user stacks that valgrind was never told about
-# (no VALGRIND_STACK_REGISTER): memcheck then flags every access on a task
-# stack as invalid. Its tests run under ASan and TSan instead (fiber
-# annotations there), until the runtime registers its stacks with valgrind.
-# test_sched_threads.v1 (CL_DEBUG) spun past 8 minutes of CPU under memcheck
-# in one CI run (its base build passes in 3 s): left out until that is found.
-VG_EXCLUDE := $(BUILD)/tests/unit/test_sched_runtime $(BUILD)/tests/unit/test_sched_runtime.v% \
-	$(BUILD)/tests/unit/test_sched_threads.v1
+# The M:N runtime registers its task stacks with valgrind
+# (VALGRIND_STACK_REGISTER, when <valgrind/valgrind.h> is there): its tests run too.
+# VG_EXCLUDE: binaries left out of check-valgrind (none today).
+VG_EXCLUDE :=
 UNIT_BIN := $(filter-out $(VG_EXCLUDE),$(UNIT_BIN))
 VARIANT_BIN := $(filter-out $(VG_EXCLUDE),$(VARIANT_BIN))
 endif
@@ -317,8 +311,11 @@ check-tsan: deps
 # definite leak fails the test (exit 99). tests/valgrind.supp covers only
 # liburcu's own call_rcu thread.
 VG_BUILD := build/$(CCNAME)-vg$(if $(filter 1,$(VG_CRITERION)),-criterion)
+# VG_JOBS: binaries under valgrind at once (memcheck runs the threads of a
+# process one at a time, so each binary uses one CPU): one per CPU.
+VG_JOBS ?= $(NPROC)
 check-valgrind: deps
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SAN=vg BUILD=$(VG_BUILD) check-unit
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SAN=vg BUILD=$(VG_BUILD) TEST_JOBS=$(VG_JOBS) check-unit
 
 # ---------------------------------------------------------------- fallback matrix
 

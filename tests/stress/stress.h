@@ -17,8 +17,8 @@
  * CORES (default: allowed CPUs) -> 6 x CORES worker threads, INJECT_LOOPS
  * (default 64).
  * Disturbances while the workers run: a SIGUSR1 storm at random workers, a
- * migrator that moves random workers between CPUs with sched_setaffinity,
- * and yields inside the workers.
+ * migrator that moves random workers between CPUs with sched_setaffinity
+ * (both left out when cfg->calm is set), and yields inside the workers.
  * Exit status: 0 pass, 1 fail, 77 skip.
  */
 #ifndef CL_STRESS_H
@@ -90,6 +90,7 @@ struct stress_cfg {
 	int nr_workers;
 	int allowed[1024];  /* allowed CPU ids */
 	int nr_allowed;
+	int calm;           /* 1: no signal storm and no migrator (stress_run()) */
 };
 
 static inline void stress_cfg_load(struct stress_cfg *cfg)
@@ -293,13 +294,15 @@ static inline int stress_run(struct stress_run *run, const struct stress_cfg *cf
 			exit(1);
 		}
 	}
-	if (pthread_create(&storm, NULL, stress_storm_main, run) != 0 ||
-	    pthread_create(&migrator, NULL, stress_migrator_main, run) != 0) {
+	if (!cfg->calm && (pthread_create(&storm, NULL, stress_storm_main, run) != 0 ||
+			   pthread_create(&migrator, NULL, stress_migrator_main, run) != 0)) {
 		fprintf(stderr, "pthread_create failed\n");
 		exit(1);
 	}
-	pthread_join(storm, NULL);
-	pthread_join(migrator, NULL);
+	if (!cfg->calm) {
+		pthread_join(storm, NULL);
+		pthread_join(migrator, NULL);
+	}
 	for (int i = 0; i < n; i++) {
 		void *ret;
 

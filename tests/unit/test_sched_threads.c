@@ -188,6 +188,13 @@ static void *owner_thread(void *arg)
 				o->freed[i] = 1; /* asleep: its owner may free it now */
 			cl_task_rq_unlock(rq, p);
 		}
+		/*
+		 * Between passes, give the CPU away holding no lock: on one CPU
+		 * (valgrind runs one thread at a time, in deterministic slices)
+		 * the offliner could otherwise find an rq lock held at every
+		 * switch and never finish.
+		 */
+		sched_yield();
 	}
 	urcu_memb_unregister_thread();
 	return NULL;
@@ -286,12 +293,21 @@ static void *attacher(void *arg)
 	/* one read section for the whole run: g stays allocated after its destroy */
 	cl_sched_rcu_read_lock();
 	atomic_store(&r->in_rcu, 1);
-	for (int after = 0; after < 1000; after += atomic_load(&r->destroyed)) {
+	for (int after = 0, i = 0; after < 1000; after += atomic_load(&r->destroyed), i++) {
 		if (cl_task_set_group(&p, r->g) == 0) {
 			if (CL_READ_ONCE(r->g->dead))
 				r->attached_to_dead = 1;
 			cl_task_set_group(&p, NULL);
 		}
+		/*
+		 * Now and then yield detached: under valgrind (one thread at a
+		 * time, switched after a fixed count of blocks, no system call
+		 * in this loop) the two loops fell into a cycle where every
+		 * switch found the task attached and the destroy never won
+		 * (minutes of CPU); a yield here gives the destroyer a window.
+		 */
+		if (i % 16 == 15)
+			sched_yield();
 	}
 	cl_sched_rcu_read_unlock();
 	urcu_memb_unregister_thread();
@@ -311,8 +327,10 @@ Test(sched_threads, attach_races_destroy, .init = rcu_init, .fini = rcu_fini)
 		pthread_create(&th, NULL, attacher, &r);
 		while (!atomic_load(&r.in_rcu)) /* else g could be freed before it is read */
 			sched_yield();
-		while (cl_task_group_destroy(r.g) != 0)
+		while (cl_task_group_destroy(r.g) != 0) {
 			cr_assert_eq(errno, EBUSY);
+			sched_yield(); /* the attacher must run to detach */
+		}
 		atomic_store(&r.destroyed, 1);
 		pthread_join(th, NULL);
 		cr_assert_not(r.attached_to_dead, "trial %d: attached to a destroyed group", trial);

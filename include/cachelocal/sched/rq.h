@@ -35,6 +35,7 @@
 
 #include "../cacheline.h"
 #include "../compiler.h"
+#include "../internal/backoff.h"
 #include "../internal/bitmap.h"
 #include "../percpu.h"
 #include "../spinlock.h"
@@ -223,8 +224,9 @@ CL_INLINE struct cl_rq *cl_task_rq_lock(struct cl_sched *s, struct cl_task *p)
 			return rq;
 		}
 		cl_rq_unlock(rq);
-		while (CL_ATOMIC_LOAD(&p->on_rq, CL_ACQUIRE) == CL_TASK_ON_RQ_MIGRATING)
-			CL_CPU_RELAX();
+		/* the mover may be preempted: spin a little, then yield to it */
+		for (unsigned n = 0; CL_ATOMIC_LOAD(&p->on_rq, CL_ACQUIRE) == CL_TASK_ON_RQ_MIGRATING;)
+			cl__backoff(&n, CL__BACKOFF_SPINS);
 	}
 }
 

@@ -43,6 +43,18 @@
 #if defined(__SANITIZE_ADDRESS__) && !defined(CL__RT_ASAN)
 #define CL__RT_ASAN 1
 #endif
+/*
+ * Under valgrind the task stacks are registered (VALGRIND_STACK_REGISTER) so
+ * that memcheck takes a switch onto one for a stack switch: without it every
+ * access on a task stack reads as invalid. A client request is a few no-op
+ * instructions outside valgrind, made once per stack mapping.
+ */
+#if defined(__has_include) && !defined(CL__RT_ASAN) && !defined(CL_HAVE_TSAN)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define CL__RT_VALGRIND 1
+#endif
+#endif
 
 CL_BEGIN_DECLS
 
@@ -133,6 +145,9 @@ struct cl_rt_task {
 		void *map;                 /* guard page + stack, or NULL for a new object */
 		size_t map_size;
 		struct cds_list_head all;  /* in rt->all: every object that got a stack */
+#ifdef CL__RT_VALGRIND
+		unsigned vg_stack;         /* valgrind's id of the stack */
+#endif
 	} keep;
 };
 
@@ -380,6 +395,9 @@ CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
 	}
 	t->keep.map = m;
 	t->keep.map_size = size;
+#ifdef CL__RT_VALGRIND
+	t->keep.vg_stack = VALGRIND_STACK_REGISTER((char *)m + cl__rt_page(), (char *)m + size);
+#endif
 	cl_spin_lock(&rt->all_lock);
 	cds_list_add(&t->keep.all, &rt->all);
 	cl_spin_unlock(&rt->all_lock);
@@ -1033,6 +1051,9 @@ CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 	cds_list_for_each(pos, &rt->all) {
 		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
 
+#ifdef CL__RT_VALGRIND
+		VALGRIND_STACK_DEREGISTER(t->keep.vg_stack);
+#endif
 		munmap(t->keep.map, t->keep.map_size);
 	}
 	if (rt->tcache)
