@@ -295,7 +295,7 @@ stress:
 
 check-asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress
+	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress check-robustness
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=tsan -j$(NPROC) build-tests
