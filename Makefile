@@ -364,7 +364,8 @@ fuzz: deps
 # documented result; built plain and with CL_DEBUG (whose asserted misuse
 # must abort). check-robustness (part of check) runs both in every id mode,
 # then fails if a public function has no row (scripts/robustness_report.py
-# lists them from the headers with clang). `make robustness` regenerates
+# lists them from the headers with clang; its self-test proves a function
+# added without a row is caught). `make robustness` regenerates
 # docs/robustness.md from a run; ROBUST_FUZZ_LOG= (the output of make fuzz)
 # and ROBUST_MATRIX_LOG= (of make check-matrix) add those tables.
 RB_BIN := $(BUILD)/tests/robustness/bad_inputs $(BUILD)/tests/robustness/bad_inputs_debug
@@ -386,6 +387,7 @@ check-robustness: $(RB_BIN) $(NORSEQ)
 		CL_RB_ROWS=$(RB_ROWS)/$$(basename $$b).default.rows $(RUN_WRAP) $$b >/dev/null || exit 1; done
 	$(Q)python3 scripts/robustness_report.py check $(RB_ROWS)/bad_inputs.default.rows \
 		$(RB_ROWS)/bad_inputs_debug.default.rows
+	$(Q)python3 scripts/robustness_report.py selftest $(RB_ROWS)/bad_inputs.default.rows
 
 robustness: $(RB_BIN) $(NORSEQ)
 	$(Q)python3 scripts/robustness_report.py report --norseq $(NORSEQ) --rows-dir $(RB_ROWS) \

@@ -14,6 +14,10 @@ and docs/robustness.md.
       (written by tests/robustness/bad_inputs via CL_RB_ROWS), if a row
       names a function that is not public, or if a row failed.
 
+  robustness_report.py selftest ROWS
+      proves the check fails: a function added to a copy of the headers
+      (L1 and L5) without a row, a function's rows dropped, a failed row.
+
   robustness_report.py report --norseq NORSEQ --rows-dir DIR --out FILE
                              [--fuzz-log LOG] [--matrix-log LOG] BINARY...
       runs each bad_inputs BINARY in the id modes default, glibc-off and
@@ -39,10 +43,10 @@ LAYERS = ("L1", "L2", "L3", "L4", "L5")
 MODES = ("default", "glibc-off", "no-rseq")
 
 
-def headers():
+def headers(inc):
     """Public headers, relative to include/cachelocal (not internal/)."""
     out = []
-    base = os.path.join(INC, "cachelocal")
+    base = os.path.join(inc, "cachelocal")
     for d, _, files in os.walk(base):
         for f in files:
             if f.endswith(".h"):
@@ -63,9 +67,9 @@ def layer_of(rels):
     return out
 
 
-def public_api():
+def public_api(inc=INC):
     """[(name, header, layer)] of every public function of L1-L5, sorted by layer."""
-    rels = headers()
+    rels = headers(inc)
     # arch/ pieces are included through rseq.h/percpu_ops.h for this machine only
     tu = "".join("#include <cachelocal/%s>\n" % h for h in rels if not h.startswith("arch/"))
     cflags = subprocess.run(["pkg-config", "--cflags", "liburcu-memb", "liburcu-cds"],
@@ -74,7 +78,7 @@ def public_api():
         f.write(tu)
         src = f.name
     try:
-        r = subprocess.run(["clang", "-std=c11", "-D_GNU_SOURCE", "-I" + INC] + cflags +
+        r = subprocess.run(["clang", "-std=c11", "-D_GNU_SOURCE", "-I" + inc] + cflags +
                            ["-fsyntax-only", "-Xclang", "-ast-dump=json", src],
                            capture_output=True, text=True)
     finally:
@@ -82,7 +86,7 @@ def public_api():
     if r.returncode != 0:
         sys.exit("robustness_report: clang could not parse the headers:\n" + r.stderr[-2000:])
     ast = json.loads(r.stdout)
-    base = os.path.join(os.path.realpath(INC), "cachelocal") + os.sep
+    base = os.path.join(os.path.realpath(inc), "cachelocal") + os.sep
     cur = None
     found = {}
     for n in ast.get("inner", []):
@@ -138,6 +142,47 @@ def check(api, rowsets):
             probs.append("%s (%s, %s) has no bad-input row: add a CASE to tests/robustness/bad_inputs.c"
                          % (n, h, layer))
     return probs
+
+
+def cmd_selftest(args):
+    """The check must fail for a public function without a row and for a failed row."""
+    import shutil
+    _, rows = read_rows(args.rows)
+    api = public_api()
+    fails = 0
+    if check(api, [(args.rows, rows)]):
+        print("self-test FAIL: the real rows do not pass")
+        fails += 1
+    # a new function in a copy of the headers (L1 and L5), no row for it
+    for hdr, marker in (("spinlock.h", "CL_END_DECLS"), ("sched/queue.h", "CL_END_DECLS")):
+        tmp = tempfile.mkdtemp()
+        try:
+            shutil.copytree(os.path.join(INC, "cachelocal"), os.path.join(tmp, "cachelocal"))
+            path = os.path.join(tmp, "cachelocal", hdr)
+            with open(path) as f:
+                text = f.read()
+            i = text.rindex(marker)
+            text = text[:i] + "CL_INLINE int cl_selftest_new_fn(void)\n{\n\treturn 0;\n}\n\n" + text[i:]
+            with open(path, "w") as f:
+                f.write(text)
+            probs = check(public_api(tmp), [(args.rows, rows)])
+            if not any("cl_selftest_new_fn" in p and "no bad-input row" in p for p in probs):
+                print("self-test FAIL: a new function in %s without a row was not reported" % hdr)
+                fails += 1
+        finally:
+            shutil.rmtree(tmp)
+    # a function's rows dropped; a row turned into a failure
+    victim = rows[0]["fn"]
+    if not any(victim in p for p in check(api, [(args.rows, [r for r in rows if r["fn"] != victim])])):
+        print("self-test FAIL: dropping the rows of %s was not reported" % victim)
+        fails += 1
+    bad = [dict(r) for r in rows]
+    bad[-1]["verdict"] = "FAIL"
+    if not check(api, [(args.rows, bad)]):
+        print("self-test FAIL: a failed row was not reported")
+        fails += 1
+    print("robustness check self-test: %d of 5 cases as expected" % (5 - fails))
+    sys.exit(1 if fails else 0)
 
 
 def cmd_api(_args):
@@ -389,6 +434,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("api").set_defaults(fn=cmd_api)
+    t = sub.add_parser("selftest")
+    t.add_argument("rows")
+    t.set_defaults(fn=cmd_selftest)
     c = sub.add_parser("check")
     c.add_argument("rows", nargs="+")
     c.set_defaults(fn=cmd_check)
