@@ -139,6 +139,8 @@ help:
 	@echo "  check-matrix-extra  only mm_cid absent (CL_TEST_RSEQ_FEATURE_SIZE_MAX=20) and a CL_NO_RSEQ_ASM build"
 	@echo "  check-valgrind unit tests under valgrind memcheck (VG_CRITERION=1: with Criterion)"
 	@echo "  fuzz           libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)"
+	@echo "  check-robustness  bad inputs of every public function, plain and CL_DEBUG (part of check)"
+	@echo "  robustness     regenerate docs/robustness.md (ROBUST_FUZZ_LOG=, ROBUST_MATRIX_LOG=)"
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
 	@echo "  examples       build and run examples/ (and bench-smoke)"
 	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
@@ -265,6 +267,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-headers
 	$(Q)$(MAKE) --no-print-directory check-cc
+	$(Q)$(MAKE) --no-print-directory check-robustness
 	$(Q)$(MAKE) --no-print-directory check-bench-report
 	@echo "make check ($(CC)): all passed"
 
@@ -301,7 +304,7 @@ stress:
 
 check-asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress
+	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress check-robustness
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=tsan -j$(NPROC) build-tests
@@ -334,12 +337,12 @@ check-matrix: deps
 
 check-matrix-extra:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory check-unit check-stress TEST_MODES=no-mm-cid
+	$(Q)$(MAKE) --no-print-directory check-unit check-stress check-robustness TEST_MODES=no-mm-cid
 	@echo "== CL_NO_RSEQ_ASM build"
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" build-tests
 	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= \
-		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" check-unit check-stress TEST_MODES=default
+		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" check-unit check-stress check-robustness TEST_MODES=default
 	@echo "make check-matrix-extra ($(CC)): no-mm-cid and CL_NO_RSEQ_ASM passed"
 
 # ---------------------------------------------------------------- fuzzing
@@ -367,6 +370,44 @@ fuzz-build: $(FUZZ_BIN)
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) fuzz-build
 	$(Q)sh scripts/fuzz.sh -j $(FUZZ_JOBS) $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+# ---------------------------------------------------------------- robustness
+
+# tests/robustness/bad_inputs.c: every public function of L1-L5 called with
+# its bad inputs, each case in a forked child, checked against the
+# documented result; built plain and with CL_DEBUG (whose asserted misuse
+# must abort). check-robustness (part of check) runs both in every id mode,
+# then fails if a public function has no row (scripts/robustness_report.py
+# lists them from the headers with clang; its self-test proves a function
+# added without a row is caught). `make robustness` regenerates
+# docs/robustness.md from a run; ROBUST_FUZZ_LOG= (the output of make fuzz)
+# and ROBUST_MATRIX_LOG= (of make check-matrix) add those tables.
+RB_BIN := $(BUILD)/tests/robustness/bad_inputs $(BUILD)/tests/robustness/bad_inputs_debug
+RB_ROWS := $(BUILD)/robustness
+ROBUST_FUZZ_LOG ?=
+ROBUST_MATRIX_LOG ?=
+$(BUILD)/tests/robustness/bad_inputs_debug: RB_DEF := -DCL_DEBUG
+build-tests: $(RB_BIN)
+$(RB_BIN): tests/robustness/bad_inputs.c tests/robustness/rb.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) $(RB_DEF) -Itests/robustness -o $@ $< $(LDLIBS_PROG)
+
+.PHONY: check-robustness robustness
+check-robustness: $(RB_BIN) $(NORSEQ)
+	@echo "== bad inputs of every public function ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
+	$(Q)sh scripts/run-tests.sh -m "$(TEST_MODES)" $(if $(RUN_WRAP),-w "$(RUN_WRAP)") $(NORSEQ) $(RB_BIN)
+	$(Q)mkdir -p $(RB_ROWS) && for b in $(RB_BIN); do \
+		CL_RB_ROWS=$(RB_ROWS)/$$(basename $$b).default.rows $(RUN_WRAP) $$b >/dev/null || exit 1; done
+	$(Q)python3 scripts/robustness_report.py check $(RB_ROWS)/bad_inputs.default.rows \
+		$(RB_ROWS)/bad_inputs_debug.default.rows
+	$(Q)python3 scripts/robustness_report.py selftest $(RB_ROWS)/bad_inputs.default.rows
+
+robustness: $(RB_BIN) $(NORSEQ)
+	$(Q)python3 scripts/robustness_report.py report --norseq $(NORSEQ) --rows-dir $(RB_ROWS) \
+		$(if $(ROBUST_FUZZ_LOG),--fuzz-log $(ROBUST_FUZZ_LOG)) \
+		$(if $(ROBUST_MATRIX_LOG),--matrix-log $(ROBUST_MATRIX_LOG)) \
+		--out docs/robustness.md $(RB_BIN)
 
 # ---------------------------------------------------------------- examples, bench
 

@@ -2,6 +2,8 @@
 # check-layers.sh - no cachelocal header includes a header of a higher layer.
 #
 # Usage: check-layers.sh [INCLUDE_DIR]   check INCLUDE_DIR/cachelocal (default: include)
+#        check-layers.sh --layer PATH...  print "PATH LAYER" for each header PATH
+#                                        (relative to include/cachelocal; "?" if none)
 #        check-layers.sh --self-test     prove the check fails: copies of the tree with
 #                                        one bad include each must be rejected, naming it
 #
@@ -142,6 +144,10 @@ tmpf=$(mktemp)
 trap 'rm -f "$tmpf"' EXIT
 case "${1:-}" in
 --self-test) self_test ;;
+--layer)
+	shift
+	for f in "$@"; do echo "$f $(layer_name "$(layer_of "$f")")"; done
+	;;
 -h | --help) sed -n '2,22p' "$0" ;;
 *)
 	dir=${1:-$(cd "$(dirname "$0")/.." && pwd)/include}

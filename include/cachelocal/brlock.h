@@ -441,10 +441,13 @@ static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *
  * signal handler that may interrupt a section of @l. May sleep (futex)
  * while a writer holds the lock.
  * Return: a token for cl_brlock_read_unlock(): the index of the copy that
- * counted the lock (nr_cpus for the shared slot).
+ * counted the lock (nr_cpus for the shared slot); -1 with errno EINVAL for a
+ * NULL @l.
  */
 CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return -1;
 	if (CL_LIKELY(l->fast)) {
 		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->lock, l->stride, 1);
 
@@ -472,6 +475,8 @@ CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
  */
 CL_ALWAYS_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return;
 	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
 	(void)token;
 	if (CL_LIKELY(l->fast)) {
@@ -529,6 +534,8 @@ CL_INLINE int cl__brlock_idle(const struct cl_brlock *l)
  */
 CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return;
 	struct cl__brlock_wside *w = l->w;
 	unsigned ticket = CL_ATOMIC_FETCH_ADD(&w->wtail, 1u, CL_RELAXED), h, seq, spins = 0;
 
@@ -574,6 +581,8 @@ CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
  */
 CL_INLINE void cl_brlock_write_unlock(struct cl_brlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return;
 	struct cl__brlock_wside *w = l->w;
 	int old = CL_ATOMIC_XCHG(&l->writer, 0, CL_RELEASE);
 	unsigned next = CL_ATOMIC_LOAD(&w->whead, CL_RELAXED) + 1u;

@@ -80,6 +80,17 @@
 #define CL_DEBUG_ASSERT(x) ((void)0)
 #endif
 
+/* ---- bad input ----
+ * The rule every public function follows (README "Bad input"): a NULL object
+ * pointer, an index or CPU out of range or any other bad argument is
+ * reported, never a crash: errno EINVAL and the function's error value
+ * (-1, NULL, or 0 for a count or size); a void function returns without
+ * effect. Destroy/free of NULL is a no-op, as free(NULL). Usage:
+ *	if (CL__BAD_ARG(l == NULL)) return -1;
+ */
+#include <errno.h>
+#define CL__BAD_ARG(cond) (CL_UNLIKELY(cond) ? (errno = EINVAL, 1) : 0)
+
 /* ---- atomics: thin names over the __atomic builtins ----
  * <stdatomic.h> is not usable from C++17, so the headers use these. */
 #define CL_RELAXED __ATOMIC_RELAXED

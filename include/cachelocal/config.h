@@ -12,7 +12,7 @@
  *                          256 (s390x), else 64          apart (adjacent-line prefetch)
  *  CL_PERCPU_STRIDE        65536                         bytes between two CPUs' copies
  *  CL_MAX_CPUS             4096                          largest CPU count a pool accepts
- *  CL_DEBUG                undefined                     turns CL_DEBUG_ASSERT() into assert() (no header asserts on bad input yet)
+ *  CL_DEBUG                undefined                     turns CL_DEBUG_ASSERT() into assert(): undetectable misuse asserts (README "Bad input")
  *  CL_NO_RSEQ_ASM          undefined                     force the portable (atomic) path
  *  CL_INJECT(n)            nothing                       test hook at numbered race points
  *

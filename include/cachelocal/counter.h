@@ -156,16 +156,20 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__counter_add_shared(struct cl_count
  * CPU's copy.
  *
  * Context: any thread, concurrently with other adds and reads; also from a
- * signal handler. Does nothing on a counter without storage. errno is not
+ * signal handler. Does nothing on a counter without storage (errno EINVAL
+ * and nothing else for a NULL @c). Otherwise errno is not
  * changed, except in a thread without an rseq area in a process that uses
  * rseq (a seccomp filter installed after the first thread registered): the
  * add then goes to the shared word and errno is ENOSYS.
  */
 CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 {
-	intptr_t *p = (intptr_t *)(void *)c->slot;
+	intptr_t *p;
 	int i;
 
+	if (CL__BAD_ARG(c == NULL))
+		return;
+	p = (intptr_t *)(void *)c->slot;
 	if (CL_UNLIKELY(p == NULL))
 		return;
 	if (c->kind == CL_RSEQ_INDEX_MM_CID)
@@ -184,13 +188,14 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
  * concurrent with adds returns. Costs one load per possible CPU.
  *
  * Context: any thread, concurrently with adds.
- * Return: the sum (0 for a counter without storage).
+ * Return: the sum (0 for a counter without storage; 0 with errno EINVAL for
+ * a NULL @c).
  */
 CL_INLINE int64_t cl_counter_read(const struct cl_counter *c)
 {
 	uint64_t sum;
 
-	if (c == NULL || c->slot == NULL)
+	if (CL__BAD_ARG(c == NULL) || c->slot == NULL)
 		return 0;
 	sum = (uint64_t)CL_ATOMIC_LOAD(&c->shared, CL_RELAXED);
 	for (unsigned i = 0; i < c->nr_cpus; i++)

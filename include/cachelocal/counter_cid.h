@@ -103,7 +103,7 @@ CL_INLINE void cl_counter_cid_add(struct cl_counter_cid *c, int cid, int64_t v)
 {
 	int64_t *p;
 
-	if (CL_UNLIKELY(c->slot == NULL))
+	if (CL__BAD_ARG(c == NULL) || CL_UNLIKELY(c->slot == NULL))
 		return;
 	if (CL_UNLIKELY(cid < 0 || (unsigned)cid >= c->nr_slots)) {
 		CL_ATOMIC_FETCH_ADD(&c->shared, v, CL_RELAXED);
@@ -124,13 +124,16 @@ CL_INLINE void cl_counter_cid_add(struct cl_counter_cid *c, int cid, int64_t v)
  * the domain, or one holder too many) adds to the shared word.
  *
  * Context: any thread, not a signal handler (cl_cid_acquire() may take the
- * domain lock and sleep). errno is not changed.
+ * domain lock and sleep). errno is not changed (EINVAL for a NULL @c).
  */
 CL_INLINE void cl_counter_cid_add_any(struct cl_counter_cid *c, int64_t v)
 {
-	int saved = errno;
+	int saved;
 	int cid;
 
+	if (CL__BAD_ARG(c == NULL))
+		return;
+	saved = errno;
 	if (CL_UNLIKELY(c->slot == NULL))
 		return;
 	cid = cl_cid_acquire(c->domain);
@@ -145,13 +148,14 @@ CL_INLINE void cl_counter_cid_add_any(struct cl_counter_cid *c, int64_t v)
  * @c: an initialised counter.
  *
  * Context: any thread, concurrently with adds.
- * Return: the sum (0 for a counter without storage).
+ * Return: the sum (0 for a counter without storage; 0 with errno EINVAL for
+ * a NULL @c).
  */
 CL_INLINE int64_t cl_counter_cid_read(const struct cl_counter_cid *c)
 {
 	uint64_t sum;
 
-	if (c == NULL || c->slot == NULL)
+	if (CL__BAD_ARG(c == NULL) || c->slot == NULL)
 		return 0;
 	sum = (uint64_t)CL_ATOMIC_LOAD(&c->shared, CL_RELAXED);
 	for (unsigned i = 0; i < c->nr_slots; i++)

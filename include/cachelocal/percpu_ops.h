@@ -878,10 +878,12 @@ CL_ALWAYS_INLINE int cl_rseq_deref_add(enum cl_rseq_index kind, void **ptr, ptrd
  * @head: the list head.
  *
  * Context: any thread; the node may be popped at any time after the read.
- * Return: the first node or NULL.
+ * Return: the first node or NULL (also, with errno EINVAL, for a NULL @head).
  */
 CL_INLINE void *cl_rseq_list_first(void **head)
 {
+	if (CL__BAD_ARG(head == NULL))
+		return NULL;
 	return (void *)((uintptr_t)CL_ATOMIC_LOAD(head, CL_ACQUIRE) & ~CL__RSEQ_LIST_LOCK);
 }
 

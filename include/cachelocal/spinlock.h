@@ -67,18 +67,20 @@ struct cl_spinlock {
 
 /**
  * cl_spin_init() - initialize @l unlocked.
- * @l: the lock (non-NULL).
+ * @l: the lock (NULL: errno EINVAL, nothing done).
  *
  * Context: before any other thread can see @l.
  */
 CL_INLINE void cl_spin_init(struct cl_spinlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return;
 	CL_ATOMIC_STORE(&l->locked, 0, CL_RELAXED);
 }
 
 /**
  * cl_spin_trylock() - take @l if it is free, without spinning.
- * @l: the lock (non-NULL).
+ * @l: the lock (NULL: errno EINVAL, nothing done).
  *
  * Reads the word first and only exchanges when it reads free, so a failed
  * attempt does not take the line exclusive.
@@ -88,19 +90,23 @@ CL_INLINE void cl_spin_init(struct cl_spinlock *l)
  */
 CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return 0;
 	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) == 0 &&
 	       CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) == 0;
 }
 
 /**
  * cl_spin_lock() - take @l, spinning on plain loads while it is held.
- * @l: the lock (non-NULL).
+ * @l: the lock (NULL: errno EINVAL, nothing done).
  *
  * Context: any thread; not recursive (a holder that locks again spins
  * forever); keep the critical section short.
  */
 CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return;
 	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
 		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
 			CL_CPU_RELAX();
@@ -115,12 +121,14 @@ CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
  */
 CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return;
 	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
 }
 
 /**
  * cl_spin_is_locked() - is @l held right now?
- * @l: the lock (non-NULL).
+ * @l: the lock (NULL: errno EINVAL, nothing done).
  *
  * Context: any thread; a racy snapshot (no ordering): for assertions that
  * the caller holds the lock, and statistics.
@@ -128,6 +136,8 @@ CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
  */
 CL_INLINE int cl_spin_is_locked(const struct cl_spinlock *l)
 {
+	if (CL__BAD_ARG(l == NULL))
+		return 0;
 	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0;
 }
 

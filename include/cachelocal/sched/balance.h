@@ -66,7 +66,7 @@ struct cl_balance_stats {
  */
 CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t cost_ns)
 {
-	if (s)
+	if (!CL__BAD_ARG(s == NULL))
 		CL_WRITE_ONCE(s->migration_cost_ns, cost_ns);
 }
 
@@ -79,7 +79,7 @@ CL_INLINE void cl_balance_set_migration_cost(struct cl_sched *s, uint64_t cost_n
  */
 CL_INLINE void cl_balance_set_nr_migrate(struct cl_sched *s, unsigned int n)
 {
-	if (s)
+	if (!CL__BAD_ARG(s == NULL))
 		CL_WRITE_ONCE(s->nr_migrate, n ? n : 1U);
 }
 
@@ -99,11 +99,11 @@ CL_INLINE int cl_balance_find_busiest(const struct cl_sched *s, unsigned int dst
 	unsigned int dst_nr, best_nr = 0;
 	int best = -1;
 
-	if (dst_cpu >= s->nr_cpus)
+	if (CL__BAD_ARG(s == NULL || dst_cpu >= s->nr_cpus))
 		return -1;
-	dst_nr = CL_READ_ONCE(cl_sched_rq(s, dst_cpu)->nr_running);
+	dst_nr = CL_READ_ONCE(cl__sched_rq(s, dst_cpu)->nr_running);
 	for (unsigned int c = 0; c < s->nr_cpus; c++) {
-		struct cl_rq *rq = cl_sched_rq(s, c);
+		struct cl_rq *rq = cl__sched_rq(s, c);
 		unsigned int nr;
 
 		if (c == dst_cpu || !CL_READ_ONCE(rq->online))
@@ -176,8 +176,8 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		memset(&dummy, 0, sizeof(dummy));
 		st = &dummy;
 	}
-	src = cl_sched_rq(s, src_cpu);
-	dst = cl_sched_rq(s, dst_cpu);
+	src = cl__sched_rq(s, src_cpu);
+	dst = cl__sched_rq(s, dst_cpu);
 	CDS_INIT_LIST_HEAD(&detached);
 	limit = CL_READ_ONCE(s->nr_migrate);
 	cl_rq_lock_two(src, dst);
@@ -195,7 +195,7 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 #else
 	cds_list_for_each_prev_safe(pos, next, &src->cfs_tasks) {
 #endif
-		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		struct cl_task *p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 
 		if (imbalance <= 0 || scanned >= limit)
 			break;
@@ -208,7 +208,7 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		imbalance--;
 	}
 	cds_list_for_each_safe(pos, next, &detached) {
-		struct cl_task *p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		struct cl_task *p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 
 		cds_list_del_init(pos);
 		cl__rq_enqueue(dst, p, 0); /* both locks held: p->cpu moves under both */
@@ -244,7 +244,7 @@ CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t 
 		errno = EINVAL;
 		return -1;
 	}
-	if (!CL_READ_ONCE(cl_sched_rq(s, dst_cpu)->online))
+	if (!CL_READ_ONCE(cl__sched_rq(s, dst_cpu)->online))
 		return 0;
 	src = cl_balance_find_busiest(s, dst_cpu);
 	if (src < 0)
@@ -305,7 +305,7 @@ CL_INLINE int cl_balance_cpu_offline_begin(struct cl_sched *s, unsigned int cpu)
 		return -1;
 	}
 	cl_spin_lock(&s->hotplug_lock);
-	r = cl__cpu_offline_begin(s, cl_sched_rq(s, cpu));
+	r = cl__cpu_offline_begin(s, cl__sched_rq(s, cpu));
 	cl_spin_unlock(&s->hotplug_lock);
 	return r;
 }
@@ -319,6 +319,8 @@ CL_INLINE int cl_balance_cpu_offline_begin(struct cl_sched *s, unsigned int cpu)
  */
 CL_INLINE int cl_rq_online(const struct cl_rq *rq)
 {
+	if (CL__BAD_ARG(rq == NULL))
+		return 0;
 	return CL_READ_ONCE(rq->online) != 0;
 }
 
@@ -335,7 +337,7 @@ CL_INLINE int cl__balance_fallback_cpu(const struct cl_sched *s, const struct cl
 	unsigned int best_nr = 0, any_nr = 0;
 
 	for (unsigned int c = 0; c < s->nr_cpus; c++) {
-		struct cl_rq *rq = cl_sched_rq(s, c);
+		struct cl_rq *rq = cl__sched_rq(s, c);
 		unsigned int nr;
 
 		if (!CL_READ_ONCE(rq->online))
@@ -393,7 +395,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 		return -1;
 	}
 	root = &s->root;
-	rq = cl_sched_rq(s, cpu);
+	rq = cl__sched_rq(s, cpu);
 	CDS_INIT_LIST_HEAD(&drained);
 	cl_spin_lock(&s->hotplug_lock);
 	was_online = rq->online;
@@ -415,7 +417,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	for (int again = 1; again;) {
 		again = 0;
 		cl__tg_for_each_rcu(tg, root) {
-			struct cl_cfs_rq *q = cl_tg_cfs_rq(tg, cpu);
+			struct cl_cfs_rq *q = cl__tg_cfs_rq(tg, cpu);
 
 			if (q->throttled) {
 				cl__unthrottle_cfs_rq(rq, q);
@@ -425,7 +427,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	}
 	cl_sched_rcu_read_unlock();
 	cds_list_for_each_safe(pos, next, &rq->cfs_tasks) {
-		p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 		cl_rq_dequeue(rq, p, 0);
 		CL_ATOMIC_STORE(&p->on_rq, CL_TASK_ON_RQ_MIGRATING, CL_RELEASE);
 		cds_list_add_tail(&p->se.group_node, &drained);
@@ -433,7 +435,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	/* withdraw the (now empty) queues' averages from their groups */
 	cl_sched_rcu_read_lock();
 	cl__tg_for_each_rcu(tg, root) {
-		struct cl_cfs_rq *q = cl_tg_cfs_rq(tg, cpu);
+		struct cl_cfs_rq *q = cl__tg_cfs_rq(tg, cpu);
 
 		if (q->tg_load_avg_contrib) {
 			CL_ATOMIC_FETCH_SUB(&tg->load_avg, q->tg_load_avg_contrib, CL_RELAXED);
@@ -448,9 +450,9 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	cds_list_for_each_safe(pos, next, &drained) {
 		struct cl_rq *dst;
 
-		p = cl_task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+		p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 		/* nr_online >= 1 (hotplug_lock held): a CPU is found */
-		dst = cl_sched_rq(s, (unsigned int)cl__balance_fallback_cpu(s, p));
+		dst = cl__sched_rq(s, (unsigned int)cl__balance_fallback_cpu(s, p));
 		cl_rq_lock_two(rq, dst);
 		cds_list_del_init(&p->se.group_node);
 		cl_rq_update_clock(dst, now_ns);
@@ -484,7 +486,7 @@ CL_INLINE int cl_balance_cpu_online(struct cl_sched *s, unsigned int cpu, uint64
 		errno = EINVAL;
 		return -1;
 	}
-	rq = cl_sched_rq(s, cpu);
+	rq = cl__sched_rq(s, cpu);
 	cl_spin_lock(&s->hotplug_lock);
 	cl_rq_lock(rq);
 	if (rq->online) {

@@ -144,7 +144,7 @@ CL_INLINE int cl_tg_set_bandwidth(struct cl_task_group *tg, uint64_t quota_ns, u
 	tg->runtime = (int64_t)quota_ns;
 	cl_spin_unlock(&tg->bw_lock);
 	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
-		struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
+		struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu);
 		struct cl_rq *rq = cfs_rq->rq;
 
 		cl_rq_lock(rq);
@@ -167,9 +167,12 @@ CL_INLINE int cl_tg_set_bandwidth(struct cl_task_group *tg, uint64_t quota_ns, u
  */
 CL_INLINE unsigned int cl_rq_bandwidth_update(struct cl_rq *rq)
 {
-	struct cl_task_group *root = &rq->sched->root, *tg;
+	struct cl_task_group *root, *tg;
 	unsigned int n = 0;
 
+	if (CL__BAD_ARG(rq == NULL))
+		return 0;
+	root = &rq->sched->root;
 	CL__RQ_ASSERT_HELD(rq);
 	cl_sched_rcu_read_lock();
 	/* parents after children in the list: go parents-first by repeating
@@ -177,7 +180,7 @@ CL_INLINE unsigned int cl_rq_bandwidth_update(struct cl_rq *rq)
 	for (int again = 1; again;) {
 		again = 0;
 		cl__tg_for_each_rcu(tg, root) {
-			struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, rq->cpu);
+			struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, rq->cpu);
 
 			if (!cfs_rq->throttled)
 				continue;

@@ -278,16 +278,24 @@ struct cl_task_group {
 
 /* ---- small helpers ---- */
 
+/* cl_task_of() without the argument checks: the library's own callers. */
+CL_INLINE struct cl_task *cl__task_of(struct cl_sched_entity *se)
+{
+	return cl_container_of(se, struct cl_task, se);
+}
+
 /**
  * cl_task_of() - the task that embeds @se.
  * @se: a task's entity (my_q == NULL; see cl_entity_is_task()).
  *
  * Context: any.
- * Return: the task.
+ * Return: the task; NULL with errno EINVAL for a NULL or group entity.
  */
 CL_INLINE struct cl_task *cl_task_of(struct cl_sched_entity *se)
 {
-	return cl_container_of(se, struct cl_task, se);
+	if (CL__BAD_ARG(se == NULL || se->my_q != NULL))
+		return NULL;
+	return cl__task_of(se);
 }
 
 /**
@@ -299,6 +307,8 @@ CL_INLINE struct cl_task *cl_task_of(struct cl_sched_entity *se)
  */
 CL_INLINE int cl_entity_is_task(const struct cl_sched_entity *se)
 {
+	if (CL__BAD_ARG(se == NULL))
+		return 0;
 	return se->my_q == NULL;
 }
 
@@ -455,6 +465,8 @@ CL_INLINE struct cl_sched_entity *cl__timeline_first(struct cl_cfs_rq *cfs_rq)
 CL_INLINE void cl_cfs_rq_init(struct cl_cfs_rq *cfs_rq, struct cl_rq *rq, struct cl_task_group *tg,
 			      unsigned int cpu)
 {
+	if (CL__BAD_ARG(cfs_rq == NULL))
+		return;
 	memset(cfs_rq, 0, sizeof(*cfs_rq));
 	CDS_INIT_LIST_HEAD(&cfs_rq->tasks_timeline);
 	cfs_rq->rq = rq;
@@ -471,6 +483,8 @@ CL_INLINE void cl_cfs_rq_init(struct cl_cfs_rq *cfs_rq, struct cl_rq *rq, struct
  */
 CL_INLINE void cl_sched_entity_init(struct cl_sched_entity *se, unsigned long weight)
 {
+	if (CL__BAD_ARG(se == NULL))
+		return;
 	memset(se, 0, sizeof(*se));
 	se->load.weight = weight ? weight : CL_NICE_0_LOAD;
 	CDS_INIT_LIST_HEAD(&se->run_node);
@@ -520,8 +534,13 @@ CL_INLINE void cl__update_min_vruntime(struct cl_cfs_rq *cfs_rq)
 CL_INLINE uint64_t cl_sched_slice(const struct cl_cfs_rq *cfs_rq, const struct cl_sched_entity *se)
 {
 	uint64_t period = CL_SCHED_LATENCY_NS;
-	unsigned long total = cfs_rq->load.weight;
-	unsigned int nr = cfs_rq->nr_running + !se->on_rq;
+	unsigned long total;
+	unsigned int nr;
+
+	if (CL__BAD_ARG(cfs_rq == NULL || se == NULL))
+		return 0;
+	total = cfs_rq->load.weight;
+	nr = cfs_rq->nr_running + !se->on_rq;
 
 	if (nr > CL_SCHED_LATENCY_NS / CL_SCHED_MIN_GRANULARITY_NS)
 		period = (uint64_t)nr * CL_SCHED_MIN_GRANULARITY_NS;

@@ -155,10 +155,12 @@ CL_INLINE void cl_sched_rcu_read_lock(void)
 /**
  * cl_sched_rcu_read_unlock() - leave an RCU read-side section.
  *
- * Context: the thread that called cl_sched_rcu_read_lock().
+ * Context: the thread that called cl_sched_rcu_read_lock() (registered:
+ * asserted under CL_DEBUG).
  */
 CL_INLINE void cl_sched_rcu_read_unlock(void)
 {
+	CL__ASSERT_RCU_REGISTERED();
 #ifdef CL_HAVE_TSAN
 	CL__TSAN_RELEASE(&cl__rcu_tsan_gp);
 #endif
@@ -194,15 +196,8 @@ CL_INLINE void cl__list_del_rcu(struct cds_list_head *elem)
 
 /* ---- per-CPU accessors ---- */
 
-/**
- * cl_tg_cfs_rq() - group @tg's queue on @cpu.
- * @tg: a group (the root gives the rq's embedded queue).
- * @cpu: a CPU below the group's nr_cpus.
- *
- * Context: any; the group must be alive (RCU read lock or a reference).
- * Return: the queue; never NULL for a valid group and CPU.
- */
-CL_INLINE struct cl_cfs_rq *cl_tg_cfs_rq(const struct cl_task_group *tg, unsigned int cpu)
+/* cl_tg_cfs_rq() without the argument checks: the library's own callers. */
+CL_INLINE struct cl_cfs_rq *cl__tg_cfs_rq(const struct cl_task_group *tg, unsigned int cpu)
 {
 #ifdef CL_GROUP_POINTER_ARRAYS
 	return tg->cfs_rq_arr[cpu];
@@ -211,14 +206,38 @@ CL_INLINE struct cl_cfs_rq *cl_tg_cfs_rq(const struct cl_task_group *tg, unsigne
 #endif
 }
 
+/**
+ * cl_tg_cfs_rq() - group @tg's queue on @cpu.
+ * @tg: a group (the root gives the rq's embedded queue).
+ * @cpu: a CPU below the group's nr_cpus.
+ *
+ * Context: any; the group must be alive (RCU read lock or a reference).
+ * Return: the queue; never NULL for a valid group and CPU (NULL with errno
+ * EINVAL for a NULL @tg or @cpu out of range).
+ */
+CL_INLINE struct cl_cfs_rq *cl_tg_cfs_rq(const struct cl_task_group *tg, unsigned int cpu)
+{
+	if (CL__BAD_ARG(tg == NULL || cpu >= tg->nr_cpus))
+		return NULL;
+	return cl__tg_cfs_rq(tg, cpu);
+}
+
 /* cl_tg_se() for a group known not to be the root. */
 CL_INLINE struct cl_sched_entity *cl__tg_se_nonroot(const struct cl_task_group *tg, unsigned int cpu)
 {
 #ifdef CL_GROUP_POINTER_ARRAYS
 	return tg->se_arr[cpu];
 #else
-	return CL_SIBLING(cl_tg_cfs_rq(tg, cpu), struct cl_tg_percpu, cfs_rq, se);
+	return CL_SIBLING(cl__tg_cfs_rq(tg, cpu), struct cl_tg_percpu, cfs_rq, se);
 #endif
+}
+
+/* cl_tg_se() without the argument checks: the library's own callers. */
+CL_INLINE struct cl_sched_entity *cl__tg_se(const struct cl_task_group *tg, unsigned int cpu)
+{
+	if (!tg->parent)
+		return NULL;
+	return cl__tg_se_nonroot(tg, cpu);
 }
 
 /**
@@ -227,13 +246,14 @@ CL_INLINE struct cl_sched_entity *cl__tg_se_nonroot(const struct cl_task_group *
  * @cpu: a CPU below the group's nr_cpus.
  *
  * Context: as cl_tg_cfs_rq().
- * Return: the entity, or NULL for the root group.
+ * Return: the entity, or NULL for the root group (and, with errno EINVAL,
+ * for a NULL @tg or @cpu out of range).
  */
 CL_INLINE struct cl_sched_entity *cl_tg_se(const struct cl_task_group *tg, unsigned int cpu)
 {
-	if (!tg->parent)
+	if (CL__BAD_ARG(tg == NULL || cpu >= tg->nr_cpus))
 		return NULL;
-	return cl__tg_se_nonroot(tg, cpu);
+	return cl__tg_se(tg, cpu);
 }
 
 /**
@@ -245,6 +265,8 @@ CL_INLINE struct cl_sched_entity *cl_tg_se(const struct cl_task_group *tg, unsig
  */
 CL_INLINE struct cl_sched_entity *cl_cfs_rq_se(const struct cl_cfs_rq *cfs_rq)
 {
+	if (CL__BAD_ARG(cfs_rq == NULL))
+		return NULL;
 	if (!cfs_rq->tg->parent)
 		return NULL;
 #ifdef CL_GROUP_POINTER_ARRAYS
@@ -417,7 +439,7 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
 		return NULL;
 	}
 	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
-		struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu), *pq = cl_tg_cfs_rq(parent, cpu);
+		struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu), *pq = cl__tg_cfs_rq(parent, cpu);
 		struct cl_sched_entity *se = cl__tg_se_nonroot(tg, cpu);
 
 		cl_cfs_rq_init(cfs_rq, pq->rq, tg, cpu);
@@ -425,7 +447,7 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
 		cl_sched_entity_init(se, shares);
 		se->my_q = cfs_rq;
 		se->cfs_rq = pq;
-		se->parent = cl_tg_se(parent, cpu);
+		se->parent = cl__tg_se(parent, cpu);
 		se->depth = tg->depth - 1;
 	}
 	cl_spin_lock(&root->groups_lock);
@@ -528,9 +550,11 @@ CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, un
 	struct cl_task_group *tg;
 	unsigned long n = 0;
 
+	if (CL__BAD_ARG(root == NULL || cpu >= root->nr_cpus))
+		return 0;
 	cl_sched_rcu_read_lock();
 	cl__tg_for_each_rcu(tg, root) {
-		struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
+		struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu);
 		struct cl_sched_entity *se = cl_cfs_rq_se(cfs_rq);
 		long delta;
 
@@ -556,7 +580,7 @@ CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, un
 CL_INLINE void cl__tg_walk_throttle_count(struct cl_task_group *tg, unsigned int cpu, int delta)
 {
 	struct cl_task_group *child;
-	struct cl_cfs_rq *cfs_rq = cl_tg_cfs_rq(tg, cpu);
+	struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu);
 
 	CL_WRITE_ONCE(cfs_rq->throttle_count, CL_READ_ONCE(cfs_rq->throttle_count) + delta);
 	cl__list_for_each_entry_rcu(child, &tg->children, siblings)
@@ -572,6 +596,8 @@ CL_INLINE void cl__tg_walk_throttle_count(struct cl_task_group *tg, unsigned int
  */
 CL_INLINE int cl_cfs_rq_throttled_hierarchy(const struct cl_cfs_rq *cfs_rq)
 {
+	if (CL__BAD_ARG(cfs_rq == NULL))
+		return 0;
 	return CL_READ_ONCE(cfs_rq->throttle_count) != 0;
 }
 
@@ -589,6 +615,8 @@ CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now_ns)
 {
 	int refilled = 0;
 
+	if (CL__BAD_ARG(tg == NULL))
+		return 0;
 	cl_spin_lock(&tg->bw_lock);
 	if (tg->quota_ns && now_ns - tg->period_start >= tg->period_ns) {
 		tg->period_start = now_ns - (now_ns - tg->period_start) % tg->period_ns;
@@ -613,6 +641,8 @@ CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, ui
 	struct cl_task_group *tg;
 	unsigned long n = 0;
 
+	if (CL__BAD_ARG(root == NULL))
+		return 0;
 	cl_sched_rcu_read_lock();
 	cl__tg_for_each_rcu(tg, root)
 		n += (unsigned long)cl_tg_bandwidth_refill(tg, now_ns);

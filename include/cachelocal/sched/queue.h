@@ -124,7 +124,7 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 		return -1;
 	}
 	if (p->cpu >= 0 && p->cpu != (int)rq->cpu)
-		CL__RQ_ASSERT_HELD(cl_sched_rq(rq->sched, (unsigned int)p->cpu));
+		CL__RQ_ASSERT_HELD(cl__sched_rq(rq->sched, (unsigned int)p->cpu));
 	cl__rq_enqueue(rq, p, flags);
 	return 0;
 }
@@ -143,10 +143,14 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
  */
 CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 {
-	struct cl_sched_entity *se = &p->se;
-	uint64_t now = rq->clock_task;
+	struct cl_sched_entity *se;
+	uint64_t now;
 	int throttled = 0;
 
+	if (CL__BAD_ARG(rq == NULL || p == NULL))
+		return -1;
+	se = &p->se;
+	now = rq->clock_task;
 	CL__RQ_ASSERT_HELD(rq);
 	if (!se->on_rq || p->cpu != (int)rq->cpu || p->on_rq != CL_TASK_ON_RQ_QUEUED) {
 		errno = EINVAL;
@@ -199,11 +203,15 @@ out:
  */
 CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
 {
-	struct cl_task *p = rq->curr;
-	uint64_t now = rq->clock_task;
+	struct cl_task *p;
+	uint64_t now;
 	struct cl_sched_entity *se;
 	struct cl_cfs_rq *cfs_rq;
 
+	if (CL__BAD_ARG(rq == NULL))
+		return NULL;
+	p = rq->curr;
+	now = rq->clock_task;
 	CL__RQ_ASSERT_HELD(rq);
 	if (!p)
 		return NULL;
@@ -231,11 +239,15 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
  */
 CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 {
-	struct cl_cfs_rq *cfs_rq = &rq->cfs;
+	struct cl_cfs_rq *cfs_rq;
 	struct cl_sched_entity *se = NULL;
-	uint64_t now = rq->clock_task;
+	uint64_t now;
 	struct cl_task *p;
 
+	if (CL__BAD_ARG(rq == NULL))
+		return NULL;
+	cfs_rq = &rq->cfs;
+	now = rq->clock_task;
 	cl_rq_put_prev(rq);
 	if (!rq->nr_running || !rq->online)
 		return NULL; /* idle, or going offline: the worker's acknowledgment */
@@ -246,7 +258,7 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 		cl__set_next_entity(cfs_rq, se, now);
 		cfs_rq = se->my_q;
 	} while (cfs_rq);
-	p = cl_task_of(se);
+	p = cl__task_of(se);
 	cds_list_move(&p->se.group_node, &rq->cfs_tasks);
 	p->on_cpu = 1;
 	CL_WRITE_ONCE(rq->curr, p);
@@ -292,6 +304,8 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
 	struct cl_cfs_rq *cfs_rq;
 	int resched = 0;
 
+	if (CL__BAD_ARG(rq == NULL))
+		return 0;
 	cl_rq_update_clock(rq, now_ns);
 	p = rq->curr;
 	if (!p)

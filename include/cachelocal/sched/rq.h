@@ -119,7 +119,7 @@ CL_INLINE struct cl_sched *cl_sched_create(unsigned int nr_cpus, struct cl_percp
 		return NULL;
 	}
 	for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
-		struct cl_rq *rq = cl_sched_rq(s, cpu);
+		struct cl_rq *rq = cl__sched_rq(s, cpu);
 
 		cl_spin_init(&rq->lock);
 		rq->cpu = cpu;
@@ -154,7 +154,7 @@ CL_INLINE int cl_sched_destroy(struct cl_sched *s)
 		return 0;
 	CL__ASSERT_NO_RQ_LOCK();
 	for (unsigned int cpu = 0; cpu < s->nr_cpus; cpu++) {
-		struct cl_rq *rq = cl_sched_rq(s, cpu);
+		struct cl_rq *rq = cl__sched_rq(s, cpu);
 
 		if (!cds_list_empty(&rq->cfs_tasks) || rq->curr || rq->nr_running) {
 			errno = EBUSY;
@@ -213,7 +213,7 @@ CL_INLINE struct cl_rq *cl_task_rq_lock(struct cl_sched *s, struct cl_task *p)
 			errno = EINVAL;
 			return NULL;
 		}
-		rq = cl_sched_rq(s, (unsigned int)cpu);
+		rq = cl__sched_rq(s, (unsigned int)cpu);
 		cl_rq_lock(rq);
 		if (CL_READ_ONCE(p->cpu) == cpu && CL_READ_ONCE(p->on_rq) != CL_TASK_ON_RQ_MIGRATING) {
 			if (p->se.cfs_rq && p->se.cfs_rq->rq != rq) {
@@ -240,8 +240,7 @@ CL_INLINE struct cl_rq *cl_task_rq_lock(struct cl_sched *s, struct cl_task *p)
 CL_INLINE void cl_task_rq_unlock(struct cl_rq *rq, struct cl_task *p)
 {
 	(void)p;
-	if (rq)
-		cl_rq_unlock(rq);
+	cl_rq_unlock(rq); /* NULL: errno EINVAL, nothing done */
 }
 
 /* ---- tasks ---- */
@@ -258,6 +257,8 @@ CL_INLINE void cl_task_rq_unlock(struct cl_rq *rq, struct cl_task *p)
  */
 CL_INLINE void cl_task_init(struct cl_task *p, int nice)
 {
+	if (CL__BAD_ARG(p == NULL))
+		return;
 	memset(p, 0, sizeof(*p));
 	cl_sched_entity_init(&p->se, cl_nice_to_weight(nice));
 	p->nice = nice < CL_NICE_MIN ? CL_NICE_MIN : nice > CL_NICE_MAX ? CL_NICE_MAX : nice;
@@ -402,6 +403,8 @@ CL_INLINE int cl_task_set_affinity(struct cl_task *p, const unsigned long *mask,
  */
 CL_INLINE int cl_task_allowed_on(const struct cl_task *p, unsigned int cpu)
 {
+	if (CL__BAD_ARG(p == NULL))
+		return 0;
 	return !p->cpus_allowed || cl__bitmap_test(p->cpus_allowed, p->cpus_allowed_bits, cpu);
 }
 
@@ -431,14 +434,14 @@ CL_INLINE int cl_task_wake(struct cl_sched *s, struct cl_task *p, unsigned int c
 		errno = EINVAL;
 		return -1;
 	}
-	dst = cl_sched_rq(s, cpu);
+	dst = cl__sched_rq(s, cpu);
 	for (;;) {
 		c = CL_ATOMIC_LOAD(&p->cpu, CL_ACQUIRE);
 		if (c >= (int)s->nr_cpus) {
 			errno = EINVAL;
 			return -1;
 		}
-		old = c < 0 ? dst : cl_sched_rq(s, (unsigned int)c);
+		old = c < 0 ? dst : cl__sched_rq(s, (unsigned int)c);
 		cl_rq_lock_two(old, dst);
 		if (CL_READ_ONCE(p->cpu) == c && CL_READ_ONCE(p->on_rq) != CL_TASK_ON_RQ_MIGRATING)
 			break;

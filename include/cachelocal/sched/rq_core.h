@@ -200,35 +200,47 @@ CL_INLINE const void *cl__sched_self(void)
 #define CL_SCHED_MIGRATION_COST_NS 500000ULL
 #define CL_SCHED_NR_MIGRATE 32U
 
+/* cl_sched_rq() without the argument checks: the library's own callers. */
+CL_INLINE struct cl_rq *cl__sched_rq(const struct cl_sched *s, unsigned int cpu)
+{
+	return cl_percpu_ptr(s->rqs, cpu);
+}
+
 /**
  * cl_sched_rq() - CPU @cpu's runqueue.
  * @s: the instance.
  * @cpu: below cl_sched_nr_cpus(@s).
  *
  * Context: any; no memory load beyond @s->rqs (per-CPU stride arithmetic).
- * Return: the rq.
+ * Return: the rq; NULL with errno EINVAL for a NULL @s or @cpu out of range.
  */
 CL_INLINE struct cl_rq *cl_sched_rq(const struct cl_sched *s, unsigned int cpu)
 {
-	return cl_percpu_ptr(s->rqs, cpu);
+	if (CL__BAD_ARG(s == NULL || cpu >= s->nr_cpus))
+		return NULL;
+	return cl__sched_rq(s, cpu);
 }
 
-/** cl_sched_nr_cpus() - number of rqs. @s: the instance. Return: the count. Context: any. */
+/** cl_sched_nr_cpus() - number of rqs. @s: the instance. Return: the count (0, EINVAL: NULL @s). Context: any. */
 CL_INLINE unsigned int cl_sched_nr_cpus(const struct cl_sched *s)
 {
+	if (CL__BAD_ARG(s == NULL))
+		return 0;
 	return s->nr_cpus;
 }
 
-/** cl_sched_root_group() - the root task group. @s: the instance. Return: it. Context: any. */
+/** cl_sched_root_group() - the root task group. @s: the instance. Return: it (NULL, EINVAL: NULL @s). Context: any. */
 CL_INLINE struct cl_task_group *cl_sched_root_group(struct cl_sched *s)
 {
+	if (CL__BAD_ARG(s == NULL))
+		return NULL;
 	return &s->root;
 }
 
 /* ---- locking ---- */
 
-/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it (not recursive). */
-CL_INLINE void cl_rq_lock(struct cl_rq *rq)
+/* cl_rq_lock() and cl_rq_unlock() without the NULL check, for callers that made it. */
+CL_INLINE void cl__rq_lock(struct cl_rq *rq)
 {
 #ifdef CL_DEBUG
 	CL_DEBUG_ASSERT(CL_READ_ONCE(rq->lock_owner) != cl__sched_self());
@@ -240,8 +252,7 @@ CL_INLINE void cl_rq_lock(struct cl_rq *rq)
 #endif
 }
 
-/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: the holder. */
-CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
+CL_INLINE void cl__rq_unlock(struct cl_rq *rq)
 {
 #ifdef CL_DEBUG
 	CL__RQ_ASSERT_HELD(rq);
@@ -249,6 +260,20 @@ CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
 	cl__sched_rq_locks_held--;
 #endif
 	cl_spin_unlock(&rq->lock);
+}
+
+/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it (not recursive). */
+CL_INLINE void cl_rq_lock(struct cl_rq *rq)
+{
+	if (!CL__BAD_ARG(rq == NULL))
+		cl__rq_lock(rq);
+}
+
+/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: the holder. */
+CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
+{
+	if (!CL__BAD_ARG(rq == NULL))
+		cl__rq_unlock(rq);
 }
 
 /**
@@ -261,23 +286,27 @@ CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
  */
 CL_INLINE void cl_rq_lock_two(struct cl_rq *a, struct cl_rq *b)
 {
+	if (CL__BAD_ARG(a == NULL || b == NULL))
+		return; /* neither taken */
 	if (a == b) {
-		cl_rq_lock(a);
+		cl__rq_lock(a);
 	} else if ((uintptr_t)a < (uintptr_t)b) {
-		cl_rq_lock(a);
-		cl_rq_lock(b);
+		cl__rq_lock(a);
+		cl__rq_lock(b);
 	} else {
-		cl_rq_lock(b);
-		cl_rq_lock(a);
+		cl__rq_lock(b);
+		cl__rq_lock(a);
 	}
 }
 
 /** cl_rq_unlock_two() - release what cl_rq_lock_two() took. @a: rq. @b: rq. Context: holder. */
 CL_INLINE void cl_rq_unlock_two(struct cl_rq *a, struct cl_rq *b)
 {
-	cl_rq_unlock(a);
+	if (CL__BAD_ARG(a == NULL || b == NULL))
+		return;
+	cl__rq_unlock(a);
 	if (a != b)
-		cl_rq_unlock(b);
+		cl__rq_unlock(b);
 }
 
 /* Point @p's entity at its group's queue and entity on @rq's CPU; @p->cpu
@@ -286,8 +315,8 @@ CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
 {
 	const struct cl_task_group *tg = p->tg ? p->tg : &rq->sched->root;
 
-	p->se.cfs_rq = cl_tg_cfs_rq(tg, rq->cpu);
-	p->se.parent = cl_tg_se(tg, rq->cpu);
+	p->se.cfs_rq = cl__tg_cfs_rq(tg, rq->cpu);
+	p->se.parent = cl__tg_se(tg, rq->cpu);
 	p->se.depth = tg->depth;
 	CL_ATOMIC_STORE(&p->cpu, (int)rq->cpu, CL_RELEASE);
 }
@@ -301,6 +330,8 @@ CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
  */
 CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
 {
+	if (CL__BAD_ARG(rq == NULL))
+		return;
 	CL__RQ_ASSERT_HELD(rq);
 	if ((int64_t)(now_ns - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
 		rq->clock = now_ns;

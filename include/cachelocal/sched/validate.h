@@ -105,7 +105,8 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
  * rq; no more tasks reachable than on cfs_tasks.
  *
  * Context: @rq's lock held. O(queued entities).
- * Return: 0 if consistent, -1 if not (errno untouched: a pure check).
+ * Return: 0 if consistent, -1 if not (errno untouched: a pure check); -1
+ * with errno EINVAL for a NULL @rq.
  */
 CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 {
@@ -114,6 +115,11 @@ CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 	struct cl_sched_entity *se;
 	struct cds_list_head *pos;
 
+	if (CL__BAD_ARG(rq == NULL)) {
+		if (why)
+			*why = "NULL rq";
+		return -1;
+	}
 	CL__RQ_ASSERT_HELD(rq);
 	w = cl__validate_cfs_rq(rq, &rq->cfs, &tasks);
 
@@ -125,8 +131,8 @@ CL_INLINE int cl_rq_validate(struct cl_rq *rq, const char **why)
 		cds_list_for_each(pos, &rq->cfs_tasks) {
 			se = cl_container_of(pos, struct cl_sched_entity, group_node);
 			listed++;
-			if (!se->on_rq || cl_task_of(se)->cpu != (int)rq->cpu || se->cfs_rq->rq != rq ||
-			    cl_task_of(se)->on_rq != CL_TASK_ON_RQ_QUEUED) {
+			if (!se->on_rq || cl__task_of(se)->cpu != (int)rq->cpu || se->cfs_rq->rq != rq ||
+			    cl__task_of(se)->on_rq != CL_TASK_ON_RQ_QUEUED) {
 				w = "a task on cfs_tasks is not queued on this rq";
 				break;
 			}

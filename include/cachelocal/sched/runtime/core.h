@@ -1153,7 +1153,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->rt = rt;
 		w->wake_tail = &w->wake_head;
 		w->cpu = i;
-		w->rq = cl_sched_rq(rt->sched, i);
+		w->rq = cl__sched_rq(rt->sched, i);
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
 	}
 	for (unsigned int i = 0; i < n; i++) {
@@ -1172,6 +1172,8 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 /** cl_runtime_nr_workers() - number of workers. @rt: the runtime. Return: it. Context: any. */
 CL_INLINE unsigned int cl_runtime_nr_workers(const struct cl_runtime *rt)
 {
+	if (CL__BAD_ARG(rt == NULL))
+		return 0;
 	return rt->nr_workers;
 }
 
@@ -1183,6 +1185,8 @@ CL_INLINE unsigned int cl_runtime_nr_workers(const struct cl_runtime *rt)
  */
 CL_INLINE struct cl_sched *cl_runtime_sched(struct cl_runtime *rt)
 {
+	if (CL__BAD_ARG(rt == NULL))
+		return NULL;
 	return rt->sched;
 }
 

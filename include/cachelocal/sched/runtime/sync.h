@@ -86,6 +86,8 @@ struct cl_waitq {
 /** cl_waitq_init() - an empty queue. @wq: the queue. Context: before use. */
 CL_INLINE void cl_waitq_init(struct cl_waitq *wq)
 {
+	if (CL__BAD_ARG(wq == NULL))
+		return;
 	cl_spin_init(&wq->lock);
 	CDS_INIT_LIST_HEAD(&wq->waiters);
 }
@@ -93,12 +95,16 @@ CL_INLINE void cl_waitq_init(struct cl_waitq *wq)
 /** cl_waitq_lock() - take @wq's lock (to check the condition). @wq: the queue. Context: any. */
 CL_INLINE void cl_waitq_lock(struct cl_waitq *wq)
 {
+	if (CL__BAD_ARG(wq == NULL))
+		return;
 	cl_spin_lock(&wq->lock);
 }
 
 /** cl_waitq_unlock() - release @wq's lock. @wq: the queue. Context: the holder. */
 CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
 {
+	if (CL__BAD_ARG(wq == NULL))
+		return;
 	cl_spin_unlock(&wq->lock);
 }
 
@@ -115,8 +121,11 @@ CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
  */
 CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
 {
-	struct cl_rt_task *self = cl__rt_need_task();
+	struct cl_rt_task *self;
 
+	if (CL__BAD_ARG(wq == NULL))
+		return -1;
+	self = cl__rt_need_task();
 	if (!self) {
 		cl_spin_unlock(&wq->lock);
 		return -1;
@@ -137,6 +146,8 @@ CL_INLINE int cl_waitq_wake_one(struct cl_waitq *wq)
 	struct cl__rt_waiter *wt;
 	struct cl_rt_task *t;
 
+	if (CL__BAD_ARG(wq == NULL))
+		return 0;
 	cl_spin_lock(&wq->lock);
 	wt = cl__rt_waiter_pop(&wq->waiters);
 	if (!wt) {
@@ -162,6 +173,8 @@ CL_INLINE int cl_waitq_wake_all(struct cl_waitq *wq)
 	struct cds_list_head list;
 	int n = 0;
 
+	if (CL__BAD_ARG(wq == NULL))
+		return 0;
 	CDS_INIT_LIST_HEAD(&list);
 	cl_spin_lock(&wq->lock);
 	cds_list_splice(&wq->waiters, &list);
@@ -494,6 +507,8 @@ struct cl_mutex {
 /** cl_mutex_init() - unlocked. @m: the mutex. Context: before use. */
 CL_INLINE void cl_mutex_init(struct cl_mutex *m)
 {
+	if (CL__BAD_ARG(m == NULL))
+		return;
 	m->state = 0;
 	cl_spin_init(&m->wait_lock);
 	CDS_INIT_LIST_HEAD(&m->waiters);
@@ -509,6 +524,8 @@ CL_INLINE int cl_mutex_trylock(struct cl_mutex *m)
 {
 	int z = 0;
 
+	if (CL__BAD_ARG(m == NULL))
+		return -1;
 	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))
 		return 0;
 	errno = EBUSY;
@@ -527,6 +544,8 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 	struct cl_rt_task *self;
 	int z = 0;
 
+	if (CL__BAD_ARG(m == NULL))
+		return -1;
 	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)))
 		return 0;
 	self = cl__rt_need_task();
@@ -553,6 +572,8 @@ CL_INLINE void cl_mutex_unlock(struct cl_mutex *m)
 	struct cl_rt_task *t;
 	int one = 1;
 
+	if (CL__BAD_ARG(m == NULL))
+		return;
 	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &one, 0, CL_RELEASE, CL_RELAXED)))
 		return;
 	cl_spin_lock(&m->wait_lock);
@@ -580,6 +601,8 @@ struct cl_cond {
 /** cl_cond_init() - no waiters. @cv: the condition variable. Context: before use. */
 CL_INLINE void cl_cond_init(struct cl_cond *cv)
 {
+	if (CL__BAD_ARG(cv == NULL))
+		return;
 	cl_waitq_init(&cv->wq);
 }
 
@@ -597,8 +620,11 @@ CL_INLINE void cl_cond_init(struct cl_cond *cv)
  */
 CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
 {
-	struct cl_rt_task *self = cl__rt_need_task();
+	struct cl_rt_task *self;
 
+	if (CL__BAD_ARG(cv == NULL || m == NULL))
+		return -1;
+	self = cl__rt_need_task();
 	if (!self)
 		return -1;
 	cl_spin_lock(&cv->wq.lock);
@@ -615,6 +641,8 @@ CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
  */
 CL_INLINE int cl_cond_signal(struct cl_cond *cv)
 {
+	if (CL__BAD_ARG(cv == NULL))
+		return 0;
 	return cl_waitq_wake_one(&cv->wq);
 }
 
@@ -626,6 +654,8 @@ CL_INLINE int cl_cond_signal(struct cl_cond *cv)
  */
 CL_INLINE int cl_cond_broadcast(struct cl_cond *cv)
 {
+	if (CL__BAD_ARG(cv == NULL))
+		return 0;
 	return cl_waitq_wake_all(&cv->wq);
 }
 

@@ -1,0 +1,1708 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/robustness/bad_inputs.c - every public function of layers L1-L5
+ * called with its bad inputs: NULL objects and out-pointers, CPUs and
+ * indexes out of range, zero and huge sizes, bad alignments, wrong states
+ * (destroy while busy, double free, double close). Each result is checked
+ * against the documented behaviour and printed as one row (rb.h); the rows
+ * make the table of docs/robustness.md (scripts/robustness_report.py, which
+ * also fails when a public function has no row).
+ *
+ * The rule for a NULL object pointer (README "Bad input"): it is a bad
+ * argument like any other: the function returns its error value (-1, NULL,
+ * 0 for a count or size) with errno EINVAL, a void function returns without
+ * effect with errno EINVAL; destroy/free of NULL is a no-op, as free(NULL).
+ * Misuse that cannot be detected cheaply (a lock call without the lock, a
+ * brlock token not from read_lock) is undefined and asserted under CL_DEBUG:
+ * CASE_DEBUG_ASSERT rows, run only in the CL_DEBUG build of this file.
+ */
+#include "rb.h"
+
+#include <stdint.h>
+#include <urcu/urcu-memb.h>
+
+#include <cachelocal/cachelocal.h>
+#include <cachelocal/sched/balance.h>
+#include <cachelocal/sched/runtime.h>
+
+CL_SCHED_DEFINE_TSAN_SUPPRESSIONS();
+
+/*
+ * NIL: a null pointer the compiler cannot see through, so it neither warns
+ * about the inlined dereference nor drops the code that follows it.
+ */
+static void *volatile rb_nil;
+#define NIL ((void *)rb_nil)
+
+#define HUGE_SIZE ((size_t)1 << 62)
+
+/* ---- L1: cacheline.h, spinlock.h ---- */
+static void l1_cases(void)
+{
+	CASE("cl_cacheline_size_runtime", "(no argument: nothing can be bad)")
+	{
+		size_t n = cl_cacheline_size_runtime();
+		RB_THEN(n == 0 || (n >= 16 && (n & (n - 1)) == 0), "0 or a power of two >= 16");
+	}
+	CASE("cl_cacheline_check", "msg NULL, msglen 0")
+	{
+		errno = 0;
+		int r = cl_cacheline_check(NIL, 0);
+		RB_THEN(r == 0 || (r == -1 && errno == ERANGE), "0, or -1 with ERANGE (no message written)");
+	}
+	CASE("cl_layout_print", "f NULL")
+	{
+		static const struct cl_layout lay = { "x", 8, 8, NULL, 0 };
+		RB_INT(cl_layout_print(NIL, &lay), -1, EINVAL);
+	}
+	CASE("cl_layout_print", "layout NULL")
+	{
+		RB_INT(cl_layout_print(stdout, NIL), -1, EINVAL);
+	}
+	CASE("cl_layout_print", "entry outside the struct")
+	{
+		struct s { int a; };
+		static const struct cl_layout_entry e[] = { { "a", 64, 4, CL_LAYOUT_KIND_FIELD } };
+		const struct cl_layout lay = { "s", sizeof(struct s), 4, e, 1 };
+		FILE *f = fopen("/dev/null", "w");
+		RB_INT(cl_layout_print(f, &lay), -1, EINVAL);
+	}
+	CASE("cl_spin_init", "l NULL")
+	{
+		RB_VOID(cl_spin_init(NIL), EINVAL);
+	}
+	CASE("cl_spin_trylock", "l NULL")
+	{
+		RB_INT(cl_spin_trylock(NIL), 0, EINVAL);
+	}
+	CASE("cl_spin_trylock", "lock already held")
+	{
+		struct cl_spinlock l = CL_SPINLOCK_INIT;
+		cl_spin_lock(&l);
+		RB_INT(cl_spin_trylock(&l), 0, 0);
+	}
+	CASE("cl_spin_lock", "l NULL")
+	{
+		RB_VOID(cl_spin_lock(NIL), EINVAL);
+	}
+	CASE("cl_spin_unlock", "l NULL")
+	{
+		RB_VOID(cl_spin_unlock(NIL), EINVAL);
+	}
+	CASE("cl_spin_is_locked", "l NULL")
+	{
+		RB_INT(cl_spin_is_locked(NIL), 0, EINVAL);
+	}
+}
+
+/* ---- L2: topology.h, rseq.h ---- */
+static void l2_cases(void)
+{
+	CASE("cl_topology_load", "t NULL")
+	{
+		RB_INT(cl_topology_load(NIL, NIL), -1, EINVAL);
+	}
+	CASE("cl_topology_load", "sysfs_root does not exist")
+	{
+		struct cl_topology t;
+		RB_INT(cl_topology_load(&t, "/nonexistent/sysfs"), 0, RB_ERRNO_ANY);
+		RB_THEN(t.nr_cpu_ids >= 1 && t.fallback != 0, "fallback topology (>= 1 CPU, t.fallback set)");
+		cl_topology_free(&t);
+	}
+	CASE("cl_topology_load", "malformed tree (tests/data/broken)")
+	{
+		struct cl_topology t;
+		RB_INT(cl_topology_load(&t, CL_TEST_DATA_DIR "/broken"), 0, RB_ERRNO_ANY);
+		RB_THEN(t.nr_cpu_ids >= 1, "a usable topology");
+		cl_topology_free(&t);
+	}
+	CASE("cl_topology_free", "t NULL")
+	{
+		RB_VOID(cl_topology_free(NIL), 0);
+	}
+	CASE("cl_topology_free", "freed twice")
+	{
+		struct cl_topology t;
+		cl_topology_load(&t, NIL);
+		cl_topology_free(&t);
+		RB_VOID(cl_topology_free(&t), RB_ERRNO_ANY);
+	}
+	CASE("cl_nr_possible_cpus", "(no argument: nothing can be bad)")
+	{
+		RB_THEN(cl_nr_possible_cpus() >= 1, ">= 1");
+	}
+	CASE("cl_rseq_abi_get", "(no argument) in each id mode, rseq usable or not")
+	{
+		errno = 0;
+		struct cl_rseq_abi *a = cl_rseq_abi_get();
+		RB_THEN(a != NIL || !cl_rseq_available(), "the area, or NULL when rseq is unusable");
+		RB_THEN(errno == 0, "errno untouched");
+	}
+	CASE("cl_rseq_register_current_thread", "called twice")
+	{
+		int r1 = cl_rseq_register_current_thread();
+		int r2 = cl_rseq_register_current_thread();
+		RB_THEN(r1 == r2, "same result both times");
+		RB_THEN(r2 == 0 || errno == ENOSYS || errno == EINVAL || errno == EBUSY,
+			"0, or -1 with ENOSYS/EINVAL/EBUSY");
+	}
+	CASE("cl_rseq_available", "(no argument: nothing can be bad)")
+	{
+		int a = cl_rseq_available();
+		RB_THEN(a == 0 || a == 1, "0 or 1");
+	}
+	CASE("cl_rseq_owned_by_glibc", "(no argument: nothing can be bad)")
+	{
+		int a = cl_rseq_owned_by_glibc();
+		RB_THEN(a == 0 || a == 1, "0 or 1");
+	}
+	CASE("cl_rseq_feature_size", "(no argument: nothing can be bad)")
+	{
+		unsigned f = cl_rseq_feature_size();
+		RB_THEN(f == 0 || f >= 20, "0 or >= 20");
+	}
+	CASE("cl_rseq_mm_cid_available", "(no argument: nothing can be bad)")
+	{
+		int a = cl_rseq_mm_cid_available();
+		RB_THEN(a == 0 || a == 1, "0 or 1");
+	}
+	CASE("cl_cpu_id", "(no argument) in any id mode")
+	{
+		RB_THEN(cl_cpu_id() >= 0, ">= 0, never fails");
+	}
+	CASE("cl_mm_cid", "(no argument) in any id mode")
+	{
+		RB_THEN(cl_mm_cid() >= 0, ">= 0, never fails");
+	}
+	CASE("cl_node_id", "(no argument) in any id mode")
+	{
+		RB_THEN(cl_node_id() >= 0, ">= 0, never fails");
+	}
+	CASE("cl_id_mode", "(no argument) in any id mode")
+	{
+		enum cl_id_mode m = cl_id_mode();
+		RB_THEN(strcmp(cl_id_mode_name(m), "unknown") != 0, "a known mode");
+	}
+	CASE("cl_id_mode_name", "value outside the enum (999)")
+	{
+		RB_STR(cl_id_mode_name((enum cl_id_mode)999), "unknown");
+	}
+	CASE("cl_id_mode_name", "negative value (-1)")
+	{
+		RB_STR(cl_id_mode_name((enum cl_id_mode)-1), "unknown");
+	}
+}
+
+/* ---- L3: percpu.h, cid.h ---- */
+static void l3_percpu_cases(void)
+{
+	CASE("cl_percpu_pool_create", "stride not a power of two")
+	{
+		struct cl_percpu_pool_attr a = { .stride = 65536 + 4096 };
+		RB_NULL(cl_percpu_pool_create(&a), EINVAL);
+	}
+	CASE("cl_percpu_pool_create", "stride below the page size")
+	{
+		struct cl_percpu_pool_attr a = { .stride = 1024 };
+		RB_NULL(cl_percpu_pool_create(&a), EINVAL);
+	}
+	CASE("cl_percpu_pool_create", "stride huge (2^62)")
+	{
+		struct cl_percpu_pool_attr a = { .stride = HUGE_SIZE };
+		RB_NULL(cl_percpu_pool_create(&a), EINVAL);
+	}
+	CASE("cl_percpu_pool_create", "max_nr_cpus above CL_MAX_CPUS")
+	{
+		struct cl_percpu_pool_attr a = { .max_nr_cpus = CL_MAX_CPUS + 1 };
+		RB_NULL(cl_percpu_pool_create(&a), EINVAL);
+	}
+	CASE("cl_percpu_pool_create", "unknown flags")
+	{
+		struct cl_percpu_pool_attr a = { .flags = 0x80000000u };
+		RB_NULL(cl_percpu_pool_create(&a), EINVAL);
+	}
+	CASE("cl_percpu_pool_create_topo", "unknown flags, topo NULL")
+	{
+		struct cl_percpu_pool_attr a = { .flags = 0x80000000u };
+		RB_NULL(cl_percpu_pool_create_topo(&a, NIL), EINVAL);
+	}
+	CASE("cl_percpu_pool_nr_cpus", "pool NULL")
+	{
+		RB_INT(cl_percpu_pool_nr_cpus(NIL), 0, EINVAL);
+	}
+	CASE("cl_percpu_pool_stride", "pool NULL")
+	{
+		RB_INT(cl_percpu_pool_stride(NIL), 0, EINVAL);
+	}
+	CASE("cl_percpu_pool_stats", "pool NULL")
+	{
+		struct cl_percpu_stats st;
+		RB_INT(cl_percpu_pool_stats(NIL, &st), -1, EINVAL);
+	}
+	CASE("cl_percpu_pool_stats", "out NULL")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_INT(cl_percpu_pool_stats(p, NIL), -1, EINVAL);
+	}
+	CASE("cl_percpu_alloc", "pool NULL")
+	{
+		RB_NULL(cl_percpu_alloc(NIL, 8, 8), EINVAL);
+	}
+	CASE("cl_percpu_alloc", "size 0")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_NULL(cl_percpu_alloc(p, 0, 8), EINVAL);
+	}
+	CASE("cl_percpu_alloc", "size above the stride (2^62)")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_NULL(cl_percpu_alloc(p, HUGE_SIZE, 8), EINVAL);
+	}
+	CASE("cl_percpu_alloc", "align 0")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_NULL(cl_percpu_alloc(p, 8, 0), EINVAL);
+	}
+	CASE("cl_percpu_alloc", "align 24 (not a power of two)")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_NULL(cl_percpu_alloc(p, 8, 24), EINVAL);
+	}
+	CASE("cl_percpu_alloc", "align above the stride")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_NULL(cl_percpu_alloc(p, 8, (size_t)CL_PERCPU_STRIDE * 2), EINVAL);
+	}
+	CASE("cl_percpu_free", "pool NULL")
+	{
+		int x;
+		RB_INT(cl_percpu_free(NIL, &x), -1, EINVAL);
+	}
+	CASE("cl_percpu_free", "p NULL")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_INT(cl_percpu_free(p, NIL), 0, 0); /* documented: NULL does nothing */
+	}
+	CASE("cl_percpu_free", "double free (robust pool)")
+	{
+		struct cl_percpu_pool_attr a = { .flags = CL_PERCPU_ROBUST };
+		struct cl_percpu_pool *p = cl_percpu_pool_create(&a);
+		void *o = cl_percpu_alloc(p, 64, 8);
+		cl_percpu_free(p, o);
+		(void)!freopen("/dev/null", "w", stderr); /* robust mode reports it */
+		RB_INT(cl_percpu_free(p, o), -1, EINVAL);
+	}
+	CASE("cl_percpu_free", "double free (plain pool)")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		void *o = cl_percpu_alloc(p, 64, 8);
+		cl_percpu_free(p, o);
+		RB_INT(cl_percpu_free(p, o), -1, EINVAL);
+	}
+	CASE("cl_percpu_free", "interior pointer")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		char *o = cl_percpu_alloc(p, 64, 8);
+		RB_INT(cl_percpu_free(p, o + 8), -1, EINVAL);
+		RB_THEN(cl_percpu_free(p, o) == 0, "the object is still live and frees");
+	}
+	CASE("cl_percpu_free", "pointer from another pool")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		struct cl_percpu_pool *q = cl_percpu_pool_create(NIL);
+		void *o = cl_percpu_alloc(q, 64, 8);
+		RB_INT(cl_percpu_free(p, o), -1, EINVAL);
+	}
+	CASE("cl_percpu_free", "another CPU's copy")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		void *o = cl_percpu_alloc(p, 64, 8);
+		if (cl_percpu_pool_nr_cpus(p) < 2)
+			RB_THEN(1, "(one CPU: no other copy)");
+		else
+			RB_INT(cl_percpu_free(p, cl_percpu_ptr(o, 1)), -1, EINVAL);
+	}
+	CASE("cl_percpu_free", "heap pointer (malloc)")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		void *m = malloc(64);
+		RB_INT(cl_percpu_free(p, m), -1, EINVAL);
+	}
+	CASE("cl_percpu_pool_report_leaks", "pool NULL")
+	{
+		RB_INT(cl_percpu_pool_report_leaks(NIL, stderr), 0, EINVAL);
+	}
+	CASE("cl_percpu_pool_report_leaks", "out NULL")
+	{
+		struct cl_percpu_pool *p = cl_percpu_pool_create(NIL);
+		RB_INT(cl_percpu_pool_report_leaks(p, NIL), 0, RB_ERRNO_ANY);
+	}
+	CASE("cl_percpu_pool_destroy", "pool NULL")
+	{
+		RB_VOID(cl_percpu_pool_destroy(NIL), 0);
+	}
+}
+
+static void l3_cid_cases(void)
+{
+	CASE("cl_cid_policy_name", "value outside the enum (7)")
+	{
+		RB_STR(cl_cid_policy_name((enum cl_cid_policy)7), "invalid");
+	}
+	CASE("cl_cid_domain_create", "policy outside the enum (7)")
+	{
+		RB_NULL(cl_cid_domain_create((enum cl_cid_policy)7, NIL), EINVAL);
+	}
+	CASE("cl_cid_domain_create", "negative policy (-1)")
+	{
+		RB_NULL(cl_cid_domain_create((enum cl_cid_policy)-1, NIL), EINVAL);
+	}
+	CASE("cl_cid_domain_destroy", "d NULL")
+	{
+		RB_VOID(cl_cid_domain_destroy(NIL), 0);
+	}
+	CASE("cl_cid_domain_join_cpus", "d NULL")
+	{
+		unsigned long m = 1;
+		RB_INT(cl_cid_domain_join_cpus(NIL, &m, 1), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_join_cpus", "mask NULL")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_INT(cl_cid_domain_join_cpus(d, NIL, 1), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_join_cpus", "empty mask")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		unsigned long m = 0;
+		RB_INT(cl_cid_domain_join_cpus(d, &m, 64), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_join_cpus", "nbits 0")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		unsigned long m = 1;
+		RB_INT(cl_cid_domain_join_cpus(d, &m, 0), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_join", "d NULL")
+	{
+		RB_INT(cl_cid_domain_join(NIL), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_leave", "d NULL")
+	{
+		RB_INT(cl_cid_domain_leave(NIL), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_leave", "no users (leave without join)")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_INT(cl_cid_domain_leave(d), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_refresh_allowed", "d NULL")
+	{
+		RB_INT(cl_cid_domain_refresh_allowed(NIL), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_bound", "d NULL")
+	{
+		RB_INT(cl_cid_domain_bound(NIL), 0, EINVAL);
+	}
+	CASE("cl_cid_acquire_on", "d NULL")
+	{
+		RB_INT(cl_cid_acquire_on(NIL, 0), -1, EINVAL);
+	}
+	CASE("cl_cid_acquire_on", "cpu -1")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		cl_cid_domain_join(d);
+		RB_INT(cl_cid_acquire_on(d, -1), -1, EINVAL);
+	}
+	CASE("cl_cid_acquire_on", "cpu INT_MAX")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		cl_cid_domain_join(d);
+		RB_INT(cl_cid_acquire_on(d, 0x7fffffff), -1, EINVAL);
+	}
+	CASE("cl_cid_acquire", "d NULL")
+	{
+		RB_INT(cl_cid_acquire(NIL), -1, EINVAL);
+	}
+	CASE("cl_cid_acquire", "more holders than users (no join)")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_INT(cl_cid_acquire(d), -1, EBUSY);
+	}
+	CASE("cl_cid_release", "d NULL")
+	{
+		RB_VOID(cl_cid_release(NIL, 0), EINVAL);
+	}
+	CASE("cl_cid_release", "cid -1")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_VOID(cl_cid_release(d, -1), EINVAL);
+	}
+	CASE("cl_cid_release", "cid INT_MAX")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_VOID(cl_cid_release(d, 0x7fffffff), EINVAL);
+	}
+	CASE("cl_cid_release", "double release")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		cl_cid_domain_join(d);
+		int c = cl_cid_acquire(d);
+		cl_cid_release(d, c);
+		RB_VOID(cl_cid_release(d, c), EINVAL);
+	}
+	CASE("cl_cid_domain_stats", "d NULL")
+	{
+		struct cl_cid_stats st;
+		RB_INT(cl_cid_domain_stats(NIL, &st), -1, EINVAL);
+	}
+	CASE("cl_cid_domain_stats", "out NULL")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_INT(cl_cid_domain_stats(d, NIL), -1, EINVAL);
+	}
+}
+
+/* ---- L4: percpu_ops.h ---- */
+#define BADKIND ((enum cl_rseq_index)42)
+static void l4_ops_cases(void)
+{
+	static intptr_t v[1];
+	static void *head;
+	void *out;
+
+	CASE("cl_rseq_ops_mode_index", "kind outside the enum (42)")
+	{
+		enum cl_rseq_ops_mode m = cl_rseq_ops_mode_index(BADKIND);
+		RB_THEN(strcmp(cl_rseq_ops_mode_name(m), "?") != 0, "a named mode (never a crash)");
+	}
+	CASE("cl_rseq_ops_mode", "(no argument: nothing can be bad)")
+	{
+		RB_THEN(strcmp(cl_rseq_ops_mode_name(cl_rseq_ops_mode()), "?") != 0, "a named mode");
+	}
+	CASE("cl_rseq_ops_mode_name", "value outside the enum (999)")
+	{
+		RB_STR(cl_rseq_ops_mode_name((enum cl_rseq_ops_mode)999), "?");
+	}
+	CASE("cl_rseq_current_index", "kind outside the enum (42)")
+	{
+		RB_THEN(cl_rseq_current_index(BADKIND) >= 0, "an index >= 0");
+	}
+	CASE("cl_rseq_add", "kind outside the enum (42)")
+	{
+		RB_INT(cl_rseq_add(BADKIND, v, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_cmpstore", "kind outside the enum (42)")
+	{
+		RB_INT(cl_rseq_cmpstore(BADKIND, v, 0, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_pop_until", "kind outside the enum (42)")
+	{
+		RB_INT(cl_rseq_pop_until(BADKIND, &head, 0, NIL, &out, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_pop", "kind outside the enum (42)")
+	{
+		RB_INT(cl_rseq_pop(BADKIND, &head, 0, &out, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_trypush", "kind outside the enum (42)")
+	{
+		static void *node[1];
+		RB_INT(cl_rseq_trypush(BADKIND, &head, 0, node, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_cmpstore_store", "kind outside the enum (42)")
+	{
+		static intptr_t v2;
+		RB_INT(cl_rseq_cmpstore_store(BADKIND, v, 0, &v2, 1, 1, CL_RSEQ_MO_RELAXED, 0), CL_RSEQ_EINVAL,
+		       EINVAL);
+	}
+	CASE("cl_rseq_cmpstore_store", "memory order outside the enum (9)")
+	{
+		static intptr_t v2;
+		RB_INT(cl_rseq_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, v, 0, &v2, 1, 1, (enum cl_rseq_mo)9, 0),
+		       CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_cmp2_store", "kind outside the enum (42)")
+	{
+		static intptr_t v2;
+		RB_INT(cl_rseq_cmp2_store(BADKIND, v, 0, &v2, 0, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_cmpmemcpy_store", "memory order outside the enum (9)")
+	{
+		static char dst[8], src[8];
+		RB_INT(cl_rseq_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, 0, dst, src, 8, 1, (enum cl_rseq_mo)9, 0),
+		       CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_deref_add", "kind outside the enum (42)")
+	{
+		static void *p = v;
+		RB_INT(cl_rseq_deref_add(BADKIND, &p, 0, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+	}
+	CASE("cl_rseq_list_first", "head NULL")
+	{
+		RB_NULL(cl_rseq_list_first(NIL), EINVAL);
+	}
+	CASE("cl_percpu_add", "p NULL")
+	{
+		RB_INT(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 1), -1, EINVAL);
+	}
+	CASE("cl_percpu_add", "stride 0")
+	{
+		RB_INT(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, v, 0, 1), -1, EINVAL);
+	}
+	CASE("cl_percpu_add", "kind outside the enum (42)")
+	{
+		RB_INT(cl_percpu_add(BADKIND, v, CL_PERCPU_STRIDE, 1), -1, EINVAL);
+	}
+	CASE("cl_percpu_cmpstore", "p NULL")
+	{
+		RB_INT(cl_percpu_cmpstore(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, 1), -1, EINVAL);
+	}
+	CASE("cl_percpu_cmpstore", "stride 0")
+	{
+		RB_INT(cl_percpu_cmpstore(CL_RSEQ_INDEX_CPU_ID, v, 0, 0, 1), -1, EINVAL);
+	}
+	CASE("cl_percpu_pop", "head NULL")
+	{
+		RB_INT(cl_percpu_pop(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, &out), -1, EINVAL);
+	}
+	CASE("cl_percpu_pop", "out NULL")
+	{
+		RB_INT(cl_percpu_pop(CL_RSEQ_INDEX_CPU_ID, &head, CL_PERCPU_STRIDE, 0, NIL), -1, EINVAL);
+	}
+	CASE("cl_percpu_trypush", "head NULL")
+	{
+		static void *node[1];
+		RB_INT(cl_percpu_trypush(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, node), -1, EINVAL);
+	}
+	CASE("cl_percpu_trypush", "node NULL")
+	{
+		RB_INT(cl_percpu_trypush(CL_RSEQ_INDEX_CPU_ID, &head, CL_PERCPU_STRIDE, 0, NIL), -1, EINVAL);
+	}
+	CASE("cl_percpu_cmpstore_store", "cap 0")
+	{
+		static void *items[1];
+		RB_INT(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, 0, items,
+						CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
+	CASE("cl_percpu_cmpstore_store", "count NULL")
+	{
+		static void *items[1];
+		RB_INT(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, items, 1, items,
+						CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
+	CASE("cl_percpu_cmp2_store", "out NULL")
+	{
+		static void *items[1];
+		RB_INT(cl_percpu_cmp2_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, NIL), -1, EINVAL);
+	}
+	CASE("cl_percpu_cmpmemcpy_store", "buf NULL")
+	{
+		static char src[8];
+		RB_INT(cl_percpu_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, NIL, 1, 8, src,
+						 CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
+	CASE("cl_percpu_cmpmemcpy_store", "size 0")
+	{
+		static char src[8], buf[8];
+		RB_INT(cl_percpu_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, buf, 1, 0, src,
+						 CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
+	CASE("cl_percpu_deref_add", "ptr NULL")
+	{
+		RB_INT(cl_percpu_deref_add(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, 1), -1, EINVAL);
+	}
+}
+
+/* ---- L4: counter.h, counter_cid.h, objcache.h, brlock.h ---- */
+static void l4_struct_cases(void)
+{
+	CASE("cl_counter_pool", "(no argument: nothing can be bad)")
+	{
+		RB_NONNULL(cl_counter_pool());
+	}
+	CASE("cl_counter_init_index", "c NULL")
+	{
+		RB_INT(cl_counter_init_index(NIL, CL_RSEQ_INDEX_CPU_ID), -1, EINVAL);
+	}
+	CASE("cl_counter_init_index", "kind outside the enum (42)")
+	{
+		struct cl_counter c;
+		RB_INT(cl_counter_init_index(&c, BADKIND), -1, EINVAL);
+		RB_VOID(cl_counter_destroy(&c), RB_ERRNO_ANY);
+	}
+	CASE("cl_counter_init", "c NULL")
+	{
+		RB_INT(cl_counter_init(NIL), -1, EINVAL);
+	}
+	CASE("cl_counter_add", "c NULL")
+	{
+		RB_VOID(cl_counter_add(NIL, 1), EINVAL);
+	}
+	CASE("cl_counter_add", "zeroed counter (no storage)")
+	{
+		struct cl_counter c;
+		memset(&c, 0, sizeof(c));
+		RB_VOID(cl_counter_add(&c, 1), 0);
+	}
+	CASE("cl_counter_read", "c NULL")
+	{
+		RB_INT(cl_counter_read(NIL), 0, EINVAL);
+	}
+	CASE("cl_counter_destroy", "c NULL")
+	{
+		RB_VOID(cl_counter_destroy(NIL), 0);
+	}
+	CASE("cl_counter_destroy", "destroyed twice")
+	{
+		struct cl_counter c;
+		cl_counter_init(&c);
+		cl_counter_destroy(&c);
+		RB_VOID(cl_counter_destroy(&c), 0);
+	}
+	CASE("cl_counter_cid_init", "c NULL")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		RB_INT(cl_counter_cid_init(NIL, d, 0), -1, EINVAL);
+	}
+	CASE("cl_counter_cid_init", "d NULL")
+	{
+		struct cl_counter_cid c;
+		RB_INT(cl_counter_cid_init(&c, NIL, 0), -1, EINVAL);
+	}
+	CASE("cl_counter_cid_add", "c NULL")
+	{
+		RB_VOID(cl_counter_cid_add(NIL, 0, 1), EINVAL);
+	}
+	CASE("cl_counter_cid_add", "cid -1")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		struct cl_counter_cid c;
+		cl_counter_cid_init(&c, d, 0);
+		RB_VOID(cl_counter_cid_add(&c, -1, 1), 0);
+		RB_THEN(cl_counter_cid_read(&c) == 1, "added to the shared word (sum 1)");
+	}
+	CASE("cl_counter_cid_add", "cid INT_MAX")
+	{
+		struct cl_cid_domain *d = cl_cid_domain_create(CL_CID_RECENT, NIL);
+		struct cl_counter_cid c;
+		cl_counter_cid_init(&c, d, 0);
+		RB_VOID(cl_counter_cid_add(&c, 0x7fffffff, 1), 0);
+		RB_THEN(cl_counter_cid_read(&c) == 1, "added to the shared word (sum 1)");
+	}
+	CASE("cl_counter_cid_add_any", "c NULL")
+	{
+		RB_VOID(cl_counter_cid_add_any(NIL, 1), EINVAL);
+	}
+	CASE("cl_counter_cid_read", "c NULL")
+	{
+		RB_INT(cl_counter_cid_read(NIL), 0, EINVAL);
+	}
+	CASE("cl_counter_cid_destroy", "c NULL")
+	{
+		RB_VOID(cl_counter_cid_destroy(NIL), 0);
+	}
+	CASE("cl_objcache_create", "attr NULL")
+	{
+		RB_NULL(cl_objcache_create(NIL), EINVAL);
+	}
+	CASE("cl_objcache_create", "obj_size 0")
+	{
+		struct cl_objcache_attr a = { .obj_size = 0 };
+		RB_NULL(cl_objcache_create(&a), EINVAL);
+	}
+	CASE("cl_objcache_create", "obj_size huge (2^62)")
+	{
+		struct cl_objcache_attr a = { .obj_size = HUGE_SIZE };
+		RB_NULL(cl_objcache_create(&a), EINVAL);
+	}
+	CASE("cl_objcache_create", "align 24 (not a power of two)")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64, .align = 24 };
+		RB_NULL(cl_objcache_create(&a), EINVAL);
+	}
+	CASE("cl_objcache_create", "per_cpu_capacity that does not fit the stride")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 0x7fffffffu };
+		RB_NULL(cl_objcache_create(&a), EINVAL);
+	}
+	CASE("cl_objcache_create", "unknown flags")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64, .flags = 0x80000000u };
+		RB_NULL(cl_objcache_create(&a), EINVAL);
+	}
+	CASE("cl_objcache_destroy", "c NULL")
+	{
+		RB_INT(cl_objcache_destroy(NIL), 0, 0);
+	}
+	CASE("cl_objcache_destroy", "objects still handed out")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		void *o = cl_objcache_alloc(c);
+		RB_INT(cl_objcache_destroy(c), -1, EBUSY);
+		cl_objcache_free(c, o);
+		RB_THEN(cl_objcache_destroy(c) == 0, "cache intact: destroy after the free succeeds");
+	}
+	CASE("cl_objcache_alloc", "c NULL")
+	{
+		RB_NULL(cl_objcache_alloc(NIL), EINVAL);
+	}
+	CASE("cl_objcache_free", "c NULL")
+	{
+		static long obj[8];
+		RB_VOID(cl_objcache_free(NIL, obj), EINVAL);
+	}
+	CASE("cl_objcache_free", "obj NULL")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		RB_VOID(cl_objcache_free(c, NIL), 0);
+		RB_THEN(cl_objcache_destroy(c) == 0, "nothing counted: destroy succeeds");
+	}
+	CASE("cl_objcache_drain_cpu", "c NULL")
+	{
+		RB_INT(cl_objcache_drain_cpu(NIL, 0), -1, EINVAL);
+	}
+	CASE("cl_objcache_drain_cpu", "cpu -1")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		RB_INT(cl_objcache_drain_cpu(c, -1), -1, EINVAL);
+	}
+	CASE("cl_objcache_drain_cpu", "cpu INT_MAX")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		RB_INT(cl_objcache_drain_cpu(c, 0x7fffffff), -1, EINVAL);
+	}
+	CASE("cl_objcache_stats", "c NULL")
+	{
+		struct cl_objcache_stats st;
+		RB_INT(cl_objcache_stats(NIL, &st), -1, EINVAL);
+	}
+	CASE("cl_objcache_stats", "st NULL")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		RB_INT(cl_objcache_stats(c, NIL), -1, EINVAL);
+	}
+	CASE("cl_brlock_init_pool", "l NULL")
+	{
+		RB_INT(cl_brlock_init_pool(NIL, NIL, CL_RSEQ_INDEX_CPU_ID), -1, EINVAL);
+	}
+	CASE("cl_brlock_init_pool", "idx outside the enum (42)")
+	{
+		struct cl_brlock l;
+		RB_INT(cl_brlock_init_pool(&l, NIL, BADKIND), -1, EINVAL);
+	}
+	CASE("cl_brlock_init_pool", "pool with fewer copies than possible CPUs")
+	{
+		struct cl_brlock l;
+		struct cl_percpu_pool_attr a = { .max_nr_cpus = 1 };
+		struct cl_percpu_pool *p = cl_percpu_pool_create(&a);
+		if (cl_nr_possible_cpus() < 2)
+			RB_THEN(1, "(one possible CPU: cannot have fewer)");
+		else
+			RB_INT(cl_brlock_init_pool(&l, p, CL_RSEQ_INDEX_CPU_ID), -1, EINVAL);
+	}
+	CASE("cl_brlock_init", "l NULL")
+	{
+		RB_INT(cl_brlock_init(NIL), -1, EINVAL);
+	}
+	CASE("cl_brlock_destroy", "l NULL")
+	{
+		RB_VOID(cl_brlock_destroy(NIL), 0);
+	}
+	CASE("cl_brlock_mode", "l NULL")
+	{
+		RB_INT(cl_brlock_mode(NIL), 0, EINVAL);
+	}
+	CASE("cl_brlock_mode", "uninitialised (zeroed) lock")
+	{
+		struct cl_brlock l;
+		memset(&l, 0, sizeof(l));
+		RB_INT(cl_brlock_mode(&l), 0, EINVAL);
+	}
+	CASE("cl_brlock_read_lock", "l NULL")
+	{
+		RB_INT(cl_brlock_read_lock(NIL), -1, EINVAL);
+	}
+	CASE("cl_brlock_read_unlock", "l NULL")
+	{
+		RB_VOID(cl_brlock_read_unlock(NIL, 0), EINVAL);
+	}
+	CASE_DEBUG_ASSERT("cl_brlock_read_unlock", "token out of range (-5)")
+	{
+		struct cl_brlock l;
+		cl_brlock_init(&l);
+		RB_ABORTS(cl_brlock_read_unlock(&l, -5));
+	}
+	CASE("cl_brlock_write_lock", "l NULL")
+	{
+		RB_VOID(cl_brlock_write_lock(NIL), EINVAL);
+	}
+	CASE("cl_brlock_write_unlock", "l NULL")
+	{
+		RB_VOID(cl_brlock_write_unlock(NIL), EINVAL);
+	}
+}
+
+/* ---- L5: sched/ (runqueue) ---- */
+static struct cl_sched *sched2(void)
+{
+	urcu_memb_register_thread();
+	return cl_sched_create(2, NIL);
+}
+
+static void l5_sched_cases(void)
+{
+	CASE("cl_sched_create", "nr_cpus 0")
+	{
+		RB_NULL(cl_sched_create(0, NIL), EINVAL);
+	}
+	CASE("cl_sched_create", "nr_cpus above CL_MAX_CPUS")
+	{
+		RB_NULL(cl_sched_create(CL_MAX_CPUS + 1, NIL), EINVAL);
+	}
+	CASE("cl_sched_create", "pool with fewer CPUs")
+	{
+		struct cl_percpu_pool_attr a = { .max_nr_cpus = 1 };
+		RB_NULL(cl_sched_create(4, cl_percpu_pool_create(&a)), EINVAL);
+	}
+	CASE("cl_sched_destroy", "s NULL")
+	{
+		RB_INT(cl_sched_destroy(NIL), 0, 0);
+	}
+	CASE("cl_sched_destroy", "tasks queued")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_task_wake(s, &t, 0, 1);
+		RB_INT(cl_sched_destroy(s), -1, EBUSY);
+	}
+	CASE("cl_sched_rq", "s NULL")
+	{
+		RB_NULL(cl_sched_rq(NIL, 0), EINVAL);
+	}
+	CASE("cl_sched_rq", "cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_NULL(cl_sched_rq(s, 2), EINVAL);
+	}
+	CASE("cl_sched_nr_cpus", "s NULL")
+	{
+		RB_INT(cl_sched_nr_cpus(NIL), 0, EINVAL);
+	}
+	CASE("cl_sched_root_group", "s NULL")
+	{
+		RB_NULL(cl_sched_root_group(NIL), EINVAL);
+	}
+	CASE("cl_rq_lock", "rq NULL")
+	{
+		RB_VOID(cl_rq_lock(NIL), EINVAL);
+	}
+	CASE("cl_rq_unlock", "rq NULL")
+	{
+		RB_VOID(cl_rq_unlock(NIL), EINVAL);
+	}
+	CASE_DEBUG_ASSERT("cl_rq_unlock", "rq not locked by the caller")
+	{
+		struct cl_sched *s = sched2();
+		RB_ABORTS(cl_rq_unlock(cl_sched_rq(s, 0)));
+	}
+	CASE("cl_rq_lock_two", "a NULL")
+	{
+		struct cl_sched *s = sched2();
+		RB_VOID(cl_rq_lock_two(NIL, cl_sched_rq(s, 0)), EINVAL);
+	}
+	CASE("cl_rq_unlock_two", "b NULL")
+	{
+		struct cl_sched *s = sched2();
+		RB_VOID(cl_rq_unlock_two(cl_sched_rq(s, 0), NIL), EINVAL);
+	}
+	CASE("cl_rq_update_clock", "rq NULL")
+	{
+		RB_VOID(cl_rq_update_clock(NIL, 1), EINVAL);
+	}
+	CASE_DEBUG_ASSERT("cl_rq_update_clock", "rq not locked by the caller")
+	{
+		struct cl_sched *s = sched2();
+		RB_ABORTS(cl_rq_update_clock(cl_sched_rq(s, 0), 1));
+	}
+	CASE("cl_task_init", "p NULL")
+	{
+		RB_VOID(cl_task_init(NIL, 0), EINVAL);
+	}
+	CASE("cl_task_init", "nice out of range (99)")
+	{
+		static struct cl_task t;
+		RB_VOID(cl_task_init(&t, 99), RB_ERRNO_ANY);
+		RB_THEN(t.se.load.weight == cl_nice_to_weight(19), "clamped to nice 19's weight");
+	}
+	CASE("cl_nice_to_weight", "nice -100 (below -20)")
+	{
+		RB_INT(cl_nice_to_weight(-100), cl_nice_to_weight(-20), RB_ERRNO_ANY);
+	}
+	CASE("cl_nice_to_weight", "nice 100 (above 19)")
+	{
+		RB_INT(cl_nice_to_weight(100), cl_nice_to_weight(19), RB_ERRNO_ANY);
+	}
+	CASE("cl_task_set_weight", "p NULL")
+	{
+		RB_INT(cl_task_set_weight(NIL, 1024), -1, EINVAL);
+	}
+	CASE("cl_task_set_weight", "weight 0")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_set_weight(&t, 0), -1, EINVAL);
+	}
+	CASE("cl_task_set_weight", "task queued")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_task_wake(s, &t, 0, 1);
+		RB_INT(cl_task_set_weight(&t, 2048), -1, EBUSY);
+	}
+	CASE("cl_task_set_group", "p NULL")
+	{
+		RB_INT(cl_task_set_group(NIL, NIL), -1, EINVAL);
+	}
+	CASE("cl_task_set_group", "destroyed group")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		cl_task_group_destroy(g);
+		RB_INT(cl_task_set_group(&t, g), -1, EINVAL);
+	}
+	CASE("cl_task_set_affinity", "p NULL")
+	{
+		unsigned long m = 1;
+		RB_INT(cl_task_set_affinity(NIL, &m, 1), -1, EINVAL);
+	}
+	CASE("cl_task_set_affinity", "nbits 0")
+	{
+		static struct cl_task t;
+		unsigned long m = 1;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_set_affinity(&t, &m, 0), -1, EINVAL);
+	}
+	CASE("cl_task_set_affinity", "nbits above CL_MAX_CPUS")
+	{
+		static struct cl_task t;
+		static unsigned long m[CL_MAX_CPUS / 64 + 2] = { 1 };
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_set_affinity(&t, m, CL_MAX_CPUS + 1), -1, EINVAL);
+	}
+	CASE("cl_task_set_affinity", "empty mask")
+	{
+		static struct cl_task t;
+		unsigned long m = 0;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_set_affinity(&t, &m, 64), -1, EINVAL);
+	}
+	CASE("cl_task_allowed_on", "p NULL")
+	{
+		RB_INT(cl_task_allowed_on(NIL, 0), 0, EINVAL);
+	}
+	CASE("cl_task_allowed_on", "cpu beyond the mask")
+	{
+		static struct cl_task t;
+		static unsigned long m = 1;
+		cl_task_init(&t, 0);
+		cl_task_set_affinity(&t, &m, 1);
+		RB_INT(cl_task_allowed_on(&t, 5000), 0, RB_ERRNO_ANY);
+	}
+	CASE("cl_task_rq_lock", "s NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_NULL(cl_task_rq_lock(NIL, &t), EINVAL);
+	}
+	CASE("cl_task_rq_lock", "p NULL")
+	{
+		struct cl_sched *s = sched2();
+		RB_NULL(cl_task_rq_lock(s, NIL), EINVAL);
+	}
+	CASE("cl_task_rq_unlock", "rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_VOID(cl_task_rq_unlock(NIL, &t), EINVAL);
+	}
+	CASE("cl_task_wake", "s NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_wake(NIL, &t, 0, 1), -1, EINVAL);
+	}
+	CASE("cl_task_wake", "cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_wake(s, &t, 2, 1), -1, EINVAL);
+	}
+	CASE("cl_task_wake", "woken twice (already queued)")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_task_wake(s, &t, 0, 1);
+		RB_INT(cl_task_wake(s, &t, 0, 2), -1, EINVAL);
+	}
+	CASE("cl_rq_enqueue", "rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_rq_enqueue(NIL, &t, 0), -1, EINVAL);
+	}
+	CASE("cl_rq_enqueue", "p NULL")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_enqueue(rq, NIL, 0), -1, EINVAL);
+	}
+	CASE("cl_rq_enqueue", "task already queued")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_rq_lock(rq);
+		cl_rq_enqueue(rq, &t, 0);
+		RB_INT(cl_rq_enqueue(rq, &t, 0), -1, EINVAL);
+	}
+	CASE_DEBUG_ASSERT("cl_rq_enqueue", "rq not locked by the caller")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_ABORTS(cl_rq_enqueue(cl_sched_rq(s, 0), &t, 0));
+	}
+	CASE("cl_rq_dequeue", "rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_rq_dequeue(NIL, &t, 0), -1, EINVAL);
+	}
+	CASE("cl_rq_dequeue", "task not queued")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_dequeue(rq, &t, 0), -1, EINVAL);
+	}
+	CASE("cl_rq_dequeue", "task queued on another rq")
+	{
+		struct cl_sched *s = sched2();
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_task_wake(s, &t, 1, 1);
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_dequeue(rq, &t, 0), -1, EINVAL);
+	}
+	CASE("cl_rq_put_prev", "rq NULL")
+	{
+		RB_NULL(cl_rq_put_prev(NIL), EINVAL);
+	}
+	CASE("cl_rq_put_prev", "nothing running")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_NULL(cl_rq_put_prev(rq), 0);
+	}
+	CASE("cl_rq_pick_next", "rq NULL")
+	{
+		RB_NULL(cl_rq_pick_next(NIL), EINVAL);
+	}
+	CASE("cl_rq_pick_next", "empty rq")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_NULL(cl_rq_pick_next(rq), 0);
+	}
+	CASE_DEBUG_ASSERT("cl_rq_pick_next", "rq not locked by the caller")
+	{
+		struct cl_sched *s = sched2();
+		RB_ABORTS(cl_rq_pick_next(cl_sched_rq(s, 0)));
+	}
+	CASE("cl_rq_tick", "rq NULL")
+	{
+		RB_INT(cl_rq_tick(NIL, 1), 0, EINVAL);
+	}
+	CASE("cl_rq_tick", "time going backwards")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		cl_rq_tick(rq, 1000000);
+		RB_INT(cl_rq_tick(rq, 5), 0, 0);
+		const char *why = NIL;
+		RB_THEN(cl_rq_validate(rq, &why) == 0, "rq still valid");
+	}
+	CASE("cl_rq_check_preempt_wakeup", "rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_rq_check_preempt_wakeup(NIL, &t), -1, EINVAL);
+	}
+	CASE("cl_rq_check_preempt_wakeup", "task not queued")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_check_preempt_wakeup(rq, &t), -1, EINVAL);
+	}
+	CASE("cl_rq_bandwidth_update", "rq NULL")
+	{
+		RB_INT(cl_rq_bandwidth_update(NIL), 0, EINVAL);
+	}
+	CASE("cl_rq_validate", "rq NULL")
+	{
+		const char *why = NIL;
+		RB_INT(cl_rq_validate(NIL, &why), -1, RB_ERRNO_ANY);
+	}
+	CASE("cl_rq_validate", "why NULL")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_validate(rq, NIL), 0, 0);
+	}
+	CASE("cl_rq_online", "rq NULL")
+	{
+		RB_INT(cl_rq_online(NIL), 0, EINVAL);
+	}
+	CASE("cl_task_of", "se NULL")
+	{
+		RB_NULL(cl_task_of(NIL), EINVAL);
+	}
+	CASE("cl_task_of", "a group entity")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		RB_NULL(cl_task_of(cl_tg_se(g, 0)), EINVAL);
+	}
+	CASE("cl_entity_is_task", "se NULL")
+	{
+		RB_INT(cl_entity_is_task(NIL), 0, EINVAL);
+	}
+	CASE("cl_cfs_rq_init", "cfs_rq NULL")
+	{
+		RB_VOID(cl_cfs_rq_init(NIL, NIL, NIL, 0), EINVAL);
+	}
+	CASE("cl_sched_entity_init", "se NULL")
+	{
+		RB_VOID(cl_sched_entity_init(NIL, 1024), EINVAL);
+	}
+	CASE("cl_sched_slice", "cfs_rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_sched_slice(NIL, &t.se), 0, EINVAL);
+	}
+	CASE("cl_sched_rcu_read_lock", "(no argument) thread registered with urcu-memb")
+	{
+		urcu_memb_register_thread();
+		RB_VOID((cl_sched_rcu_read_lock(), cl_sched_rcu_read_unlock()), 0);
+	}
+	CASE_DEBUG_ASSERT("cl_sched_rcu_read_lock", "thread not registered with urcu-memb")
+	{
+		RB_ABORTS(cl_sched_rcu_read_lock());
+	}
+	CASE_DEBUG_ASSERT("cl_sched_rcu_read_unlock", "thread not registered with urcu-memb")
+	{
+		RB_ABORTS(cl_sched_rcu_read_unlock());
+	}
+	CASE("cl_tg_cfs_rq", "tg NULL")
+	{
+		RB_NULL(cl_tg_cfs_rq(NIL, 0), EINVAL);
+	}
+	CASE("cl_tg_cfs_rq", "cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_NULL(cl_tg_cfs_rq(cl_sched_root_group(s), 2), EINVAL);
+	}
+	CASE("cl_tg_se", "tg NULL")
+	{
+		RB_NULL(cl_tg_se(NIL, 0), EINVAL);
+	}
+	CASE("cl_tg_se", "cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		RB_NULL(cl_tg_se(g, 2), EINVAL);
+	}
+	CASE("cl_cfs_rq_se", "cfs_rq NULL")
+	{
+		RB_NULL(cl_cfs_rq_se(NIL), EINVAL);
+	}
+	CASE("cl_task_group_create", "parent NULL")
+	{
+		RB_NULL(cl_task_group_create(NIL, 1024), EINVAL);
+	}
+	CASE("cl_task_group_create", "parent destroyed")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		cl_task_group_destroy(g);
+		RB_NULL(cl_task_group_create(g, 1024), EINVAL);
+	}
+	CASE("cl_task_group_create", "nesting deeper than CL_TG_MAX_DEPTH")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_sched_root_group(s);
+		for (int i = 0; i < CL_TG_MAX_DEPTH && g; i++)
+			g = cl_task_group_create(g, 1024);
+		RB_NULL(g ? cl_task_group_create(g, 1024) : NIL, EINVAL);
+	}
+	CASE("cl_task_group_destroy", "tg NULL")
+	{
+		RB_INT(cl_task_group_destroy(NIL), -1, EINVAL);
+	}
+	CASE("cl_task_group_destroy", "the root group")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_task_group_destroy(cl_sched_root_group(s)), -1, EINVAL);
+	}
+	CASE("cl_task_group_destroy", "destroyed twice")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		cl_task_group_destroy(g);
+		RB_INT(cl_task_group_destroy(g), -1, EINVAL);
+	}
+	CASE("cl_task_group_destroy", "a child still alive")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		cl_task_group_create(g, 1024);
+		RB_INT(cl_task_group_destroy(g), -1, EBUSY);
+	}
+	CASE("cl_tg_update_blocked_load", "root NULL")
+	{
+		RB_INT(cl_tg_update_blocked_load(NIL, 0, 1), 0, EINVAL);
+	}
+	CASE("cl_tg_update_blocked_load", "cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_tg_update_blocked_load(cl_sched_root_group(s), 2, 1), 0, EINVAL);
+	}
+	CASE("cl_cfs_rq_throttled_hierarchy", "cfs_rq NULL")
+	{
+		RB_INT(cl_cfs_rq_throttled_hierarchy(NIL), 0, EINVAL);
+	}
+	CASE("cl_tg_bandwidth_refill", "tg NULL")
+	{
+		RB_INT(cl_tg_bandwidth_refill(NIL, 1), 0, EINVAL);
+	}
+	CASE("cl_sched_bandwidth_refill", "root NULL")
+	{
+		RB_INT(cl_sched_bandwidth_refill(NIL, 1), 0, EINVAL);
+	}
+	CASE("cl_tg_set_bandwidth", "tg NULL")
+	{
+		RB_INT(cl_tg_set_bandwidth(NIL, 1000000, 10000000), -1, EINVAL);
+	}
+	CASE("cl_tg_set_bandwidth", "the root group")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_tg_set_bandwidth(cl_sched_root_group(s), 1000000, 10000000), -1, EINVAL);
+	}
+	CASE("cl_tg_set_bandwidth", "period 1 ns (below 1 ms)")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		RB_INT(cl_tg_set_bandwidth(g, 1000000, 1), -1, EINVAL);
+	}
+	CASE("cl_tg_set_bandwidth", "quota 5 ns (below 1 ms: a unit mistake)")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		RB_INT(cl_tg_set_bandwidth(g, 5, 0), -1, EINVAL);
+	}
+	CASE("cl_tg_set_bandwidth", "quota and period huge (UINT64_MAX - 1)")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_task_group *g = cl_task_group_create(cl_sched_root_group(s), 1024);
+		RB_INT(cl_tg_set_bandwidth(g, UINT64_MAX - 1, UINT64_MAX - 1), -1, EINVAL);
+	}
+	CASE("cl_balance_set_migration_cost", "s NULL")
+	{
+		RB_VOID(cl_balance_set_migration_cost(NIL, 1), EINVAL);
+	}
+	CASE("cl_balance_set_nr_migrate", "s NULL")
+	{
+		RB_VOID(cl_balance_set_nr_migrate(NIL, 1), EINVAL);
+	}
+	CASE("cl_balance_find_busiest", "s NULL")
+	{
+		RB_INT(cl_balance_find_busiest(NIL, 0), -1, EINVAL);
+	}
+	CASE("cl_balance_find_busiest", "dst_cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_find_busiest(s, 2), -1, EINVAL);
+	}
+	CASE("cl_balance_move", "s NULL")
+	{
+		RB_INT(cl_balance_move(NIL, 0, 1, 1, NIL), -1, EINVAL);
+	}
+	CASE("cl_balance_move", "src == dst")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_move(s, 0, 0, 1, NIL), -1, EINVAL);
+	}
+	CASE("cl_balance_move", "src out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_move(s, 7, 0, 1, NIL), -1, EINVAL);
+	}
+	CASE("cl_balance_run", "s NULL")
+	{
+		RB_INT(cl_balance_run(NIL, 0, 1, NIL), -1, EINVAL);
+	}
+	CASE("cl_balance_run", "dst_cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_run(s, 2, 1, NIL), -1, EINVAL);
+	}
+	CASE("cl_balance_cpu_offline_begin", "s NULL")
+	{
+		RB_INT(cl_balance_cpu_offline_begin(NIL, 0), -1, EINVAL);
+	}
+	CASE("cl_balance_cpu_offline_begin", "cpu out of range")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_cpu_offline_begin(s, 2), -1, EINVAL);
+	}
+	CASE("cl_balance_cpu_offline", "s NULL")
+	{
+		RB_INT(cl_balance_cpu_offline(NIL, 0, 1), -1, EINVAL);
+	}
+	CASE("cl_balance_cpu_offline", "the last online CPU")
+	{
+		struct cl_sched *s = sched2();
+		cl_balance_cpu_offline(s, 1, 1);
+		RB_INT(cl_balance_cpu_offline(s, 0, 2), -1, EBUSY);
+	}
+	CASE("cl_balance_cpu_offline", "already offline")
+	{
+		struct cl_sched *s = sched2();
+		cl_balance_cpu_offline(s, 1, 1);
+		RB_INT(cl_balance_cpu_offline(s, 1, 2), -1, EINVAL);
+	}
+	CASE("cl_balance_cpu_online", "s NULL")
+	{
+		RB_INT(cl_balance_cpu_online(NIL, 0, 1), -1, EINVAL);
+	}
+	CASE("cl_balance_cpu_online", "already online")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_cpu_online(s, 0, 1), -1, EINVAL);
+	}
+}
+
+/* ---- L5: sched/runtime.h ---- */
+static void *rb_task_fn(void *arg)
+{
+	return arg;
+}
+
+static void l5_runtime_cases(void)
+{
+	CASE("cl_runtime_create", "nr_workers above CL_MAX_CPUS")
+	{
+		struct cl_runtime_attr a = { .nr_workers = CL_MAX_CPUS + 1 };
+		RB_NULL(cl_runtime_create(&a), EINVAL);
+	}
+	CASE("cl_runtime_nr_workers", "rt NULL")
+	{
+		RB_INT(cl_runtime_nr_workers(NIL), 0, EINVAL);
+	}
+	CASE("cl_runtime_sched", "rt NULL")
+	{
+		RB_NULL(cl_runtime_sched(NIL), EINVAL);
+	}
+	CASE("cl_runtime_context_kind", "(no argument: nothing can be bad)")
+	{
+		const char *k = cl_runtime_context_kind();
+		RB_THEN(k && *k, "a name");
+	}
+	CASE("cl_runtime_shutdown", "rt NULL")
+	{
+		RB_INT(cl_runtime_shutdown(NIL), -1, EINVAL);
+	}
+	CASE("cl_runtime_destroy", "rt NULL")
+	{
+		RB_INT(cl_runtime_destroy(NIL), 0, 0);
+	}
+	CASE("cl_spawn", "rt NULL")
+	{
+		RB_NULL(cl_spawn(NIL, NIL, rb_task_fn, NIL), EINVAL);
+	}
+	CASE("cl_spawn", "fn NULL")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		RB_NULL(cl_spawn(rt, NIL, NIL, NIL), EINVAL);
+		cl_runtime_destroy(rt);
+	}
+	CASE("cl_spawn", "attr->cpu out of range")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		struct cl_spawn_attr sa = { .cpu = 5 };
+		RB_NULL(cl_spawn(rt, &sa, rb_task_fn, NIL), EINVAL);
+		cl_runtime_destroy(rt);
+	}
+	CASE("cl_spawn", "after shutdown")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		cl_runtime_shutdown(rt);
+		RB_NULL(cl_spawn(rt, NIL, rb_task_fn, NIL), EPIPE);
+		cl_runtime_destroy(rt);
+	}
+	CASE("cl_self", "called outside a task")
+	{
+		RB_NULL(cl_self(), RB_ERRNO_ANY);
+	}
+	CASE("cl_worker_id", "called outside a task")
+	{
+		RB_INT(cl_worker_id(), -1, RB_ERRNO_ANY);
+	}
+	CASE("cl_yield", "called outside a task")
+	{
+		RB_INT(cl_yield(), -1, EPERM);
+	}
+	CASE("cl_join", "t NULL")
+	{
+		RB_INT(cl_join(NIL, NIL), -1, EINVAL);
+	}
+	CASE("cl_waitq_init", "wq NULL")
+	{
+		RB_VOID(cl_waitq_init(NIL), EINVAL);
+	}
+	CASE("cl_waitq_lock", "wq NULL")
+	{
+		RB_VOID(cl_waitq_lock(NIL), EINVAL);
+	}
+	CASE("cl_waitq_unlock", "wq NULL")
+	{
+		RB_VOID(cl_waitq_unlock(NIL), EINVAL);
+	}
+	CASE("cl_waitq_wait", "called outside a task")
+	{
+		static struct cl_waitq wq;
+		cl_waitq_init(&wq);
+		cl_waitq_lock(&wq);
+		RB_INT(cl_waitq_wait(&wq), -1, EPERM);
+		RB_THEN(cl_spin_trylock(&wq.lock), "lock released");
+	}
+	CASE("cl_waitq_wait", "wq NULL")
+	{
+		RB_INT(cl_waitq_wait(NIL), -1, EINVAL);
+	}
+	CASE("cl_waitq_wake_one", "wq NULL")
+	{
+		RB_INT(cl_waitq_wake_one(NIL), 0, EINVAL);
+	}
+	CASE("cl_waitq_wake_all", "wq NULL")
+	{
+		RB_INT(cl_waitq_wake_all(NIL), 0, EINVAL);
+	}
+	CASE("cl_chan_create", "esize 0")
+	{
+		RB_NULL(cl_chan_create(0, 4), EINVAL);
+	}
+	CASE("cl_chan_create", "esize above 65536")
+	{
+		RB_NULL(cl_chan_create(65537, 4), EINVAL);
+	}
+	CASE("cl_chan_create", "cap 0")
+	{
+		RB_NULL(cl_chan_create(8, 0), EINVAL);
+	}
+	CASE("cl_chan_create", "cap huge (2^62)")
+	{
+		RB_NULL(cl_chan_create(8, HUGE_SIZE), EINVAL);
+	}
+	CASE("cl_chan_destroy", "c NULL")
+	{
+		RB_INT(cl_chan_destroy(NIL), 0, 0);
+	}
+	CASE("cl_chan_send", "c NULL")
+	{
+		long m = 1;
+		RB_INT(cl_chan_send(NIL, &m), -1, EINVAL);
+	}
+	CASE("cl_chan_send", "msg NULL")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		RB_INT(cl_chan_send(c, NIL), -1, EINVAL);
+	}
+	CASE("cl_chan_send", "full, caller not a task")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		long m = 1;
+		cl_chan_send(c, &m);
+		RB_INT(cl_chan_send(c, &m), -1, EPERM);
+	}
+	CASE("cl_chan_send", "closed channel")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		long m = 1;
+		cl_chan_close(c);
+		RB_INT(cl_chan_send(c, &m), -1, EPIPE);
+	}
+	CASE("cl_chan_recv", "c NULL")
+	{
+		long m;
+		RB_INT(cl_chan_recv(NIL, &m), -1, EINVAL);
+	}
+	CASE("cl_chan_recv", "empty, caller not a task")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		long m;
+		RB_INT(cl_chan_recv(c, &m), -1, EPERM);
+	}
+	CASE("cl_chan_recv", "closed and empty")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		long m;
+		cl_chan_close(c);
+		RB_INT(cl_chan_recv(c, &m), -1, EPIPE);
+	}
+	CASE("cl_chan_trysend", "c NULL")
+	{
+		long m = 1;
+		RB_INT(cl_chan_trysend(NIL, &m), -1, EINVAL);
+	}
+	CASE("cl_chan_trysend", "full")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		long m = 1;
+		cl_chan_trysend(c, &m);
+		RB_INT(cl_chan_trysend(c, &m), -1, EAGAIN);
+	}
+	CASE("cl_chan_tryrecv", "out NULL")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		RB_INT(cl_chan_tryrecv(c, NIL), -1, EINVAL);
+	}
+	CASE("cl_chan_tryrecv", "empty")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		long m;
+		RB_INT(cl_chan_tryrecv(c, &m), -1, EAGAIN);
+	}
+	CASE("cl_chan_close", "c NULL")
+	{
+		RB_INT(cl_chan_close(NIL), -1, EINVAL);
+	}
+	CASE("cl_chan_close", "closed twice")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(long), 1);
+		cl_chan_close(c);
+		RB_INT(cl_chan_close(c), -1, EPIPE);
+	}
+	CASE("cl_mutex_init", "m NULL")
+	{
+		RB_VOID(cl_mutex_init(NIL), EINVAL);
+	}
+	CASE("cl_mutex_trylock", "m NULL")
+	{
+		RB_INT(cl_mutex_trylock(NIL), -1, EINVAL);
+	}
+	CASE("cl_mutex_trylock", "already held")
+	{
+		static struct cl_mutex m;
+		cl_mutex_init(&m);
+		cl_mutex_trylock(&m);
+		RB_INT(cl_mutex_trylock(&m), -1, EBUSY);
+	}
+	CASE("cl_mutex_lock", "m NULL")
+	{
+		RB_INT(cl_mutex_lock(NIL), -1, EINVAL);
+	}
+	CASE("cl_mutex_lock", "held, caller not a task")
+	{
+		static struct cl_mutex m;
+		cl_mutex_init(&m);
+		cl_mutex_lock(&m);
+		RB_INT(cl_mutex_lock(&m), -1, EPERM);
+	}
+	CASE("cl_mutex_unlock", "m NULL")
+	{
+		RB_VOID(cl_mutex_unlock(NIL), EINVAL);
+	}
+	CASE("cl_cond_init", "cv NULL")
+	{
+		RB_VOID(cl_cond_init(NIL), EINVAL);
+	}
+	CASE("cl_cond_wait", "called outside a task")
+	{
+		static struct cl_mutex m;
+		static struct cl_cond cv;
+		cl_mutex_init(&m);
+		cl_cond_init(&cv);
+		cl_mutex_lock(&m);
+		RB_INT(cl_cond_wait(&cv, &m), -1, EPERM);
+	}
+	CASE("cl_cond_wait", "cv NULL")
+	{
+		static struct cl_mutex m;
+		cl_mutex_init(&m);
+		cl_mutex_lock(&m);
+		RB_INT(cl_cond_wait(NIL, &m), -1, EINVAL);
+	}
+	CASE("cl_cond_signal", "cv NULL")
+	{
+		RB_INT(cl_cond_signal(NIL), 0, EINVAL);
+	}
+	CASE("cl_cond_broadcast", "cv NULL")
+	{
+		RB_INT(cl_cond_broadcast(NIL), 0, EINVAL);
+	}
+}
+
+int main(void)
+{
+	char what[200];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(what, sizeof(what), "bad_inputs: build %s, test mode %s, id mode %s, ops mode %s",
+		 RB_DEBUG ? "CL_DEBUG" : "plain", getenv("CL_TEST_MODE") ? getenv("CL_TEST_MODE") : "default",
+		 cl_id_mode_name(cl_id_mode()), cl_rseq_ops_mode_name(cl_rseq_ops_mode()));
+	rb_start(what);
+	l1_cases();
+	l2_cases();
+	l3_percpu_cases();
+	l3_cid_cases();
+	l4_ops_cases();
+	l4_struct_cases();
+	l5_sched_cases();
+	l5_runtime_cases();
+	printf("# bad_inputs: %d rows, %d failed\n", rb_nrows, rb_nfail);
+	if (rb_rows)
+		fprintf(rb_rows, "# bad_inputs: %d rows, %d failed\n", rb_nrows, rb_nfail);
+	return rb_nfail ? 1 : 0;
+}
