@@ -12,9 +12,6 @@
  *   --quick       smaller sizes (still >= 5 runs)
  *   --smoke       --quick with the smallest sizes a benchmark has: checks
  *                 that it runs and reports, its numbers mean nothing
- *   --single-run  one run per case, no minimum (for scripts/bench_report.py,
- *                 which alternates separately built binaries run by run and
- *                 takes the median over the invocations)
  *   --json        print one JSON object per result instead of the table
  *   --json=PATH   print the table and append the JSON objects to PATH
  *   --help
@@ -183,7 +180,6 @@ static inline void bench_usage(const char *name)
 	       "  --runs N     repetitions per case (default %d, at least %d)\n"
 	       "  --quick      smaller sizes\n"
 	       "  --smoke      smallest sizes: checks that it runs, numbers mean nothing\n"
-	       "  --single-run one run per case (for a driver that alternates binaries)\n"
 	       "  --json       one JSON object per result on stdout instead of the table\n"
 	       "  --json=PATH  the table on stdout, JSON objects appended to PATH\n",
 	       name, BENCH_MIN_RUNS, BENCH_MIN_RUNS);
@@ -213,8 +209,6 @@ static inline void bench_init(struct bench *b, const char *name, int argc, char 
 				exit(2);
 			}
 			b->runs = (int)v;
-		} else if (!strcmp(argv[i], "--single-run")) {
-			b->runs = 1;
 		} else if (!strcmp(argv[i], "--quick")) {
 			b->quick = 1;
 		} else if (!strcmp(argv[i], "--smoke")) {
@@ -259,7 +253,6 @@ static inline int bench_is_shared_arg(int argc, char **argv, int *i)
 		return 1;
 	}
 	return !strcmp(argv[*i], "--quick") || !strcmp(argv[*i], "--smoke") ||
-	       !strcmp(argv[*i], "--single-run") ||
 	       !strcmp(argv[*i], "--json") ||
 	       !strncmp(argv[*i], "--json=", 7) || !strcmp(argv[*i], "--help");
 }

@@ -383,12 +383,10 @@ static int misses_main(struct bench *b, int first, int last)
 
 static void usage(void)
 {
-	printf("usage: group_tree [--misses] [--runs N] [--quick] [--smoke] [--json | --json=PATH] "
-	       "[--help]\n"
-	       "  T5 on the real sched/ code (" GT_VARIANT " build): blocked-load walk, dequeue+"
-	       "enqueue, throttle/unthrottle\n"
-	       "  --misses     D1/LL misses by cachegrind instead of time (needs valgrind)\n");
-	bench_usage("group_tree");
+	bench_usage("group_tree [--misses]");
+	printf("  --misses     D1/LL misses by cachegrind instead of time (needs valgrind)\n"
+	       "T5 on the real sched/ code (" GT_VARIANT " build): blocked-load walk, dequeue+"
+	       "enqueue, throttle/unthrottle\n");
 }
 
 int main(int argc, char **argv)

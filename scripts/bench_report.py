@@ -19,10 +19,10 @@ metrics, after/before otherwise (> 1: the technique wins).
 Noise: if the 1-minute load average per CPU exceeds LOAD_BOUND before a
 benchmark, or an experiment's spread exceeds SPREAD_BOUND, that benchmark
 runs again once and the run with the smaller spread is kept.
-Benchmarks built once per variant (GROUPS) run interleaved: each binary with
---single-run, in turn, A B A B ..., ROUNDS rounds; a case's median and
-min-max are over those invocations (aggregate()). Cachegrind counts
-(DETERMINISTIC) run each binary once.
+Benchmarks built once per variant (GROUPS) run interleaved: each binary in
+turn, A B A B ..., ROUNDS invocations each (each invocation does its usual
+>= 5 runs); a case's median and min-max are over the invocations' medians
+(aggregate()). Cachegrind counts (DETERMINISTIC) run each binary once.
 """
 import argparse
 import json
@@ -192,7 +192,7 @@ LAYOUT_OF = {("pipe_layout", "pipe"): "default",
              ("pipe_mru", "pipe_no_mru"): "CL_PICK_NO_MRU_MOVE"}
 # Groups whose numbers are deterministic (cachegrind): each binary runs once.
 DETERMINISTIC = {"group_misses"}
-# Rounds of an interleaved group (one --single-run invocation per binary each).
+# Rounds of an interleaved group (one invocation of each binary per round).
 ROUNDS = {"smoke": 2, "quick": 5, "long": 7}
 # Smoke mode runs the smallest tree (d2w3): the case names follow it.
 SMOKE_CASES = {"d3w10": "d2w3", "d5w4": "d2w3"}
@@ -273,9 +273,10 @@ def interleave(members, rounds):
 
 
 def aggregate(recs):
-    """Records of one-run invocations -> one record per (bench, case, variant,
-    placement, unit): median, min, max over the invocations, runs = their
-    number. Ratio lines (per invocation) are left out."""
+    """Records of several invocations -> one record per (bench, case, variant,
+    placement, unit): median, min, max over the invocations' medians;
+    invocations = their number, runs = all runs. Ratio lines (per
+    invocation) are left out."""
     by = {}
     for rec in recs:
         if "variant" not in rec:
@@ -287,7 +288,8 @@ def aggregate(recs):
         v = sorted(r["median"] for r in rs)
         n = len(v)
         med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-        out.append(dict(rs[0], median=med, min=v[0], max=v[-1], runs=n, interleaved=True))
+        out.append(dict(rs[0], median=med, min=v[0], max=v[-1], invocations=n,
+                        runs=sum(r.get("runs", 1) for r in rs)))
     return out
 
 
@@ -297,7 +299,7 @@ def run_group(name, byname, args, jsonl, rounds=1):
     order = interleave(members, rounds) if split else members
     recs, rc, secs, err = [], 0, 0.0, ""
     for member in order:
-        r, c, t, e = run_bench(byname[member], args + (["--single-run"] if split else []), jsonl)
+        r, c, t, e = run_bench(byname[member], args, jsonl)
         for rec in r:
             if (name, member) in LAYOUT_OF and rec.get("variant") == "cachelocal":
                 rec["variant"] = LAYOUT_OF[(name, member)]
@@ -469,7 +471,8 @@ def write_md(path, doc, plots_note):
     L.append("- verdict rule: gain > 1 means the technique wins; `reproduced`/`contrary` only when the "
              "two sides' min-max ranges over the runs do not overlap, else `within noise` "
              "(deterministic cachegrind counts: `within noise` when within %d%%); variants built "
-             "as separate binaries ran interleaved, one run per invocation" % (
+             "as separate binaries ran interleaved (A B A B ...), min-max over the invocations' "
+             "medians" % (
                  DETERMINISTIC_TOLERANCE * 100))
     if plots_note:
         L.append("- " + plots_note)
@@ -481,6 +484,8 @@ def write_md(path, doc, plots_note):
         if e.get("goal"):
             goal = "%s: %s" % ({True: "met", False: "**missed**", None: "not judged"}[e["goal_met"]],
                                e["goal"])
+            if e["goal"].startswith("LL misses") and e["before"]:
+                goal += " (measured %+.1f%%)" % ((e["after"] / e["before"] - 1) * 100)
         L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             e["id"], e["technique"], e["claim"], fmt(e["before"]), fmt(e["after"]), e["unit"],
             ("%.2fx" % e["gain"]) if e["gain"] is not None else "-", e["verdict"], goal))

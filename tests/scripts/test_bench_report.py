@@ -147,17 +147,18 @@ class Interleaving(unittest.TestCase):
         self.assertEqual(bench_report.interleave(["a", "b"], 3), ["a", "b", "a", "b", "a", "b"])
         self.assertEqual(bench_report.interleave(["a", "b", "c"], 2), ["a", "b", "c", "a", "b", "c"])
 
-    def test_aggregate_takes_median_and_range_over_invocations(self):
+    def test_aggregate_takes_median_and_range_over_invocation_medians(self):
         recs = [rec("x", "A", 5.0), rec("x", "B", 1.0), rec("x", "A", 3.0), rec("x", "B", 2.0),
                 rec("x", "A", 4.0), rec("x", "B", 9.0), rec("x", "A", 7.0, case="other"),
                 {"bench": "x", "case": "c", "ratio": "r", "value": 2.0}]
         out = {(r["case"], r["variant"]): r for r in bench_report.aggregate(recs)}
         self.assertEqual(len(out), 3)  # the ratio line is dropped
         a, b = out[("c", "A")], out[("c", "B")]
-        self.assertEqual((a["median"], a["min"], a["max"], a["runs"]), (4.0, 3.0, 5.0, 3))
-        self.assertEqual((b["median"], b["min"], b["max"], b["runs"]), (2.0, 1.0, 9.0, 3))
+        self.assertEqual((a["median"], a["min"], a["max"], a["invocations"]), (4.0, 3.0, 5.0, 3))
+        self.assertEqual((b["median"], b["min"], b["max"], b["invocations"]), (2.0, 1.0, 9.0, 3))
+        self.assertEqual(a["runs"], 3)  # one run per record here
         self.assertEqual(out[("c", "A")]["placement"], "p")
-        self.assertEqual(out[("other", "A")]["runs"], 1)
+        self.assertEqual(out[("other", "A")]["invocations"], 1)
 
     def test_even_number_of_runs_averages_the_middle_two(self):
         out = bench_report.aggregate([rec("x", "A", v) for v in (1.0, 2.0, 4.0, 10.0)])
