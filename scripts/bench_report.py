@@ -548,7 +548,7 @@ def main():
             failed.append(name)
             progress("%s failed (exit %d): %s" % (name, rc, err.strip().splitlines()[-1:] or ""))
         noisy = [e for e in EXPERIMENTS if e["bench"] == name and ((evaluate(e, recs) or {}).get("spread") or 0) > SPREAD_BOUND]
-        if o.mode != "smoke" and (load > LOAD_BOUND * ncpu or noisy):
+        if o.mode != "smoke" and name not in DETERMINISTIC and (load > LOAD_BOUND * ncpu or noisy):
             progress("%s: %s, repeating once" % (name, "load %.2f" % load if load > LOAD_BOUND * ncpu
                                                  else "spread above %.1fx" % SPREAD_BOUND))
             recs2, rc2, secs2, _ = run_group(name, byname, bargs, jsonl, ROUNDS[o.mode])
