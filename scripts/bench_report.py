@@ -114,21 +114,25 @@ EXPERIMENTS = [
     dict(id="E5t", technique="T5 co-allocated cfs_rq+se per CPU (walk time)",
          claim="kernel IPC +3% .. +25%", bench="group_tree", case="blocked-load walk warm d3w10",
          before="pointer arrays", after="co-allocated", hib=False,
+         rows_prefix="blocked-load walk warm ",
          scope="real sched/ code: cl_tg_update_blocked_load() on CPU 0 over the depth 3 x "
                "width 10 tree (1110 groups, a task per leaf), warm; group_tree vs "
                "group_tree_ptr_arrays (-DCL_GROUP_POINTER_ARRAYS)"),
     dict(id="E5c", technique="T5 co-allocated cfs_rq+se per CPU (cold walk)",
          claim="LLC misses -8% .. -32% (kernel)", bench="group_tree",
          case="blocked-load walk cold d3w10", before="pointer arrays", after="co-allocated",
-         hib=False, scope="as E5t, each walk after streaming over 64 MiB"),
+         hib=False, rows_prefix="blocked-load walk cold ",
+         scope="as E5t, each walk after streaming over 64 MiB"),
     dict(id="E5q", technique="T5 co-allocated cfs_rq+se per CPU (dequeue+enqueue)",
          claim="kernel IPC +3% .. +25%", bench="group_tree", case="dequeue+enqueue d3w10",
          before="pointer arrays", after="co-allocated", hib=False,
+         rows_prefix="dequeue+enqueue ",
          scope="real sched/ code: cl_rq_dequeue(SLEEP)+cl_rq_enqueue(WAKEUP) of each leaf "
                "task through the hierarchy, ns per task"),
     dict(id="E5u", technique="T5 co-allocated cfs_rq+se per CPU (throttle+unthrottle)",
          claim="kernel IPC +3% .. +25%", bench="group_tree", case="throttle+unthrottle d3w10",
          before="pointer arrays", after="co-allocated", hib=False,
+         rows_prefix="throttle+unthrottle ",
          scope="real sched/ code: one bandwidth period over the depth 3 x width 10 tree, each "
                "top-level group (1 ms quota) throttled in cl_rq_put_prev() and unthrottled by "
                "cl_sched_bandwidth_refill()+cl_rq_bandwidth_update(), ns per period"),
@@ -376,7 +380,8 @@ def evaluate(exp, recs):
         "spread": worst if math.isfinite(worst) else None, "scope": exp["scope"],
         "rows": [r for r in recs if "variant" in r
                  and (r["case"] == a["case"]
-                      or (exp.get("rows_suffix") and r["case"].endswith(exp["rows_suffix"])))
+                      or (exp.get("rows_suffix") and r["case"].endswith(exp["rows_suffix"]))
+                      or (exp.get("rows_prefix") and r["case"].startswith(exp["rows_prefix"])))
                  and (exp.get("placement") is None or r.get("placement") == exp["placement"])],
     }
 
