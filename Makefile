@@ -76,6 +76,8 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sched_layout_se_inline \
 	$(BUILD)/bench/group_tree_ptr_arrays $(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline \
 	$(BUILD)/bench/refill_head
+# bench/pipe.c without T4's move to the head of cfs_tasks on pick (E4m)
+BENCH_LAYOUT_BIN += $(BUILD)/bench/pipe_no_mru
 BENCH_BIN += $(BENCH_LAYOUT_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
@@ -205,6 +207,8 @@ $(BUILD)/bench/pipe_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
 $(BUILD)/bench/pipe_rq_scattered $(BUILD)/bench/pipe_se_inline: bench/pipe.c bench/rtbench.h
 $(BUILD)/bench/refill_head: BENCH_LAYOUT_DEF := -DCL_DETACH_FROM_HEAD
 $(BUILD)/bench/refill_head: bench/refill.c bench/rtbench.h
+$(BUILD)/bench/pipe_no_mru: BENCH_LAYOUT_DEF := -DCL_PICK_NO_MRU_MOVE
+$(BUILD)/bench/pipe_no_mru: bench/pipe.c bench/rtbench.h
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)

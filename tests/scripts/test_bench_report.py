@@ -137,5 +137,54 @@ class Validator(unittest.TestCase):
         self.assertTrue(any("min-max" in x for x in check_report.check(d)))
 
 
+def rec(bench, variant, value, case="c", placement="p"):
+    return {"bench": bench, "case": case, "variant": variant, "placement": placement,
+            "unit": "ns/op", "median": value, "min": value, "max": value, "runs": 1}
+
+
+class Interleaving(unittest.TestCase):
+    def test_binaries_alternate_run_by_run(self):
+        self.assertEqual(bench_report.interleave(["a", "b"], 3), ["a", "b", "a", "b", "a", "b"])
+        self.assertEqual(bench_report.interleave(["a", "b", "c"], 2), ["a", "b", "c", "a", "b", "c"])
+
+    def test_aggregate_takes_median_and_range_over_invocation_medians(self):
+        recs = [rec("x", "A", 5.0), rec("x", "B", 1.0), rec("x", "A", 3.0), rec("x", "B", 2.0),
+                rec("x", "A", 4.0), rec("x", "B", 9.0), rec("x", "A", 7.0, case="other"),
+                {"bench": "x", "case": "c", "ratio": "r", "value": 2.0}]
+        out = {(r["case"], r["variant"]): r for r in bench_report.aggregate(recs)}
+        self.assertEqual(len(out), 3)  # the ratio line is dropped
+        a, b = out[("c", "A")], out[("c", "B")]
+        self.assertEqual((a["median"], a["min"], a["max"], a["invocations"]), (4.0, 3.0, 5.0, 3))
+        self.assertEqual((b["median"], b["min"], b["max"], b["invocations"]), (2.0, 1.0, 9.0, 3))
+        self.assertEqual(a["runs"], 3)  # one run per record here
+        self.assertEqual(out[("c", "A")]["placement"], "p")
+        self.assertEqual(out[("other", "A")]["invocations"], 1)
+
+    def test_even_number_of_runs_averages_the_middle_two(self):
+        out = bench_report.aggregate([rec("x", "A", v) for v in (1.0, 2.0, 4.0, 10.0)])
+        self.assertEqual(out[0]["median"], 3.0)
+
+
+class DeterministicVerdict(unittest.TestCase):
+    EXP = dict(id="E5", technique="t", claim="c", bench="group_misses", case="c",
+               before="B", after="A", hib=False, scope="s")
+
+    def test_count_difference_within_tolerance_is_noise_and_misses_the_goal(self):
+        recs = [rec("g", "B", 1000.0, placement="cachegrind"),
+                rec("g", "A", 980.0, placement="cachegrind")]
+        e = bench_report.evaluate(self.EXP, recs)
+        self.assertEqual(e["verdict"], "within noise")
+        self.assertIs(e["goal_met"], False)
+
+    def test_count_drop_of_a_quarter_meets_the_ll_goal(self):
+        recs = [rec("g", "B", 1000.0, placement="cachegrind"),
+                rec("g", "A", 750.0, placement="cachegrind")]
+        e = bench_report.evaluate(self.EXP, recs)
+        self.assertEqual(e["verdict"], "reproduced")
+        self.assertIs(e["goal_met"], True)
+        recs[1] = rec("g", "A", 760.0, placement="cachegrind")
+        self.assertIs(bench_report.evaluate(self.EXP, recs)["goal_met"], False)
+
+
 if __name__ == "__main__":
     unittest.main()

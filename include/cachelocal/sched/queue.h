@@ -3,6 +3,11 @@
  * cachelocal/sched/queue.h - the runqueue operations, all with the rq lock
  * held: hierarchical enqueue/dequeue, put/pick (with the MRU run list, T4),
  * the tick and wakeup preemption.
+ *
+ * -DCL_PICK_NO_MRU_MOVE builds the "before" of T4's pick path: the picked
+ * task stays where it is on cfs_tasks (enqueue order, newest first), so the
+ * list is no longer ordered by last run; only for measuring the move's cost
+ * (bench/pipe_no_mru).
  */
 #ifndef CACHELOCAL_SCHED_QUEUE_H
 #define CACHELOCAL_SCHED_QUEUE_H
@@ -232,7 +237,8 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
  * Puts the running task back first (cl_rq_put_prev()). Descends from the
  * root queue taking the smallest vruntime at each level (a group entity
  * leads to its queue) and moves the chosen task to the head of cfs_tasks
- * (T4: the list stays ordered most recently run first).
+ * (T4: the list stays ordered most recently run first; not with
+ * -DCL_PICK_NO_MRU_MOVE).
  *
  * Context: @rq's lock held.
  * Return: the task, or NULL (idle: nothing runnable).
@@ -259,7 +265,9 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 		cfs_rq = se->my_q;
 	} while (cfs_rq);
 	p = cl__task_of(se);
+#ifndef CL_PICK_NO_MRU_MOVE
 	cds_list_move(&p->se.group_node, &rq->cfs_tasks);
+#endif
 	p->on_cpu = 1;
 	CL_WRITE_ONCE(rq->curr, p);
 	rq->nr_switches++;
