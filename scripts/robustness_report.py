@@ -392,8 +392,10 @@ def cmd_report(args):
     w("")
     if args.fuzz_log:
         fz = parse_fuzz(args.fuzz_log)
-        w("From `%s` (`make fuzz`, libFuzzer with ASan+UBSan, clang). Crashes: files under "
-          "`build/fuzz/crashes/` for the target." % os.path.relpath(args.fuzz_log, ROOT))
+        w("From `%s` (`make fuzz`, libFuzzer with ASan+UBSan, clang; the log stays under "
+          "`build/`, not committed). A crash stops a target and fails the run; crashes: files "
+          "under `build/fuzz/crashes/` for the target when this was generated." %
+          os.path.relpath(args.fuzz_log, ROOT))
         w("")
         w("| target | executions | seconds | corpus | result | crashes |")
         w("|---|---|---|---|---|---|")
@@ -418,6 +420,15 @@ def cmd_report(args):
             w("| %s | %d | %d | %d |" % (s, p, f, k))
         if not mx:
             w("| (no runs in the log) | | | |")
+        with open(args.matrix_log) as f:
+            mtext = f.read()
+        if "interop test SKIPPED" in mtext:
+            w("")
+            w("The librseq interop test did not run (librseq not found: `make librseq` builds it).")
+        done = [l for l in mtext.splitlines() if l.startswith("make check")]
+        if done:
+            w("")
+            w("Summary lines of the log: " + "; ".join("`%s`" % md_escape(l) for l in done) + ".")
     else:
         w("Not run in this generation (pass `ROBUST_MATRIX_LOG=` the output of `make check-matrix`).")
     w("")
