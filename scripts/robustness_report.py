@@ -299,7 +299,7 @@ def cmd_report(args):
     passed = {}
     for mode in MODES:
         for r in runs[plain][mode][1]:
-            if r["verdict"] in ("pass", "undefined"):
+            if r["verdict"] == "pass":
                 passed.setdefault(key(r), []).append(mode)
     dbg = {}
     for mode in MODES:
@@ -382,9 +382,10 @@ def cmd_report(args):
                 dcol = ("same (%d/3)" % d[1]) if d and d[0]["verdict"] == "pass" else \
                     (d[0]["obs"] + " FAIL") if d else "?"
             obs = r["obs"] if r["verdict"] != "FAIL" else "**FAIL**: " + r["obs"]
-            w("| `%s` | %s | %s | %s | %s | %d/3 | %s |" % (
+            modes = "-" if r["verdict"] == "undefined" else "%d/3" % len(passed.get(k, []))
+            w("| `%s` | %s | %s | %s | %s | %s | %s |" % (
                 n, h, md_escape(r["input"]), md_escape(r["doc"]), md_escape(obs),
-                len(passed.get(k, [])), md_escape(dcol)))
+                modes, md_escape(dcol)))
         if n not in by_fn:
             w("| `%s` | %s | **no row** | | | | |" % (n, h))
     w("")
