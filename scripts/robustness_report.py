@@ -300,7 +300,7 @@ def cmd_report(args):
     passed = {}
     for mode in MODES:
         for r in runs[plain][mode][1]:
-            if r["verdict"] in ("pass", "undefined"):
+            if r["verdict"] == "pass":
                 passed.setdefault(key(r), []).append(mode)
     dbg = {}
     for mode in MODES:
@@ -383,9 +383,10 @@ def cmd_report(args):
                 dcol = ("same (%d/3)" % d[1]) if d and d[0]["verdict"] == "pass" else \
                     (d[0]["obs"] + " FAIL") if d else "?"
             obs = r["obs"] if r["verdict"] != "FAIL" else "**FAIL**: " + r["obs"]
-            w("| `%s` | %s | %s | %s | %s | %d/3 | %s |" % (
+            modes = "-" if r["verdict"] == "undefined" else "%d/3" % len(passed.get(k, []))
+            w("| `%s` | %s | %s | %s | %s | %s | %s |" % (
                 n, h, md_escape(r["input"]), md_escape(r["doc"]), md_escape(obs),
-                len(passed.get(k, [])), md_escape(dcol)))
+                modes, md_escape(dcol)))
         if n not in by_fn:
             w("| `%s` | %s | **no row** | | | | |" % (n, h))
     w("")
@@ -393,8 +394,10 @@ def cmd_report(args):
     w("")
     if args.fuzz_log:
         fz = parse_fuzz(args.fuzz_log)
-        w("From `%s` (`make fuzz`, libFuzzer with ASan+UBSan, clang). Crashes: files under "
-          "`build/fuzz/crashes/` for the target." % os.path.relpath(args.fuzz_log, ROOT))
+        w("From `%s` (`make fuzz`, libFuzzer with ASan+UBSan, clang; the log stays under "
+          "`build/`, not committed). A crash stops a target and fails the run; crashes: files "
+          "under `build/fuzz/crashes/` for the target when this was generated." %
+          os.path.relpath(args.fuzz_log, ROOT))
         w("")
         w("| target | executions | seconds | corpus | result | crashes |")
         w("|---|---|---|---|---|---|")
@@ -419,6 +422,15 @@ def cmd_report(args):
             w("| %s | %d | %d | %d |" % (s, p, f, k))
         if not mx:
             w("| (no runs in the log) | | | |")
+        with open(args.matrix_log) as f:
+            mtext = f.read()
+        if "interop test SKIPPED" in mtext:
+            w("")
+            w("The librseq interop test did not run (librseq not found: `make librseq` builds it).")
+        done = [l for l in mtext.splitlines() if l.startswith("make check")]
+        if done:
+            w("")
+            w("Summary lines of the log: " + "; ".join("`%s`" % md_escape(l) for l in done) + ".")
     else:
         w("Not run in this generation (pass `ROBUST_MATRIX_LOG=` the output of `make check-matrix`).")
     w("")
