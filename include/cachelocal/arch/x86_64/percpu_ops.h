@@ -121,6 +121,21 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
 
 #define CL__RSEQ_ASM_CLOBBERS "memory", "cc", "rax" CL_RSEQ_INJECT_CLOBBER
 
+/*
+ * cl__rseq_read_field() - one 32-bit load of a kernel-written field of the
+ * area (cpu_id, mm_cid), outside a section: the index an operation is
+ * given. A volatile asm, so it is never merged with another read or hoisted
+ * out of a loop, but without a memory clobber, so the compiler keeps the
+ * values it holds in registers (the thread's cached area pointer) across it.
+ */
+CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
+{
+	uint32_t v;
+
+	__asm__ __volatile__("movl %1, %0" : "=r"(v) : "m"(*field));
+	return v;
+}
+
 /* Instantiate the sections for both index kinds. */
 #define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
 #define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id
