@@ -953,6 +953,22 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 {
 	int i;
 
+#if CL__RSEQ_ASM_GOTO_OUTPUTS
+	if (__builtin_constant_p(stride) && stride != 0 && (stride & (stride - 1)) == 0) {
+		/* A constant power-of-two stride (a pool's default): the index is
+		 * the copy's distance from p, a shift the compiler drops when the
+		 * caller ignores it (cl_counter_add()). */
+		intptr_t *at;
+
+		while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here_at, abi, p, stride, count, &at) !=
+				   CL_RSEQ_OK))
+			CL_INJECT(10);
+		i = (int)(((uintptr_t)at - (uintptr_t)p) / stride);
+		if (i < 0) /* an index below the number of CPUs */
+			__builtin_unreachable();
+		return i;
+	}
+#endif
 	while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here, abi, p, stride, count, &i) != CL_RSEQ_OK))
 		CL_INJECT(10);
 	if (i < 0) /* a u32 field below the number of CPUs: tells the compiler i >= 0 */

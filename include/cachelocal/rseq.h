@@ -258,18 +258,32 @@ struct cl__rseq_counters {
 CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0, 0};
 
 /*
+ * TLS model of cachelocal's thread-locals: initial-exec works in shared
+ * objects too (the offset comes from the GOT); local-exec, a constant
+ * offset in the instruction, only in the executable, so it is used when
+ * this translation unit is built for one (-fPIE, or neither -fPIE nor
+ * -fPIC). Either way every thread has them at one fixed offset from the
+ * thread pointer.
+ */
+#if defined(__PIE__) || !defined(__PIC__)
+#define CL__TLS_MODEL __attribute__((tls_model("local-exec")))
+#else
+#define CL__TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+
+/*
  * Our own area, registered only when glibc does not own rseq. One
- * definition per process (weak), initial-exec so its offset from the thread
- * pointer is the same in every thread. cpu_id starts as -1: "not registered
+ * definition per process (weak), at the same offset from the thread pointer
+ * in every thread (CL__TLS_MODEL). cpu_id starts as -1: "not registered
  * yet", and so does mm_cid: the getters' fast paths start out reading this
  * area (see cl__rseq_state.delta and cl__rseq_thread.cid_rel) and must see
  * a negative value until the kernel writes a real one.
  */
-CL_WEAK __thread struct cl_rseq_abi cl__rseq_area __attribute__((tls_model("initial-exec"))) = {
+CL_WEAK __thread struct cl_rseq_abi cl__rseq_area CL__TLS_MODEL = {
 	0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED, 0, 0, 0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED};
 
 /*
- * Per-thread fast-path state (initial-exec; zero in every new thread, and
+ * Per-thread fast-path state (CL__TLS_MODEL; zero in every new thread, and
  * copied with the forking thread into a child, whose registration the kernel
  * keeps).
  * @cid_rel: cl_mm_cid() returns the 32-bit word at &cl__rseq_area.mm_cid +
@@ -289,7 +303,7 @@ struct cl__rseq_thread {
 	struct cl_rseq_abi *ops[2];
 };
 
-CL_WEAK __thread struct cl__rseq_thread cl__rseq_thread __attribute__((tls_model("initial-exec")));
+CL_WEAK __thread struct cl__rseq_thread cl__rseq_thread CL__TLS_MODEL;
 
 /* ------------------------------------------------------ private helpers */
 
