@@ -159,6 +159,24 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 	return v;
 }
 
+/*
+ * The end of every section function: the fall-through path committed;
+ * cl_abort (and cl_cmpfail, for sections with a compare) are the asm goto's
+ * labels. @n is the CL_INJECT() point of the abort path.
+ */
+#define CL__RSEQ_END(n)        \
+	return CL_RSEQ_OK;     \
+cl_abort:                      \
+	CL_INJECT(n);          \
+	return CL_RSEQ_ABORT
+#define CL__RSEQ_END_CMPFAIL(n)        \
+	return CL_RSEQ_OK;             \
+cl_cmpfail:                            \
+	return CL_RSEQ_CMPFAIL;        \
+cl_abort:                              \
+	CL_INJECT(n);                  \
+	return CL_RSEQ_ABORT
+
 /* Instantiate the sections for both index kinds. */
 #define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
 #define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id

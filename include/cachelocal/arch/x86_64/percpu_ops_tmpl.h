@@ -36,10 +36,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add)(struct cl_rseq_abi *abi, intptr_t *v, intpt
 		       [count] "er"(count)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(20);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(20);
 }
 
 /*
@@ -63,10 +60,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here)(struct cl_rseq_abi *abi, intptr_t *bas
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
 	CL__RSEQ_HERE_STORE(idx_out);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(20);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(20);
 }
 
 #if CL__RSEQ_ASM_GOTO_OUTPUTS
@@ -95,10 +89,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here_at)(struct cl_rseq_abi *abi, intptr_t *
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
 	*at = a;
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(20);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(20);
 }
 #endif
 
@@ -129,12 +120,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop_here)(struct cl_rseq_abi *abi, void **base, 
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
 		     : cl_abort, cl_cmpfail);
 	CL__RSEQ_HERE_STORE(idx_out);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(22);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(22);
 }
 
 /*
@@ -161,10 +147,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(push_here)(struct cl_rseq_abi *abi, void **base,
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
 		     : cl_abort);
 	CL__RSEQ_HERE_STORE(idx_out);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(21);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(21);
 }
 
 /* cmpstore: if (*v != expect) cmpfail; *v = newv */
@@ -183,12 +166,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore)(struct cl_rseq_abi *abi, intptr_t *v, 
 		       [expect] "r"(expect), [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(21);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(21);
 }
 
 /*
@@ -214,12 +192,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop)(struct cl_rseq_abi *abi, void **head, size_
 		       [out] "r"(out), [off] "r"(off), [end] "er"((intptr_t)end)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(22);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(22);
 }
 
 /*
@@ -243,12 +216,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore_store)(struct cl_rseq_abi *abi, intptr_
 		       [expect] "r"(expect), [v2] "r"(v2), [newv2] "r"(newv2), [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(23);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(23);
 }
 
 /* cmp2_store: if (*v != expect || *v2 != expect2) cmpfail; *v = newv */
@@ -269,12 +237,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmp2_store)(struct cl_rseq_abi *abi, intptr_t *v
 		       [expect] "r"(expect), [v2] "r"(v2), [expect2] "r"(expect2), [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(24);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(24);
 }
 
 /*
@@ -316,12 +279,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpmemcpy_store)(struct cl_rseq_abi *abi, intptr
 		       [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(25);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(25);
 }
 
 /*
@@ -343,10 +301,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(deref_add)(struct cl_rseq_abi *abi, void **ptr, 
 		       [off] "r"(off), [count] "er"(count)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(26);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(26);
 }
 
 /*
@@ -381,12 +336,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_here)(struct cl_rseq_abi *abi, intptr_t 
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx", "rdx"
 		     : cl_abort, cl_cmpfail);
 	CL__RSEQ_HERE_STORE(idx_out);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(23);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(23);
 }
 
 /*
@@ -421,10 +371,5 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_here)(struct cl_rseq_abi *abi, intptr_t *
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx", "rdx"
 		     : cl_abort, cl_cmpfail);
 	CL__RSEQ_HERE_STORE(idx_out);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(24);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(24);
 }
