@@ -266,8 +266,8 @@ static CL_NOINLINE CL_UNUSED int cl__rseq_ops_enter_slow(enum cl_rseq_index kind
 	if (!(cl__rseq_ops_state_get() & need))
 		return 0;
 	*abi = cl_rseq_abi_get(); /* registers this thread's area if we own rseq */
-	if (*abi == NULL)
-		return -1;
+	if (*abi == NULL || cl__rseq_thread_is_dead())
+		return -1; /* no area, or this thread is unregistering it (exit) */
 	cl__rseq_thread.ops[kind == CL_RSEQ_INDEX_MM_CID] = *abi;
 	return 1;
 }

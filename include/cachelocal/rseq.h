@@ -289,18 +289,24 @@ CL_WEAK __thread struct cl_rseq_abi cl__rseq_area CL__TLS_MODEL = {
  * @cid_rel: cl_mm_cid() returns the 32-bit word at &cl__rseq_area.mm_cid +
  *	cid_rel when it is >= 0. 0 until this thread's first id request
  *	(our own area's mm_cid: -1 until registered); then the live area's
- *	mm_cid, or its cpu_id when the kernel publishes no mm_cid; or, when
- *	rseq failed in this thread, a cpu_id holding -2 (the fallback, without
- *	the slow path).
+ *	mm_cid, or its cpu_id when the kernel publishes no mm_cid; or, once
+ *	this thread has no rseq, @dead (-2: the fallback, without the slow
+ *	path).
  * @ops: percpu_ops.h's cache: ops[kind] is this thread's live area when the
  *	process runs critical sections for index kind @kind, else NULL (the
  *	operations' fast path is one load and one test of it).
- * When this thread unregisters our area (thread exit), @ops is cleared and
- * @cid_rel pointed at the area's cpu_id (-2).
+ * @dead: 0, or -2 once rseq failed in this thread or the thread started to
+ *	unregister our area (thread exit): from then on nothing caches or
+ *	registers an area in this thread.
+ * At thread exit all three are set *before* the unregistering syscall: a
+ * signal handler that runs during or after it finds no cached area and no
+ * live id (the kernel leaves cpu_id -1 and mm_cid 0 in an area it no
+ * longer updates).
  */
 struct cl__rseq_thread {
 	ptrdiff_t cid_rel;
 	struct cl_rseq_abi *ops[2];
+	int32_t dead;
 };
 
 CL_WEAK __thread struct cl__rseq_thread cl__rseq_thread CL__TLS_MODEL;
@@ -361,14 +367,29 @@ CL_ALWAYS_INLINE ptrdiff_t cl__rseq_cid_rel_of(const uint32_t *field)
 }
 
 /*
- * This thread has no rseq (any more): @a's cpu_id holds -2. The fast paths
- * stop using it: no operation cache, cl_mm_cid() reads that -2.
+ * This thread has no rseq (any more), or is about to unregister it: the
+ * fast paths stop using its area (no operation cache, cl_mm_cid() reads
+ * @dead, -2) and the slow paths neither cache nor register one. Each store
+ * is complete before the next (a signal handler of this thread may run
+ * between any two).
  */
-CL_INLINE void cl__rseq_thread_dead(struct cl_rseq_abi *a)
+CL_INLINE void cl__rseq_thread_dead(void)
 {
-	cl__rseq_thread.ops[0] = NULL;
-	cl__rseq_thread.ops[1] = NULL;
-	cl__rseq_thread.cid_rel = cl__rseq_cid_rel_of(&a->cpu_id);
+	CL_ATOMIC_STORE(&cl__rseq_thread.dead, (int32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED,
+			CL_RELAXED);
+	CL_BARRIER();
+	CL_ATOMIC_STORE(&cl__rseq_thread.ops[0], (struct cl_rseq_abi *)NULL, CL_RELAXED);
+	CL_ATOMIC_STORE(&cl__rseq_thread.ops[1], (struct cl_rseq_abi *)NULL, CL_RELAXED);
+	CL_ATOMIC_STORE(&cl__rseq_thread.cid_rel,
+			cl__rseq_cid_rel_of((const uint32_t *)(const void *)&cl__rseq_thread.dead),
+			CL_RELAXED);
+	CL_BARRIER();
+}
+
+/* Whether cl__rseq_thread_dead() ran in this thread. */
+CL_ALWAYS_INLINE int cl__rseq_thread_is_dead(void)
+{
+	return CL_ATOMIC_LOAD(&cl__rseq_thread.dead, CL_RELAXED) != 0;
 }
 
 /* Key destructor: unregister our area when a thread that registered exits. */
@@ -379,13 +400,14 @@ CL_INLINE void cl__rseq_thread_exit(void *arg)
 
 	if (!a || (int32_t)CL_ATOMIC_LOAD(&a->cpu_id, CL_RELAXED) < 0)
 		return;
+	/* First: signal handlers and later destructors of this thread stop
+	 * using the area and do not register it again. */
+	cl__rseq_thread_dead();
 	if (syscall(CL__NR_RSEQ, a, (unsigned)CL_RSEQ_ABI_LEN, CL__RSEQ_FLAG_UNREGISTER,
 		    (unsigned)CL_RSEQ_SIG) == 0)
 		CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.unregistered, 1ul, CL_RELAXED);
-	/* Later destructors in this thread must not register again, and the
-	 * fast paths must not use the area (the kernel no longer updates it). */
+	/* The getters that read the area itself fall back from now on. */
 	CL_ATOMIC_STORE(&a->cpu_id, (uint32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED, CL_RELAXED);
-	cl__rseq_thread_dead(a);
 	errno = saved;
 }
 
@@ -494,6 +516,10 @@ CL_INLINE int cl__rseq_register_self(const struct cl__rseq_state *s, struct cl_r
 {
 	int e;
 
+	if (cl__rseq_thread_is_dead()) {
+		errno = ENOSYS; /* failed before, or unregistering at thread exit */
+		return -1;
+	}
 	if (s->owner == CL__RSEQ_OWNER_LIBRSEQ) {
 		/* librseq's area: register it through librseq (errno from the kernel). */
 		errno = ENOSYS;
@@ -511,7 +537,7 @@ CL_INLINE int cl__rseq_register_self(const struct cl__rseq_state *s, struct cl_r
 	e = errno;
 	CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.failed, 1ul, CL_RELAXED);
 	CL_ATOMIC_STORE(&a->cpu_id, (uint32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED, CL_RELAXED);
-	cl__rseq_thread_dead(a);
+	cl__rseq_thread_dead();
 	errno = e;
 	return -1;
 }
@@ -528,8 +554,8 @@ CL_NOINLINE CL_COLD CL_UNUSED static struct cl_rseq_abi *cl__rseq_abi_slow(void)
 	int32_t c;
 	int saved;
 
-	if (!s->offset)
-		return NULL;
+	if (!s->offset || cl__rseq_thread_is_dead())
+		return NULL; /* no rseq here, failed before, or unregistering (thread exit) */
 	a = cl__rseq_area_at(s->offset);
 	c = cl__rseq_load_cpu_id(a);
 	if (c >= 0) {
@@ -537,9 +563,9 @@ CL_NOINLINE CL_COLD CL_UNUSED static struct cl_rseq_abi *cl__rseq_abi_slow(void)
 		return a;
 	}
 	if (!CL__RSEQ_OWNER_REGISTERS(s->owner) || c != CL_RSEQ_CPU_ID_UNINITIALIZED) {
-		/* glibc's failed here, or ours failed or was unregistered */
+		/* glibc's failed here, or ours failed */
 		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED)
-			cl__rseq_thread_dead(a);
+			cl__rseq_thread_dead();
 		return NULL;
 	}
 	saved = errno;
