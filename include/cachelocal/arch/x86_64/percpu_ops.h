@@ -76,11 +76,12 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
  * signal after the read aborts the section.
  *
  * The index goes back as an output register of the asm goto where the
- * compiler supports that (gcc >= 11, clang >= 11: valid on the fall-through
- * path, the only one that uses it), else through *idx_out (a store per
- * operation; measured: the counter add paid for it).
+ * compiler gets that right (gcc >= 11; clang >= 16, whose asm goto with
+ * outputs was reworked: clang 14 sent a section's compare-failed branch
+ * back to the section's start, an endless loop in test_percpu_ops.v2), else
+ * through *idx_out (a store per operation).
  */
-#if (defined(__clang__) && __clang_major__ >= 11) || \
+#if (defined(__clang__) && __clang_major__ >= 16) || \
 	(!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11)
 #define CL__RSEQ_ASM_GOTO_OUTPUTS 1
 #define CL__RSEQ_HERE_DECL uint32_t cl__idx;
