@@ -52,13 +52,24 @@ CL_BEGIN_DECLS
 /* The per-CPU add updates a copy as an intptr_t. */
 CL_STATIC_ASSERT(sizeof(intptr_t) == sizeof(int64_t), "counter copies are intptr_t");
 
-/* A per-CPU counter. Fields are private; use the functions. */
+/*
+ * A per-CPU counter. Fields are private; use the functions. The copies'
+ * address is kept in the field of the counter's index kind, the other is
+ * NULL (both NULL: no storage), so an add of a cpu_id counter tests one
+ * pointer for "has storage" and "which kind" at once.
+ */
 struct cl_counter {
-	int64_t *slot;     /* CPU 0's copy, in cl_counter_pool(); NULL: no storage */
-	int kind;          /* enum cl_rseq_index */
+	int64_t *slot;     /* CPU 0's copy (cl_counter_pool()) of a cpu_id counter, else NULL */
+	int64_t *cid_slot; /* copy 0 of an mm_cid counter, else NULL */
 	unsigned nr_cpus;  /* copies to sum (the pool's CPUs) */
 	int64_t shared;    /* adds of threads without an rseq area (atomic) */
 };
+
+/* The copies of @c, whichever the index kind (NULL: no storage). */
+CL_ALWAYS_INLINE int64_t *cl__counter_copies(const struct cl_counter *c)
+{
+	return c->slot != NULL ? c->slot : c->cid_slot;
+}
 
 /* The counters' pool, created by the first counter (process-wide). */
 CL_WEAK struct cl_percpu_pool *cl__counter_pool;
@@ -110,16 +121,22 @@ CL_INLINE int cl_counter_init_index(struct cl_counter *c, enum cl_rseq_index kin
 		errno = EINVAL;
 		return -1;
 	}
+	int64_t *copies;
+
 	c->slot = NULL;
-	c->kind = (int)kind;
+	c->cid_slot = NULL;
 	c->nr_cpus = 0;
 	c->shared = 0;
 	pool = cl_counter_pool();
 	if (pool == NULL)
 		return -1;
-	c->slot = (int64_t *)cl_percpu_alloc(pool, sizeof(int64_t), sizeof(int64_t));
-	if (c->slot == NULL)
+	copies = (int64_t *)cl_percpu_alloc(pool, sizeof(int64_t), sizeof(int64_t));
+	if (copies == NULL)
 		return -1;
+	if (kind == CL_RSEQ_INDEX_MM_CID)
+		c->cid_slot = copies;
+	else
+		c->slot = copies;
 	c->nr_cpus = cl_percpu_pool_nr_cpus(pool);
 	/* Decide the operations mode now, not on the first add. */
 	(void)cl_rseq_ops_mode_index(kind);
@@ -170,12 +187,14 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 	if (CL__BAD_ARG(c == NULL))
 		return;
 	p = (intptr_t *)(void *)c->slot;
-	if (CL_UNLIKELY(p == NULL))
-		return;
-	if (c->kind == CL_RSEQ_INDEX_MM_CID)
-		i = cl_percpu_add(CL_RSEQ_INDEX_MM_CID, p, CL_PERCPU_STRIDE, (intptr_t)v);
-	else
+	if (p != NULL) {
 		i = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, p, CL_PERCPU_STRIDE, (intptr_t)v);
+	} else {
+		p = (intptr_t *)(void *)c->cid_slot;
+		if (CL_UNLIKELY(p == NULL))
+			return;
+		i = cl_percpu_add(CL_RSEQ_INDEX_MM_CID, p, CL_PERCPU_STRIDE, (intptr_t)v);
+	}
 	if (CL_UNLIKELY(i < 0)) /* ENOSYS: no rseq area in this thread */
 		cl__counter_add_shared(c, v);
 }
@@ -193,13 +212,14 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
  */
 CL_INLINE int64_t cl_counter_read(const struct cl_counter *c)
 {
+	const int64_t *copies = c != NULL ? cl__counter_copies(c) : NULL;
 	uint64_t sum;
 
-	if (CL__BAD_ARG(c == NULL) || c->slot == NULL)
+	if (CL__BAD_ARG(c == NULL) || copies == NULL)
 		return 0;
 	sum = (uint64_t)CL_ATOMIC_LOAD(&c->shared, CL_RELAXED);
 	for (unsigned i = 0; i < c->nr_cpus; i++)
-		sum += (uint64_t)CL_ATOMIC_LOAD(cl_percpu_ptr(c->slot, i), CL_RELAXED);
+		sum += (uint64_t)CL_ATOMIC_LOAD(cl_percpu_ptr(copies, i), CL_RELAXED);
 	return (int64_t)sum;
 }
 
@@ -214,9 +234,10 @@ CL_INLINE void cl_counter_destroy(struct cl_counter *c)
 {
 	if (c == NULL)
 		return;
-	if (c->slot != NULL)
-		(void)cl_percpu_free(cl_counter_pool(), c->slot);
+	if (cl__counter_copies(c) != NULL)
+		(void)cl_percpu_free(cl_counter_pool(), cl__counter_copies(c));
 	c->slot = NULL;
+	c->cid_slot = NULL;
 	c->nr_cpus = 0;
 }
 

@@ -150,16 +150,14 @@ enum cl_rseq_ops_mode {
 #define CL__RSEQ_OPS_HAVE_RSEQ 2u /* asm path for the cpu_id index */
 #define CL__RSEQ_OPS_HAVE_CID 4u  /* asm path for the mm_cid index */
 
-/* Decided once, by the first thread that uses an operation; never reset. */
-CL_WEAK unsigned cl__rseq_ops_state;
-
 /*
- * The fast path's copy of the decision, one word per index kind: the rseq
- * area's offset from the thread pointer when that kind runs critical
- * sections, else 0 (undecided or fallback). One load and one test replace
- * "state has the bit" + "area offset is set" on every operation.
+ * Decided once, by the first thread that uses an operation; never reset.
+ * The fast path does not read it: each thread caches its live area per
+ * index kind in cl__rseq_thread.ops[] (rseq.h) once this decision says
+ * critical sections for that kind, so an operation is one thread-local load
+ * and one test before its section.
  */
-CL_WEAK ptrdiff_t cl__rseq_ops_off[2];
+CL_WEAK unsigned cl__rseq_ops_state;
 
 /* Slow path of cl__rseq_ops_state_get(): probe rseq and publish the result. */
 static CL_COLD CL_NOINLINE CL_UNUSED unsigned cl__rseq_ops_decide(void)
@@ -173,13 +171,6 @@ static CL_COLD CL_NOINLINE CL_UNUSED unsigned cl__rseq_ops_decide(void)
 	}
 	if (!CL_ATOMIC_CAS(&cl__rseq_ops_state, &expect, s, CL_ACQ_REL, CL_ACQUIRE))
 		s = expect; /* another thread decided first: follow it */
-	if (s & CL__RSEQ_OPS_HAVE_RSEQ) {
-		ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.offset, CL_ACQUIRE);
-
-		CL_ATOMIC_STORE(&cl__rseq_ops_off[CL_RSEQ_INDEX_CPU_ID], off, CL_RELAXED);
-		if (s & CL__RSEQ_OPS_HAVE_CID)
-			CL_ATOMIC_STORE(&cl__rseq_ops_off[CL_RSEQ_INDEX_MM_CID], off, CL_RELAXED);
-	}
 	return s;
 }
 
@@ -263,7 +254,10 @@ CL_INLINE const char *cl_rseq_ops_mode_name(enum cl_rseq_ops_mode m)
  * the atomic fallback (process-wide); -1: the process uses critical sections
  * but this thread has no rseq area.
  */
-/* Undecided, fallback, or this thread's area not live yet (registers it). */
+/*
+ * Undecided, fallback, or this thread's cache not filled yet (registers
+ * the area if we own rseq, then caches it for @kind).
+ */
 static CL_NOINLINE CL_UNUSED int cl__rseq_ops_enter_slow(enum cl_rseq_index kind,
 							  struct cl_rseq_abi **abi)
 {
@@ -272,22 +266,28 @@ static CL_NOINLINE CL_UNUSED int cl__rseq_ops_enter_slow(enum cl_rseq_index kind
 	if (!(cl__rseq_ops_state_get() & need))
 		return 0;
 	*abi = cl_rseq_abi_get(); /* registers this thread's area if we own rseq */
-	return *abi != NULL ? 1 : -1;
+	if (*abi == NULL || cl__rseq_thread_is_dead())
+		return -1; /* no area, or this thread is unregistering it (exit) */
+	cl__rseq_thread.ops[kind == CL_RSEQ_INDEX_MM_CID] = *abi;
+	return 1;
 }
 
+/*
+ * The area the sections of @kind use in this thread: cl__rseq_thread.ops[]
+ * holds it only while it is live (rseq.h clears it when the thread
+ * unregisters our area), so the fast path tests nothing else. Areas
+ * registered by someone else (glibc, librseq) must stay registered while
+ * the thread runs operations: do not call librseq's
+ * rseq_unregister_current_thread() in a thread that still uses them.
+ */
 CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_abi **abi)
 {
 	/* kind is CPU_ID or MM_CID here (callers check it first). */
-	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_ops_off[kind == CL_RSEQ_INDEX_MM_CID], CL_RELAXED);
+	struct cl_rseq_abi *a = cl__rseq_thread.ops[kind == CL_RSEQ_INDEX_MM_CID];
 
-	if (CL_LIKELY(off != 0)) {
-		struct cl_rseq_abi *a = cl__rseq_area_at(off);
-
-		/* A live area (cpu_id >= 0): the sections compare a real index. */
-		if (CL_LIKELY(cl__rseq_load_cpu_id(a) >= 0)) {
-			*abi = a;
-			return 1;
-		}
+	if (CL_LIKELY(a != NULL)) {
+		*abi = a;
+		return 1;
 	}
 	{
 		/* Its own variable: the caller's @abi does not escape and stays
@@ -301,14 +301,25 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_
 }
 #endif
 
+#ifdef CL_HAVE_RSEQ_ASM
+#define CL__PERCPU_OPS_INSIDE 1
+#include "arch/x86_64/percpu_ops.h"
+#undef CL__PERCPU_OPS_INSIDE
+#endif
+
 /* ---- the current index ---- */
 
-/* The index field a section of @kind compares, read from the area. */
+#ifdef CL_HAVE_RSEQ_ASM
+/*
+ * The index field a section of @kind compares, read from the area (one
+ * untorn load that the compiler may not merge or drop, and that does not
+ * make it reload the thread's cached area pointer either).
+ */
 CL_ALWAYS_INLINE int cl__rseq_abi_index(const struct cl_rseq_abi *abi, enum cl_rseq_index kind)
 {
-	return (int)(kind == CL_RSEQ_INDEX_MM_CID ? CL_READ_ONCE(abi->mm_cid)
-						  : CL_READ_ONCE(abi->cpu_id));
+	return (int)cl__rseq_read_field(kind == CL_RSEQ_INDEX_MM_CID ? &abi->mm_cid : &abi->cpu_id);
 }
+#endif
 
 /* The fallback's index: cl_cpu_id() or cl_mm_cid(). */
 CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
@@ -335,18 +346,9 @@ CL_ALWAYS_INLINE int cl__percpu_fallback_index(enum cl_rseq_index kind)
 CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 {
 #ifdef CL_HAVE_RSEQ_ASM
-	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_ops_off[kind == CL_RSEQ_INDEX_MM_CID], CL_RELAXED);
 	struct cl_rseq_abi *abi;
 
-	/* cl__rseq_ops_enter() with the cpu_id it checks reused (one load). */
-	if (CL_LIKELY(off != 0)) {
-		int32_t c;
-
-		abi = cl__rseq_area_at(off);
-		c = cl__rseq_load_cpu_id(abi);
-		if (CL_LIKELY(c >= 0))
-			return kind == CL_RSEQ_INDEX_MM_CID ? (int)CL_READ_ONCE(abi->mm_cid) : (int)c;
-	}
+	/* The operations' own cache: the add that follows reuses the load. */
 	if (cl__rseq_ops_enter(kind, &abi) > 0)
 		return cl__rseq_abi_index(abi, kind);
 #endif
@@ -354,11 +356,6 @@ CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind)
 }
 
 #ifdef CL_HAVE_RSEQ_ASM
-#define CL__PERCPU_OPS_INSIDE 1
-#include "arch/x86_64/percpu_ops.h"
-#undef CL__PERCPU_OPS_INSIDE
-
-
 /* The operation cannot run: rseq process, thread without an rseq area. */
 static CL_COLD CL_NOINLINE CL_UNUSED int cl__rseq_no_area(void)
 {
@@ -958,6 +955,22 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 {
 	int i;
 
+#if CL__RSEQ_ASM_GOTO_OUTPUTS
+	if (__builtin_constant_p(stride) && stride != 0 && (stride & (stride - 1)) == 0) {
+		/* A constant power-of-two stride (a pool's default): the index is
+		 * the copy's distance from p, a shift the compiler drops when the
+		 * caller ignores it (cl_counter_add()). */
+		intptr_t *at;
+
+		while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here_at, abi, p, stride, count, &at) !=
+				   CL_RSEQ_OK))
+			CL_INJECT(10);
+		i = (int)(((uintptr_t)at - (uintptr_t)p) / stride);
+		if (i < 0) /* an index below the number of CPUs */
+			__builtin_unreachable();
+		return i;
+	}
+#endif
 	while (CL_UNLIKELY(CL__RSEQ_ASM(kind, add_here, abi, p, stride, count, &i) != CL_RSEQ_OK))
 		CL_INJECT(10);
 	if (i < 0) /* a u32 field below the number of CPUs: tells the compiler i >= 0 */

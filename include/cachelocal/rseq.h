@@ -41,10 +41,13 @@
  * one without (node_id and mm_cid reported absent), so the fallbacks run on
  * this machine (`make check-matrix`). Malformed values are ignored.
  *
- * Hot paths (CL_ALWAYS_INLINE): cl_cpu_id(), cl_mm_cid(), cl_rseq_abi_get()
- * are one load of a process-wide offset plus thread-pointer-relative loads
- * of the area; the first call in a thread (and every call when rseq is not
- * usable) goes through a cold out-of-line path.
+ * Hot paths (CL_ALWAYS_INLINE): cl_cpu_id() and cl_rseq_abi_get() are one
+ * load of a process-wide displacement plus one load of cpu_id at our own
+ * area's TLS address + that displacement; cl_mm_cid() is one load of a
+ * per-thread displacement plus one load of the id; each then tests the
+ * sign (one test for "uninitialised", "failed" and "live"). The first call
+ * in a thread goes through a cold out-of-line path; a thread without rseq
+ * goes straight to sched_getcpu().
  *
  * Only "unique among running threads and below the number of possible CPUs"
  * may be relied on for mm_cid: the kernel's allocation policy changed in
@@ -223,12 +226,16 @@ CL_WEAK int (*cl__librseq_register)(void);
 /*
  * Process-wide, written once under @once, then read-only: one line that
  * every getter reads. @offset is published last (release): a getter that
- * sees it non-zero may use it without the once-barrier. Thread-creation
- * counters live elsewhere (cl__rseq_counters) so this line never bounces.
+ * sees it non-zero may use it without the once-barrier. @delta is what
+ * cl_cpu_id() reads: the area is at &cl__rseq_area + delta, so while it is
+ * 0 (not initialised yet, or cachelocal owns the areas) the getters read
+ * our own area, whose cpu_id is -1 until registered: one sign test covers
+ * "not initialised" too. Thread-creation counters live elsewhere
+ * (cl__rseq_counters) so this line never bounces.
  */
 struct cl__rseq_state {
-	ptrdiff_t offset;     /* area = thread pointer + offset; 0 until initialised or unusable */
-	ptrdiff_t cid_offset; /* == offset when the feature size covers mm_cid, else 0 */
+	ptrdiff_t offset; /* area = thread pointer + offset; 0 until initialised or unusable */
+	ptrdiff_t delta;  /* area = &cl__rseq_area + delta (0: our own area) */
 	unsigned feature_size;
 	int owner;
 	unsigned nr_cpus; /* sysconf(_SC_NPROCESSORS_CONF), >= 1: thread-hash modulus */
@@ -251,12 +258,58 @@ struct cl__rseq_counters {
 CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0, 0};
 
 /*
- * Our own area, used only when glibc does not own rseq. One definition per
- * process (weak), initial-exec so its offset from the thread pointer is the
- * same in every thread. cpu_id starts as -1: "not registered yet".
+ * TLS model of cachelocal's thread-locals: initial-exec works in shared
+ * objects too (the offset comes from the GOT); local-exec, a constant
+ * offset in the instruction, only in the executable, so it is used when
+ * this translation unit is built for one (-fPIE, or neither -fPIE nor
+ * -fPIC). Either way every thread has them at one fixed offset from the
+ * thread pointer.
  */
-CL_WEAK __thread struct cl_rseq_abi cl__rseq_area __attribute__((tls_model("initial-exec"))) = {
-	0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED, 0, 0, 0, 0};
+#if defined(__PIE__) || !defined(__PIC__)
+#define CL__TLS_MODEL __attribute__((tls_model("local-exec")))
+#else
+#define CL__TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+
+/*
+ * Our own area, registered only when glibc does not own rseq. One
+ * definition per process (weak), at the same offset from the thread pointer
+ * in every thread (CL__TLS_MODEL). cpu_id starts as -1: "not registered
+ * yet", and so does mm_cid: the getters' fast paths start out reading this
+ * area (see cl__rseq_state.delta and cl__rseq_thread.cid_rel) and must see
+ * a negative value until the kernel writes a real one.
+ */
+CL_WEAK __thread struct cl_rseq_abi cl__rseq_area CL__TLS_MODEL = {
+	0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED, 0, 0, 0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED};
+
+/*
+ * Per-thread fast-path state (CL__TLS_MODEL; zero in every new thread, and
+ * copied with the forking thread into a child, whose registration the kernel
+ * keeps).
+ * @cid_rel: cl_mm_cid() returns the 32-bit word at &cl__rseq_area.mm_cid +
+ *	cid_rel when it is >= 0. 0 until this thread's first id request
+ *	(our own area's mm_cid: -1 until registered); then the live area's
+ *	mm_cid, or its cpu_id when the kernel publishes no mm_cid; or, once
+ *	this thread has no rseq, @dead (-2: the fallback, without the slow
+ *	path).
+ * @ops: percpu_ops.h's cache: ops[kind] is this thread's live area when the
+ *	process runs critical sections for index kind @kind, else NULL (the
+ *	operations' fast path is one load and one test of it).
+ * @dead: 0, or -2 once rseq failed in this thread or the thread started to
+ *	unregister our area (thread exit): from then on nothing caches or
+ *	registers an area in this thread.
+ * At thread exit all three are set *before* the unregistering syscall: a
+ * signal handler that runs during or after it finds no cached area and no
+ * live id (the kernel leaves cpu_id -1 and mm_cid 0 in an area it no
+ * longer updates).
+ */
+struct cl__rseq_thread {
+	ptrdiff_t cid_rel;
+	struct cl_rseq_abi *ops[2];
+	int32_t dead;
+};
+
+CL_WEAK __thread struct cl__rseq_thread cl__rseq_thread CL__TLS_MODEL;
 
 /* ------------------------------------------------------ private helpers */
 
@@ -283,6 +336,62 @@ CL_ALWAYS_INLINE int32_t cl__rseq_load_cpu_id(const struct cl_rseq_abi *a)
 	return (int32_t)CL_ATOMIC_LOAD(&a->cpu_id, CL_RELAXED);
 }
 
+/*
+ * The area the getters' fast path reads: &cl__rseq_area + the process-wide
+ * displacement (our own area, cpu_id -1, until the state is initialised).
+ */
+CL_ALWAYS_INLINE struct cl_rseq_abi *cl__rseq_area_fast(void)
+{
+	return (struct cl_rseq_abi *)((uintptr_t)&cl__rseq_area +
+				      (uintptr_t)CL_ATOMIC_LOAD(&cl__rseq_state.delta, CL_RELAXED));
+}
+
+/*
+ * The address of our own area as a plain value. The empty asm keeps the
+ * compiler from folding the TLS offset into a subtraction ("sub
+ * x@gottpoff(%rip)"), an instruction the linker cannot relax to local-exec.
+ */
+CL_ALWAYS_INLINE uintptr_t cl__rseq_own_area_addr(void)
+{
+	uintptr_t a = (uintptr_t)&cl__rseq_area;
+
+	__asm__("" : "+r"(a));
+	return a;
+}
+
+/* cl__rseq_thread.cid_rel that makes cl_mm_cid() read @field. */
+CL_ALWAYS_INLINE ptrdiff_t cl__rseq_cid_rel_of(const uint32_t *field)
+{
+	return (ptrdiff_t)((uintptr_t)field - (cl__rseq_own_area_addr() +
+					       offsetof(struct cl_rseq_abi, mm_cid)));
+}
+
+/*
+ * This thread has no rseq (any more), or is about to unregister it: the
+ * fast paths stop using its area (no operation cache, cl_mm_cid() reads
+ * @dead, -2) and the slow paths neither cache nor register one. Each store
+ * is complete before the next (a signal handler of this thread may run
+ * between any two).
+ */
+CL_INLINE void cl__rseq_thread_dead(void)
+{
+	CL_ATOMIC_STORE(&cl__rseq_thread.dead, (int32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED,
+			CL_RELAXED);
+	CL_BARRIER();
+	CL_ATOMIC_STORE(&cl__rseq_thread.ops[0], (struct cl_rseq_abi *)NULL, CL_RELAXED);
+	CL_ATOMIC_STORE(&cl__rseq_thread.ops[1], (struct cl_rseq_abi *)NULL, CL_RELAXED);
+	CL_ATOMIC_STORE(&cl__rseq_thread.cid_rel,
+			cl__rseq_cid_rel_of((const uint32_t *)(const void *)&cl__rseq_thread.dead),
+			CL_RELAXED);
+	CL_BARRIER();
+}
+
+/* Whether cl__rseq_thread_dead() ran in this thread. */
+CL_ALWAYS_INLINE int cl__rseq_thread_is_dead(void)
+{
+	return CL_ATOMIC_LOAD(&cl__rseq_thread.dead, CL_RELAXED) != 0;
+}
+
 /* Key destructor: unregister our area when a thread that registered exits. */
 CL_INLINE void cl__rseq_thread_exit(void *arg)
 {
@@ -291,10 +400,13 @@ CL_INLINE void cl__rseq_thread_exit(void *arg)
 
 	if (!a || (int32_t)CL_ATOMIC_LOAD(&a->cpu_id, CL_RELAXED) < 0)
 		return;
+	/* First: signal handlers and later destructors of this thread stop
+	 * using the area and do not register it again. */
+	cl__rseq_thread_dead();
 	if (syscall(CL__NR_RSEQ, a, (unsigned)CL_RSEQ_ABI_LEN, CL__RSEQ_FLAG_UNREGISTER,
 		    (unsigned)CL_RSEQ_SIG) == 0)
 		CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.unregistered, 1ul, CL_RELAXED);
-	/* Later destructors in this thread must not register again. */
+	/* The getters that read the area itself fall back from now on. */
 	CL_ATOMIC_STORE(&a->cpu_id, (uint32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED, CL_RELAXED);
 	errno = saved;
 }
@@ -369,8 +481,10 @@ CL_INLINE void cl__rseq_init_once(void)
 		s->key_ok = pthread_key_create(&s->key, cl__rseq_thread_exit) == 0;
 	}
 	s->feature_size = cl__rseq_feature_cap(s->feature_size);
-	CL_ATOMIC_STORE(&s->cid_offset, s->feature_size >= CL_RSEQ_FEATURE_SIZE_MM_CID ? off : 0,
-			CL_RELEASE);
+	if (off != 0)
+		CL_ATOMIC_STORE(&s->delta,
+				(ptrdiff_t)((uintptr_t)cl__rseq_area_at(off) - cl__rseq_own_area_addr()),
+				CL_RELEASE);
 	CL_ATOMIC_STORE(&s->offset, off, CL_RELEASE);
 	errno = saved;
 }
@@ -384,6 +498,17 @@ CL_INLINE const struct cl__rseq_state *cl__rseq_init(void)
 }
 
 /*
+ * This thread's area @a is live: point cl_mm_cid()'s fast path at its
+ * mm_cid, or at its cpu_id when the usable feature size has no mm_cid (the
+ * kernel may still write mm_cid into a 32-byte area; the test knob caps it).
+ */
+CL_INLINE void cl__rseq_thread_live(const struct cl__rseq_state *s, struct cl_rseq_abi *a)
+{
+	cl__rseq_thread.cid_rel = cl__rseq_cid_rel_of(
+		s->feature_size >= CL_RSEQ_FEATURE_SIZE_MM_CID ? &a->mm_cid : &a->cpu_id);
+}
+
+/*
  * Register our area in this thread. Returns 0 or -1 + errno from the
  * kernel; on failure cpu_id = -2 records it, so it is tried once per thread.
  */
@@ -391,6 +516,10 @@ CL_INLINE int cl__rseq_register_self(const struct cl__rseq_state *s, struct cl_r
 {
 	int e;
 
+	if (cl__rseq_thread_is_dead()) {
+		errno = ENOSYS; /* failed before, or unregistering at thread exit */
+		return -1;
+	}
 	if (s->owner == CL__RSEQ_OWNER_LIBRSEQ) {
 		/* librseq's area: register it through librseq (errno from the kernel). */
 		errno = ENOSYS;
@@ -402,11 +531,13 @@ CL_INLINE int cl__rseq_register_self(const struct cl__rseq_state *s, struct cl_r
 		CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.registered, 1ul, CL_RELAXED);
 		if (s->key_ok)
 			(void)pthread_setspecific(s->key, a);
+		cl__rseq_thread_live(s, a);
 		return 0;
 	}
 	e = errno;
 	CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.failed, 1ul, CL_RELAXED);
 	CL_ATOMIC_STORE(&a->cpu_id, (uint32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED, CL_RELAXED);
+	cl__rseq_thread_dead();
 	errno = e;
 	return -1;
 }
@@ -423,14 +554,20 @@ CL_NOINLINE CL_COLD CL_UNUSED static struct cl_rseq_abi *cl__rseq_abi_slow(void)
 	int32_t c;
 	int saved;
 
-	if (!s->offset)
-		return NULL;
+	if (!s->offset || cl__rseq_thread_is_dead())
+		return NULL; /* no rseq here, failed before, or unregistering (thread exit) */
 	a = cl__rseq_area_at(s->offset);
 	c = cl__rseq_load_cpu_id(a);
-	if (c >= 0)
+	if (c >= 0) {
+		cl__rseq_thread_live(s, a);
 		return a;
-	if (!CL__RSEQ_OWNER_REGISTERS(s->owner) || c != CL_RSEQ_CPU_ID_UNINITIALIZED)
-		return NULL; /* glibc's failed here, or ours failed or was unregistered */
+	}
+	if (!CL__RSEQ_OWNER_REGISTERS(s->owner) || c != CL_RSEQ_CPU_ID_UNINITIALIZED) {
+		/* glibc's failed here, or ours failed */
+		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED)
+			cl__rseq_thread_dead();
+		return NULL;
+	}
 	saved = errno;
 	if (cl__rseq_register_self(s, a) != 0) {
 		errno = saved;
@@ -471,17 +608,15 @@ CL_INLINE int cl__thread_hash_id(void)
  */
 CL_ALWAYS_INLINE struct cl_rseq_abi *cl_rseq_abi_get(void)
 {
-	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.offset, CL_RELAXED);
+	struct cl_rseq_abi *a = cl__rseq_area_fast();
+	int32_t c = cl__rseq_load_cpu_id(a);
 
-	if (CL_LIKELY(off != 0)) {
-		struct cl_rseq_abi *a = cl__rseq_area_at(off);
-		int32_t c = cl__rseq_load_cpu_id(a);
-
-		if (CL_LIKELY(c >= 0))
-			return a;
-		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED)
-			return NULL; /* remembered failure: no slow path */
-	}
+	if (CL_LIKELY(c >= 0))
+		return a;
+	/* -2: remembered failure, no slow path (our own area says -2 only
+	 * after the state is initialised: it is registered by then). */
+	if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED)
+		return NULL;
 	return cl__rseq_abi_slow();
 }
 
@@ -603,17 +738,13 @@ CL_NOINLINE CL_UNUSED static int cl__cpu_id_slow(int32_t raw)
  */
 CL_ALWAYS_INLINE int cl_cpu_id(void)
 {
-	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.offset, CL_RELAXED);
-	int32_t c = CL_RSEQ_CPU_ID_UNINITIALIZED;
+	int32_t c = cl__rseq_load_cpu_id(cl__rseq_area_fast());
 
-	if (CL_LIKELY(off != 0)) {
-		c = cl__rseq_load_cpu_id(cl__rseq_area_at(off));
-		if (CL_LIKELY(c >= 0))
-			return (int)c;
-		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
-			c = sched_getcpu(); /* no rseq in this thread: the hot path */
-			return c >= 0 ? (int)c : 0;
-		}
+	if (CL_LIKELY(c >= 0))
+		return (int)c;
+	if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
+		c = sched_getcpu(); /* no rseq in this thread: the hot path */
+		return c >= 0 ? (int)c : 0;
 	}
 	return cl__cpu_id_slow(c);
 }
@@ -655,21 +786,19 @@ CL_NOINLINE CL_UNUSED static int cl__mm_cid_slow(int32_t raw)
  */
 CL_ALWAYS_INLINE int cl_mm_cid(void)
 {
-	ptrdiff_t off = CL_ATOMIC_LOAD(&cl__rseq_state.cid_offset, CL_RELAXED);
-	int32_t c = CL_RSEQ_CPU_ID_UNINITIALIZED;
+	/* This thread's id word (cl__rseq_thread.cid_rel): live mm_cid or
+	 * cpu_id, -1 before the first request, -2 without rseq. */
+	const uint32_t *w = (const uint32_t *)((uintptr_t)&cl__rseq_area.mm_cid +
+					       (uintptr_t)cl__rseq_thread.cid_rel);
+	int32_t c = (int32_t)CL_ATOMIC_LOAD(w, CL_RELAXED);
 
-	if (CL_LIKELY(off != 0)) {
-		struct cl_rseq_abi *a = cl__rseq_area_at(off);
+	if (CL_LIKELY(c >= 0))
+		return (int)c;
+	if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
+		int cpu = sched_getcpu(); /* no rseq in this thread: the hot path */
 
-		c = cl__rseq_load_cpu_id(a);
-		if (CL_LIKELY(c >= 0))
-			return (int)CL_ATOMIC_LOAD(&a->mm_cid, CL_RELAXED);
-		if (c == CL_RSEQ_CPU_ID_REGISTRATION_FAILED) {
-			int cpu = sched_getcpu(); /* no rseq in this thread: the hot path */
-
-			if (CL_LIKELY(cpu >= 0))
-				return cpu;
-		}
+		if (CL_LIKELY(cpu >= 0))
+			return cpu;
 	}
 	return cl__mm_cid_slow(c);
 }

@@ -145,6 +145,46 @@ Test(counter, threads_exact_mm_cid)
 	threads_exact(CL_RSEQ_INDEX_MM_CID, 1);
 }
 
+/*
+ * An add from a thread-exit destructor that runs after cachelocal's (which
+ * unregisters its own area when glibc does not own rseq): the operations'
+ * per-thread cache must not hand the section the unregistered area. The
+ * add then lands in the shared word (or the atomic fallback); the sum stays
+ * exact.
+ */
+static pthread_key_t late_key;
+static struct cl_counter late_counter;
+
+static void late_add(void *arg)
+{
+	(void)arg;
+	cl_counter_add(&late_counter, 5);
+}
+
+static void *late_thread(void *p)
+{
+	(void)p;
+	cl_counter_add(&late_counter, 1); /* fills this thread's cache */
+	pthread_setspecific(late_key, (void *)1);
+	return NULL;
+}
+
+Test(counter, add_from_a_late_thread_exit_destructor)
+{
+	(void)cl_cpu_id(); /* cachelocal's key (if any) before late_key */
+	cr_assert_eq(pthread_key_create(&late_key, late_add), 0);
+	for (int k = 0; k < 2; k++) {
+		pthread_t th;
+
+		cr_assert_eq(cl_counter_init_index(&late_counter, modes[k]), 0);
+		cr_assert_eq(pthread_create(&th, NULL, late_thread, NULL), 0);
+		pthread_join(th, NULL);
+		cr_assert_eq(cl_counter_read(&late_counter), 6, "kind %d: both adds counted", k);
+		cl_counter_destroy(&late_counter);
+	}
+	pthread_key_delete(late_key);
+}
+
 static volatile int reader_stop;
 
 static void *reader_thread(void *p)

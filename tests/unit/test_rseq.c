@@ -572,20 +572,30 @@ Test(rseq, getters_in_signal_handler)
 	restore_affinity(cpus, n);
 }
 
-/* A destructor that runs after ours must not register the area again. */
+/*
+ * A destructor that runs after ours must not register the area again, and
+ * the getters' fast paths must stop reading it: after unregistering, the
+ * kernel leaves mm_cid at 0, so a cached pointer to it would return 0 on
+ * any CPU; the fallback is sched_getcpu(), here the CPU the thread is
+ * pinned to.
+ */
 static pthread_key_t late_key;
-static int late_cpu = -100;
+static int late_cpu = -100, late_cid = -100, late_pin = -1;
 
 static void late_destructor(void *arg)
 {
 	(void)arg;
 	late_cpu = cl_cpu_id();
+	late_cid = cl_mm_cid();
 }
 
 static void *late_thread(void *p)
 {
 	(void)p;
+	if (late_pin >= 0)
+		(void)cl_test_pin(late_pin);
 	(void)cl_cpu_id(); /* registers first: our key has the lower index */
+	(void)cl_mm_cid(); /* the fast path now reads this thread's live id */
 	pthread_setspecific(late_key, (void *)1);
 	return NULL;
 }
@@ -595,6 +605,10 @@ Test(rseq, no_registration_after_thread_exit_destructor)
 	pthread_t th;
 	unsigned long reg0, unreg0;
 
+	int cpus[CPU_SETSIZE];
+	int n = cl_test_allowed_cpus(cpus, CPU_SETSIZE);
+
+	late_pin = cpus[n - 1]; /* the highest allowed CPU: not 0 when there are two */
 	(void)cl_cpu_id(); /* creates cachelocal's key before late_key */
 	cr_assert_eq(pthread_key_create(&late_key, late_destructor), 0);
 	reg0 = CL_READ_ONCE(cl__rseq_counters.registered);
@@ -603,6 +617,13 @@ Test(rseq, no_registration_after_thread_exit_destructor)
 	pthread_join(th, NULL);
 	cr_assert_geq(late_cpu, 0, "id from a late destructor");
 	cr_assert_lt(late_cpu, nr_possible_cpus());
+	cr_assert_geq(late_cid, 0, "mm_cid from a late destructor");
+	cr_assert_lt(late_cid, nr_possible_cpus());
+	if (mode_is("glibc-off") || mode_is("no-rseq")) {
+		/* No live area in the destructor: both come from sched_getcpu(). */
+		cr_assert_eq(late_cpu, late_pin);
+		cr_assert_eq(late_cid, late_pin, "unregistered: sched_getcpu(), not the stale mm_cid");
+	}
 	if (mode_is("glibc-off")) {
 		cr_assert_eq(CL_READ_ONCE(cl__rseq_counters.registered) - reg0, 1ul,
 			     "registered once, not again from the late destructor");

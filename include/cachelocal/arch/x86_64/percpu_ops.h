@@ -71,14 +71,38 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
 
 /*
  * The "here" sections (the per-CPU path): read the index inside the
- * section, store it to *iout (a private word) and leave this index's copy,
- * base + index * stride, in %rax. No compare is needed: any preemption,
- * migration or signal after the read aborts the section.
+ * section, hand it back to C and leave this index's copy, base + index *
+ * stride, in %rax. No compare is needed: any preemption, migration or
+ * signal after the read aborts the section.
+ *
+ * The index goes back as an output register of the asm goto where the
+ * compiler gets that right (gcc >= 11; clang >= 16, whose asm goto with
+ * outputs was reworked: clang 14 sent a section's compare-failed branch
+ * back to the section's start, an endless loop in test_percpu_ops.v2), else
+ * through *idx_out (a store per operation).
  */
+#if (defined(__clang__) && __clang_major__ >= 16) || \
+	(!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11)
+#define CL__RSEQ_ASM_GOTO_OUTPUTS 1
+#define CL__RSEQ_HERE_DECL uint32_t cl__idx;
+#define CL__RSEQ_HERE_OUTPUT [iout] "=&r"(cl__idx)
+#define CL__RSEQ_HERE_INPUT
+#define CL__RSEQ_HERE_STORE(p) (*(p) = (int)cl__idx)
+#define CL__RSEQ_ASM_HERE_OFF                      \
+	"movl %c[idx_off](%[abi]), %k[iout]\n\t"   \
+	"movl %k[iout], %%eax\n\t"                 \
+	"imulq %[stride], %%rax\n\t"
+#else
+#define CL__RSEQ_ASM_GOTO_OUTPUTS 0
+#define CL__RSEQ_HERE_DECL
+#define CL__RSEQ_HERE_OUTPUT
+#define CL__RSEQ_HERE_INPUT , [iout] "r"(idx_out)
+#define CL__RSEQ_HERE_STORE(p) ((void)(p))
 #define CL__RSEQ_ASM_HERE_OFF                      \
 	"movl %c[idx_off](%[abi]), %%eax\n\t"      \
 	"movl %%eax, (%[iout])\n\t"                \
 	"imulq %[stride], %%rax\n\t"
+#endif
 #define CL__RSEQ_ASM_HERE CL__RSEQ_ASM_HERE_OFF "addq %[base], %%rax\n\t"
 
 /*
@@ -120,6 +144,39 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
 		[sig] "i"(CL_RSEQ_SIG) CL__RSEQ_HOOK_INPUT
 
 #define CL__RSEQ_ASM_CLOBBERS "memory", "cc", "rax" CL_RSEQ_INJECT_CLOBBER
+
+/*
+ * cl__rseq_read_field() - one 32-bit load of a kernel-written field of the
+ * area (cpu_id, mm_cid), outside a section: the index an operation is
+ * given. A volatile asm, so it is never merged with another read or hoisted
+ * out of a loop, but without a memory clobber, so the compiler keeps the
+ * values it holds in registers (the thread's cached area pointer) across it.
+ */
+CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
+{
+	uint32_t v;
+
+	__asm__ __volatile__("movl %1, %0" : "=r"(v) : "m"(*field));
+	return v;
+}
+
+/*
+ * The end of every section function: the fall-through path committed;
+ * cl_abort (and cl_cmpfail, for sections with a compare) are the asm goto's
+ * labels. @n is the CL_INJECT() point of the abort path.
+ */
+#define CL__RSEQ_END(n)        \
+	return CL_RSEQ_OK;     \
+cl_abort:                      \
+	CL_INJECT(n);          \
+	return CL_RSEQ_ABORT
+#define CL__RSEQ_END_CMPFAIL(n)        \
+	return CL_RSEQ_OK;             \
+cl_cmpfail:                            \
+	return CL_RSEQ_CMPFAIL;        \
+cl_abort:                              \
+	CL_INJECT(n);                  \
+	return CL_RSEQ_ABORT
 
 /* Instantiate the sections for both index kinds. */
 #define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET

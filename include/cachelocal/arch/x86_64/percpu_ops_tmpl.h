@@ -27,7 +27,7 @@
 CL_ALWAYS_INLINE int CL__RSEQ_T(add)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t count, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "addq %[count], (%[v])\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
@@ -36,10 +36,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add)(struct cl_rseq_abi *abi, intptr_t *v, intpt
 		       [count] "er"(count)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(20);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(20);
 }
 
 /*
@@ -52,20 +49,49 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here)(struct cl_rseq_abi *abi, intptr_t *bas
 					  intptr_t count, int *idx_out)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	CL__RSEQ_HERE_DECL
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 		     CL__RSEQ_ASM_HERE CL__RSEQ_HOOK(2)
 		     "addq %[count], (%%rax)\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
-		     :
-		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [base] "r"(base),
+		     : CL__RSEQ_HERE_OUTPUT
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF) CL__RSEQ_HERE_INPUT, [base] "r"(base),
 		       [stride] "er"(stride), [count] "er"(count)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(20);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_HERE_STORE(idx_out);
+	CL__RSEQ_END(20);
 }
+
+#if CL__RSEQ_ASM_GOTO_OUTPUTS
+/*
+ * add_here_at: add_here handing back the copy's address instead of the
+ * index, for a caller that derives the index from it (a constant
+ * power-of-two stride: one shift, dropped when the index is unused):
+ *	i = area->index_field; a = base + i * stride; *at = a;
+ *	*a += count;
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(add_here_at)(struct cl_rseq_abi *abi, intptr_t *base,
+					     size_t stride, intptr_t count, intptr_t **at)
+{
+	CL__RSEQ_HOOK_DECL
+	intptr_t *a;
+
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     "movl %c[idx_off](%[abi]), %k[at]\n\t"
+		     "imulq %[stride], %q[at]\n\t"
+		     "addq %[base], %q[at]\n\t" CL__RSEQ_HOOK(2)
+		     "addq %[count], (%q[at])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     : [at] "=&r"(a)
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [base] "r"(base), [stride] "er"(stride),
+		       [count] "er"(count)
+		     : CL__RSEQ_ASM_CLOBBERS
+		     : cl_abort);
+	*at = a;
+	CL__RSEQ_END(20);
+}
+#endif
 
 /*
  * pop_here: the list of the index read inside the section:
@@ -78,7 +104,8 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop_here)(struct cl_rseq_abi *abi, void **base, 
 					  size_t off, void *end, void **out, int *idx_out)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	CL__RSEQ_HERE_DECL
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 		     CL__RSEQ_ASM_HERE CL__RSEQ_HOOK(2)
 		     "movq (%%rax), %%rcx\n\t"
 		     "cmpq %[end], %%rcx\n\t"
@@ -87,17 +114,13 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop_here)(struct cl_rseq_abi *abi, void **base, 
 		     "movq (%%rcx, %[off]), %%rcx\n\t" CL__RSEQ_HOOK(4)
 		     "movq %%rcx, (%%rax)\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
-		     :
-		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [base] "r"(base),
+		     : CL__RSEQ_HERE_OUTPUT
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF) CL__RSEQ_HERE_INPUT, [base] "r"(base),
 		       [stride] "er"(stride), [off] "r"(off), [end] "er"((intptr_t)end), [out] "r"(out)
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(22);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_HERE_STORE(idx_out);
+	CL__RSEQ_END_CMPFAIL(22);
 }
 
 /*
@@ -111,21 +134,20 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(push_here)(struct cl_rseq_abi *abi, void **base,
 					   size_t off, void *node, int *idx_out)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	CL__RSEQ_HERE_DECL
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 		     CL__RSEQ_ASM_HERE CL__RSEQ_HOOK(2)
 		     "movq (%%rax), %%rcx\n\t"
 		     "movq %%rcx, (%[node], %[off])\n\t" CL__RSEQ_HOOK(3)
 		     "movq %[node], (%%rax)\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
-		     :
-		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [base] "r"(base),
+		     : CL__RSEQ_HERE_OUTPUT
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF) CL__RSEQ_HERE_INPUT, [base] "r"(base),
 		       [stride] "er"(stride), [off] "r"(off), [node] "r"(node)
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
 		     : cl_abort);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(21);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_HERE_STORE(idx_out);
+	CL__RSEQ_END(21);
 }
 
 /* cmpstore: if (*v != expect) cmpfail; *v = newv */
@@ -133,7 +155,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore)(struct cl_rseq_abi *abi, intptr_t *v, 
 					  intptr_t newv, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "cmpq (%[v]), %[expect]\n\t"
 		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
@@ -144,12 +166,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore)(struct cl_rseq_abi *abi, intptr_t *v, 
 		       [expect] "r"(expect), [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(21);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(21);
 }
 
 /*
@@ -161,7 +178,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop)(struct cl_rseq_abi *abi, void **head, size_
 				     void **out, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "movq (%[head]), %%rax\n\t"
 		     "cmpq %[end], %%rax\n\t"
@@ -175,12 +192,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop)(struct cl_rseq_abi *abi, void **head, size_
 		       [out] "r"(out), [off] "r"(off), [end] "er"((intptr_t)end)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(22);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(22);
 }
 
 /*
@@ -192,7 +204,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore_store)(struct cl_rseq_abi *abi, intptr_
 						intptr_t newv, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "cmpq (%[v]), %[expect]\n\t"
 		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
@@ -204,12 +216,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore_store)(struct cl_rseq_abi *abi, intptr_
 		       [expect] "r"(expect), [v2] "r"(v2), [newv2] "r"(newv2), [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(23);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(23);
 }
 
 /* cmp2_store: if (*v != expect || *v2 != expect2) cmpfail; *v = newv */
@@ -217,7 +224,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmp2_store)(struct cl_rseq_abi *abi, intptr_t *v
 					    intptr_t *v2, intptr_t expect2, intptr_t newv, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "cmpq (%[v]), %[expect]\n\t"
 		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
@@ -230,12 +237,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmp2_store)(struct cl_rseq_abi *abi, intptr_t *v
 		       [expect] "r"(expect), [v2] "r"(v2), [expect2] "r"(expect2), [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(24);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(24);
 }
 
 /*
@@ -248,7 +250,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpmemcpy_store)(struct cl_rseq_abi *abi, intptr
 						 size_t len, intptr_t newv, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "cmpq (%[v]), %[expect]\n\t"
 		     "jnz %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
@@ -277,12 +279,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpmemcpy_store)(struct cl_rseq_abi *abi, intptr
 		       [newv] "r"(newv)
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(25);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END_CMPFAIL(25);
 }
 
 /*
@@ -293,7 +290,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(deref_add)(struct cl_rseq_abi *abi, void **ptr, 
 					   intptr_t count, int idx)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 			     CL__RSEQ_ASM_CHECK_INDEX CL__RSEQ_HOOK(2)
 		     "movq (%[ptr]), %%rax\n\t" CL__RSEQ_HOOK(3)
 		     "addq %[off], %%rax\n\t"
@@ -304,10 +301,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(deref_add)(struct cl_rseq_abi *abi, void **ptr, 
 		       [off] "r"(off), [count] "er"(count)
 		     : CL__RSEQ_ASM_CLOBBERS
 		     : cl_abort);
-	return CL_RSEQ_OK;
-cl_abort:
-	CL_INJECT(26);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_END(26);
 }
 
 /*
@@ -324,7 +318,8 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_here)(struct cl_rseq_abi *abi, intptr_t 
 					      void *item, int *idx_out)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	CL__RSEQ_HERE_DECL
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 		     CL__RSEQ_ASM_HERE_OFF
 		     "leaq (%[items], %%rax), %%rdx\n\t"
 		     "addq %[count], %%rax\n\t" CL__RSEQ_HOOK(2)
@@ -335,17 +330,13 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_here)(struct cl_rseq_abi *abi, intptr_t 
 		     "incq %%rcx\n\t" CL__RSEQ_HOOK(4)
 		     "movq %%rcx, (%%rax)\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
-		     :
-		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [count] "r"(count),
+		     : CL__RSEQ_HERE_OUTPUT
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF) CL__RSEQ_HERE_INPUT, [count] "r"(count),
 		       [stride] "er"(stride), [items] "r"(items), [cap] "er"(cap), [item] "r"(item)
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx", "rdx"
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(23);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_HERE_STORE(idx_out);
+	CL__RSEQ_END_CMPFAIL(23);
 }
 
 /*
@@ -361,7 +352,8 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_here)(struct cl_rseq_abi *abi, intptr_t *
 					     size_t stride, void **items, void **out, int *idx_out)
 {
 	CL__RSEQ_HOOK_DECL
-	__asm__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+	CL__RSEQ_HERE_DECL
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
 		     CL__RSEQ_ASM_HERE_OFF
 		     "leaq (%[items], %%rax), %%rdx\n\t"
 		     "addq %[count], %%rax\n\t" CL__RSEQ_HOOK(2)
@@ -373,15 +365,11 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_here)(struct cl_rseq_abi *abi, intptr_t *
 		     "decq %%rcx\n\t" CL__RSEQ_HOOK(4)
 		     "movq %%rcx, (%%rax)\n\t"
 		     "2:\n\t" CL__RSEQ_ASM_ABORT
-		     :
-		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [iout] "r"(idx_out), [count] "r"(count),
+		     : CL__RSEQ_HERE_OUTPUT
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF) CL__RSEQ_HERE_INPUT, [count] "r"(count),
 		       [stride] "er"(stride), [items] "r"(items), [out] "r"(out)
 		     : CL__RSEQ_ASM_CLOBBERS, "rcx", "rdx"
 		     : cl_abort, cl_cmpfail);
-	return CL_RSEQ_OK;
-cl_cmpfail:
-	return CL_RSEQ_CMPFAIL;
-cl_abort:
-	CL_INJECT(24);
-	return CL_RSEQ_ABORT;
+	CL__RSEQ_HERE_STORE(idx_out);
+	CL__RSEQ_END_CMPFAIL(24);
 }
