@@ -47,6 +47,7 @@ static void *pipe_task(void *p)
 
 enum { SAME, CROSS, UNPINNED };
 static uint64_t spin_ns; /* 0: the runtime's default */
+static unsigned int rt_flags; /* --precise-clock: CL_RUNTIME_PRECISE_CLOCK */
 static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
 
 /* One run: ns per round trip, or -1. */
@@ -65,8 +66,9 @@ static double pipe_run(int place, long loops)
 	memset(&sa1, 0, sizeof(sa1));
 	ra.nr_workers = place == SAME ? 1 : 2;
 	ra.spin_ns = spin_ns;
+	ra.flags = rt_flags;
 	if (place == UNPINNED)
-		ra.flags = CL_RUNTIME_UNPINNED;
+		ra.flags |= CL_RUNTIME_UNPINNED;
 	rt = cl_runtime_create(&ra);
 	if (!rt)
 		return -1;
@@ -104,6 +106,7 @@ static void print_kernel_style(const char *who, long loops, double ns_per_op)
 static void usage(void)
 {
 	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel] [--spin-ns N]\n"
+	       "            [--precise-clock]\n"
 	       "            [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
 	       "  -l LOOPS     round trips per run (default 1000000; --quick: 100000)\n"
 	       "  --same-cpu   both tasks on one worker (kernel: taskset -c CPU perf bench sched pipe -T)\n"
@@ -111,6 +114,8 @@ static void usage(void)
 	       "  --unpinned   two unpinned workers (kernel: perf bench sched pipe -T)\n"
 	       "  --vs-kernel  also run `perf bench sched pipe` with the matching placement\n"
 	       "  --spin-ns N  idle workers spin N ns before sleeping (default: the runtime's, 50000)\n"
+	       "  --precise-clock  read the clock at every switch (CL_RUNTIME_PRECISE_CLOCK; default:\n"
+	       "               uncontended hand-offs sample it at the kernel tick, docs/runtime.md)\n"
 	       "  (no placement option: all three)\n");
 	bench_usage("pipe");
 }
@@ -136,6 +141,8 @@ int main(int argc, char **argv)
 			want[UNPINNED] = any = 1;
 		} else if (!strcmp(argv[i], "--spin-ns")) {
 			spin_ns = (uint64_t)rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
+		} else if (!strcmp(argv[i], "--precise-clock")) {
+			rt_flags |= CL_RUNTIME_PRECISE_CLOCK;
 		} else if (!strcmp(argv[i], "--vs-kernel")) {
 			vs_kernel = 1;
 		} else if (!bench_is_shared_arg(argc, argv, &i)) {
@@ -152,7 +159,9 @@ int main(int argc, char **argv)
 		vs_kernel = 0;
 	}
 	if (!b.json_only)
-		printf("# context switch: %s; workers: %s\n", cl_runtime_context_kind(),
+		printf("# context switch: %s; clock: %s; workers: %s\n", cl_runtime_context_kind(),
+		       rt_flags & CL_RUNTIME_PRECISE_CLOCK ? "read at every switch"
+							   : "sampled at the tick on uncontended hand-offs",
 		       "same-cpu 1, cross-cpu 2 pinned, unpinned 2");
 	for (int p = 0; p < 3; p++) {
 		char who[128], cmd[256], kcase[64];

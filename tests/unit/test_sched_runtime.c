@@ -780,6 +780,109 @@ Test(sched_runtime, tasks_get_their_groups_share_of_one_worker)
 	urcu_memb_unregister_thread();
 }
 
+/* ---- accounting at uncontended hand-offs ---- */
+
+struct handoff {
+	struct cl_chan *ab, *ba;
+	unsigned long work[2]; /* burn() per turn: long task, short task */
+	unsigned long long until_ns;
+	int stop;
+};
+
+static void *handoff_task(void *p)
+{
+	struct handoff *h = (struct handoff *)p;
+	int v = 0;
+
+	for (long turns = 1;; turns++) {
+		burn(h->work[0]);
+		/* enough time for many ticks, enough turns even if the worker was starved */
+		if (turns >= 5000 && cl__now_ns() >= h->until_ns)
+			__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
+		cl_chan_send(h->ab, &v);
+		if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		cl_chan_recv(h->ba, &v);
+	}
+}
+
+static void *handoff_short(void *p)
+{
+	struct handoff *h = (struct handoff *)p;
+	int v;
+
+	for (;;) {
+		cl_chan_recv(h->ab, &v);
+		if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		burn(h->work[1]);
+		cl_chan_send(h->ba, &v);
+	}
+}
+
+/*
+ * A pair that only ever hands the worker to each other (the pick never has
+ * a choice) where one task runs 9x longer per turn than the other: by
+ * default the runtime samples the clock at the tick on such hand-offs, so
+ * the charge must still follow running time (a sampler counting switches
+ * would split it 1:1); with CL_RUNTIME_PRECISE_CLOCK it is exact. Each task
+ * is alone in a group so that the charge can be read off the group entity.
+ */
+static void handoff_charge_check(unsigned int flags)
+{
+	struct cl_runtime *rt = new_rt(1, flags);
+	struct cl_task_group *g[2];
+	struct batch b = { .rt = rt };
+	struct handoff h;
+	uint64_t exec[2];
+	double ratio;
+
+	urcu_memb_register_thread();
+	memset(&h, 0, sizeof(h));
+	h.ab = cl_chan_create(sizeof(int), 1);
+	h.ba = cl_chan_create(sizeof(int), 1);
+	h.work[0] = 9 * WORK;
+	h.work[1] = WORK;
+	h.until_ns = cl__now_ns() + 300000000ull; /* 75 ticks at HZ=250 */
+	for (int i = 0; i < 2; i++) {
+		g[i] = cl_task_group_create(cl_sched_root_group(cl_runtime_sched(rt)), 1024);
+		cr_assert_not_null(g[i]);
+	}
+	batch_add(&b, g[0], handoff_task, &h);
+	batch_add(&b, g[1], handoff_short, &h);
+	batch_run(&b);
+	cl_rq_lock(cl_sched_rq(cl_runtime_sched(rt), 0));
+	exec[0] = cl_tg_se(g[0], 0)->sum_exec_runtime;
+	exec[1] = cl_tg_se(g[1], 0)->sum_exec_runtime;
+	cl_rq_unlock(cl_sched_rq(cl_runtime_sched(rt), 0));
+	ratio = exec[1] ? (double)exec[0] / (double)exec[1] : 1e9;
+	cr_log_info("flags %#x: long task %llu ns, short task %llu ns, ratio %.2f (work 9:1)", flags,
+		    (unsigned long long)exec[0], (unsigned long long)exec[1], ratio);
+	cr_assert_gt(exec[0], 0, "the long task was never charged");
+#ifndef CL_HAVE_TSAN
+	cr_assert_gt(ratio, 3.0, "a 9:1 split of running time was charged %.2f:1", ratio);
+#else
+	/* TSan's switch cost is charged to whichever side runs next */
+	cr_assert_gt(ratio, 1.5, "a 9:1 split of running time was charged %.2f:1", ratio);
+#endif
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(cl_task_group_destroy(g[i]), 0, "group %d: %s", i, strerror(errno));
+	cl_chan_destroy(h.ab);
+	cl_chan_destroy(h.ba);
+	destroy_ok(rt);
+	urcu_memb_unregister_thread();
+}
+
+Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_sampled_clock)
+{
+	handoff_charge_check(0);
+}
+
+Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_precise_clock)
+{
+	handoff_charge_check(CL_RUNTIME_PRECISE_CLOCK);
+}
+
 /* ---- balancing ---- */
 
 struct spread {

@@ -257,7 +257,7 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 /* Should @curr (running from @cfs_rq) give way now? */
 CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *curr)
 {
-	uint64_t ideal = cl_sched_slice(cfs_rq, curr);
+	uint64_t ideal = curr->slice; /* set by cl_rq_tick() just before */
 	uint64_t ran = curr->sum_exec_runtime - curr->prev_sum_exec_runtime;
 	struct cl_sched_entity *first;
 	int64_t d;
@@ -308,6 +308,7 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
 		if (cfs_rq->runtime_enabled && cfs_rq->runtime_remaining <= 0 &&
 		    !cl__assign_cfs_rq_runtime(cfs_rq))
 			resched = 1;
+		se->slice = cl_sched_slice(cfs_rq, se);
 		if (cfs_rq->nr_running > 1 && cl__check_preempt_tick(cfs_rq, se))
 			resched = 1;
 	}
