@@ -23,12 +23,22 @@ struct pipe_arg {
 	long loops;
 	int first;
 	uint64_t ns;
+	uint64_t cpu_ns; /* CPU time of the worker thread over the loop (pinned placements) */
 };
+
+/* CPU time of the calling thread: a pinned task stays on its worker's thread. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void *pipe_task(void *p)
 {
 	struct pipe_arg *a = (struct pipe_arg *)p;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
 	int v = 0;
 
 	for (long i = 0; i < a->loops; i++) {
@@ -42,6 +52,7 @@ static void *pipe_task(void *p)
 		v++;
 	}
 	a->ns = bench_now_ns() - t0;
+	a->cpu_ns = thread_cpu_ns() - c0;
 	return NULL;
 }
 
@@ -50,8 +61,9 @@ static uint64_t spin_ns; /* 0: the runtime's default */
 static unsigned int rt_flags; /* --precise-clock: CL_RUNTIME_PRECISE_CLOCK */
 static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
 
-/* One run: ns per round trip, or -1. */
-static double pipe_run(int place, long loops)
+/* One run: ns per round trip, or -1; *cpu_share: the first task's worker
+ * CPU time over wall time (how much of its CPU the host let it have). */
+static double pipe_run(int place, long loops, double *cpu_share)
 {
 	struct cl_runtime_attr ra;
 	struct cl_spawn_attr sa0, sa1;
@@ -74,8 +86,8 @@ static double pipe_run(int place, long loops)
 		return -1;
 	struct cl_chan *c1 = cl_chan_create(sizeof(int), 1), *c2 = cl_chan_create(sizeof(int), 1);
 
-	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0 };
-	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0 };
+	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0, 0 };
+	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0, 0 };
 	sa0.cpu = 0;
 	sa1.cpu = place == SAME ? 0 : 1;
 	sa0.pin = sa1.pin = place != UNPINNED;
@@ -84,7 +96,11 @@ static double pipe_run(int place, long loops)
 	t1 = cl_spawn(rt, &sa1, pipe_task, &a1);
 	t0 = cl_spawn(rt, &sa0, pipe_task, &a0);
 	if (t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1)
+	{
 		ns = (double)a0.ns / (double)loops;
+		if (cpu_share)
+			*cpu_share = a0.ns ? (double)a0.cpu_ns / (double)a0.ns : 0;
+	}
 	cl_runtime_destroy(rt);
 	cl_chan_destroy(c1);
 	cl_chan_destroy(c2);
@@ -125,7 +141,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	long loops = -1;
 	int want[3] = { 0, 0, 0 }, any = 0, vs_kernel = 0;
-	double samples[BENCH_MAX_RUNS], ksamples[BENCH_MAX_RUNS];
+	double samples[BENCH_MAX_RUNS], ksamples[BENCH_MAX_RUNS], shares[BENCH_MAX_RUNS];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -179,10 +195,10 @@ int main(int argc, char **argv)
 				 "taskset -c %d perf bench sched pipe -T -l %ld 2>/dev/null", cpu0, loops);
 		else
 			snprintf(cmd, sizeof(cmd), "perf bench sched pipe -T -l %ld 2>/dev/null", loops);
-		pipe_run(p, loops / 10 + 1); /* warm-up */
+		pipe_run(p, loops / 10 + 1, NULL); /* warm-up */
 		/* the two sides alternate run by run: a change in machine load hits both */
 		for (int r = 0; r < b.runs; r++) {
-			samples[r] = pipe_run(p, loops);
+			samples[r] = pipe_run(p, loops, &shares[r]);
 			if (samples[r] < 0) {
 				fprintf(stderr, "pipe: run failed: %s\n", strerror(errno));
 				return 1;
@@ -202,8 +218,14 @@ int main(int argc, char **argv)
 		}
 		med = bench_median(samples, b.runs);
 		snprintf(who, sizeof(who), "cachelocal runtime, %s", place_name[p]);
-		if (!b.json_only)
+		if (!b.json_only) {
 			print_kernel_style(who, loops, med);
+			if (p != UNPINNED)
+				printf("# worker thread CPU time / wall time over the runs: median %.0f%% "
+				       "(below 100%%: it was preempted by other processes%s)\n\n",
+				       100 * bench_median(shares, b.runs),
+				       p == CROSS ? ", or asleep in its idle loop" : "");
+		}
 		bench_report(&b, "pipe round trip", "cachelocal", place_name[p], 2, samples, b.runs,
 			     "ns/op");
 		if (!vs_kernel)
