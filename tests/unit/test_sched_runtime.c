@@ -883,6 +883,121 @@ Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_precise_cl
 	handoff_charge_check(CL_RUNTIME_PRECISE_CLOCK);
 }
 
+/* ---- direct hand-offs and wakeups from elsewhere ---- */
+
+struct stale {
+	struct cl_chan *ca, *ab, *ba;
+	struct cl_waitq wq;
+	int waiting;     /* C is about to wait (wq lock) */
+	int woken;       /* C was told to go (wq lock) */
+	long rounds;     /* A's ping-pong rounds (atomic) */
+	long rounds_at_c; /* rounds when C ran again */
+	int c_ran;
+};
+
+static void *stale_a(void *p)
+{
+	struct stale *s = (struct stale *)p;
+	int v;
+
+	cl_chan_recv(s->ca, &v); /* C wakes us, then blocks: a direct hand-off to us */
+	while (!__atomic_load_n(&s->c_ran, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&s->rounds, __ATOMIC_RELAXED) < 200000000L) {
+		cl_chan_send(s->ab, &v);
+		cl_chan_recv(s->ba, &v);
+		__atomic_fetch_add(&s->rounds, 1, __ATOMIC_RELAXED);
+	}
+	v = -1;
+	cl_chan_send(s->ab, &v);
+	return NULL;
+}
+
+static void *stale_b(void *p)
+{
+	struct stale *s = (struct stale *)p;
+	int v;
+
+	for (;;) {
+		cl_chan_recv(s->ab, &v);
+		if (v < 0)
+			return NULL;
+		cl_chan_send(s->ba, &v);
+	}
+}
+
+static void *stale_c(void *p)
+{
+	struct stale *s = (struct stale *)p;
+	int v = 1;
+
+	cl_chan_send(s->ca, &v); /* A on our wake list */
+	cl_waitq_lock(&s->wq);
+	__atomic_store_n(&s->waiting, 1, __ATOMIC_RELEASE);
+	while (!s->woken) {
+		cl_waitq_wait(&s->wq); /* usually a direct hand-off: the rq keeps us as its curr */
+		cl_waitq_lock(&s->wq);
+	}
+	cl_waitq_unlock(&s->wq);
+	s->rounds_at_c = __atomic_load_n(&s->rounds, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c_ran, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * C wakes A and blocks on a wait queue with nothing else runnable, so the
+ * worker hands off to A without the rq lock and the rq still lists C as its
+ * running task; A and B then ping-pong by direct hand-offs. The main thread
+ * wakes C from outside the runtime: C must run within a few rounds of the
+ * pair (the waker flags the worker), not only when the pair stops or the
+ * next kernel tick ends the chain (tens of thousands of rounds).
+ */
+Test(sched_runtime, task_woken_from_outside_during_a_hand_off_chain_runs_promptly, .timeout = 60)
+{
+	int stale = 0, its = 10;
+
+	for (int it = 0; it < its; it++) {
+		struct cl_runtime *rt = new_rt(1, 0);
+		struct cl_spawn_attr sa;
+		struct cl_rt_task *t[3];
+		struct stale s;
+		long r0;
+
+		memset(&s, 0, sizeof(s));
+		memset(&sa, 0, sizeof(sa));
+		cl_waitq_init(&s.wq);
+		s.ca = cl_chan_create(sizeof(int), 1);
+		s.ab = cl_chan_create(sizeof(int), 1);
+		s.ba = cl_chan_create(sizeof(int), 1);
+		t[0] = cl_spawn(rt, &sa, stale_b, &s);
+		t[1] = cl_spawn(rt, &sa, stale_a, &s);
+		t[2] = cl_spawn(rt, &sa, stale_c, &s);
+		cr_assert(t[0] && t[1] && t[2]);
+		while (!__atomic_load_n(&s.waiting, __ATOMIC_ACQUIRE) ||
+		       !__atomic_load_n(&s.rounds, __ATOMIC_RELAXED))
+			CL_CPU_RELAX();
+		cl_waitq_lock(&s.wq);
+		s.woken = 1;
+		cl_waitq_unlock(&s.wq);
+		cr_assert_eq(cl_waitq_wake_one(&s.wq), 1);
+		r0 = __atomic_load_n(&s.rounds, __ATOMIC_RELAXED);
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(cl_join(t[i], NULL), 0);
+		cr_assert(s.c_ran, "C never ran");
+		/* white box: did the wakeup find C still queued as the rq's curr? */
+		stale += (int)(rt->workers[0].nr_stale_wakes != 0);
+		cr_log_info("C ran %ld rounds after its wakeup (pair ran %ld rounds; %s)",
+			    s.rounds_at_c - r0, s.rounds,
+			    rt->workers[0].nr_stale_wakes ? "woken while the rq's stale curr" : "woken normally");
+		cr_assert_lt(s.rounds_at_c - r0, 2000, "C waited %ld rounds of the pair after its wakeup",
+			     s.rounds_at_c - r0);
+		cl_chan_destroy(s.ca);
+		cl_chan_destroy(s.ab);
+		cl_chan_destroy(s.ba);
+		destroy_ok(rt);
+	}
+	cr_log_info("%d of %d wakeups found C still the rq's curr", stale, its);
+}
+
 /* ---- balancing ---- */
 
 struct spread {
