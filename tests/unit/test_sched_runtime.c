@@ -843,7 +843,7 @@ static void handoff_charge_check(unsigned int flags)
 	h.ba = cl_chan_create(sizeof(int), 1);
 	h.work[0] = 9 * WORK;
 	h.work[1] = WORK;
-	h.until_ns = cl__now_ns() + 300000000ull; /* 75 ticks at HZ=250 */
+	h.until_ns = cl__now_ns() + 200000000ull; /* 50 ticks at HZ=250 */
 	for (int i = 0; i < 2; i++) {
 		g[i] = cl_task_group_create(cl_sched_root_group(cl_runtime_sched(rt)), 1024);
 		cr_assert_not_null(g[i]);

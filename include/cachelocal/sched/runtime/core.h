@@ -305,6 +305,9 @@ CL_ALWAYS_INLINE uint64_t cl__rt_now(const struct cl_runtime *rt)
 /* CLOCK_MONOTONIC_COARSE (Linux): the time of the last kernel tick, read
  * from the vDSO without touching the TSC. */
 #define CL__CLOCK_MONOTONIC_COARSE 6
+#if !defined(__cplusplus) && !defined(__USE_POSIX199309)
+extern int clock_getres(__clockid_t clock_id, struct timespec *res); /* strict C11: not declared */
+#endif
 
 /* The kernel's tick clock in ns: a cheap "has a tick passed since" test. */
 CL_ALWAYS_INLINE uint64_t cl__rt_tick_ns(void)
