@@ -239,8 +239,10 @@ int main(int argc, char **argv)
 		snprintf(kcase, sizeof(kcase), "pipe %s", place_name[p]);
 		double ratio = bench_ratio(&b, kcase, "kernel / cachelocal (x faster)", kmed, med);
 
-		if (p == SAME)
-			rtb_goal(&b, "pipe same-cpu >= 40x the kernel (must >= 25x)", ratio, 40, 1);
+		if (p == SAME) {
+			rtb_goal(&b, "pipe same-cpu >= 25x the kernel (must show)", ratio, 25, 1);
+			rtb_goal(&b, "pipe same-cpu >= 40x the kernel (goal)", ratio, 40, 1);
+		}
 		else if (p == CROSS)
 			rtb_goal(&b, "pipe cross-cpu >= 10x the kernel unpinned", ratio, 10, 1);
 		if (!b.json_only && ((p == SAME && ratio < 25) || (p == CROSS && ratio < 10)))
