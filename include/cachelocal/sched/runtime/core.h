@@ -576,8 +576,8 @@ CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
  *    moves an rq's curr and never sees a task that is not queued; the
  *    handed-to task runs, so nobody can wake it.
  *  - A remote waker of the rq's stale curr (blocked, but still queued) takes
- *    the rq lock, finds it queued, marks it runnable and sets the worker's
- *    `resched` flag instead of enqueueing it; a remote wakeup of any other
+ *    the rq lock, finds it queued, records that (stale_woken) and sets the
+ *    worker's `resched` flag instead of enqueueing it; a remote wakeup of any other
  *    task raises nr_running. Either stops the chain at its next switch (the
  *    fast path requires nr_running == 1 and no resched), which then takes
  *    the rq lock and brings the rq up to date first (cl__rt_handoff_sync()).
@@ -620,8 +620,9 @@ CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
 /*
  * cl__rt_handoff_sync() - bring @w's rq up to date after direct hand-offs,
  * before a full switch of @self: the rq's curr (the last task it picked)
- * leaves its curr slot (dequeued if it blocked meanwhile, requeued if a
- * waker made it runnable again), and @self, which the rq does not know,
+ * leaves its curr slot (requeued if a waker recorded it under this lock or
+ * it is on the wake list, else dequeued as blocked), and @self, which the
+ * rq does not know,
  * is enqueued and made curr. Done with the clock of the last switch, so
  * nothing is charged here: the full switch that follows charges @self.
  * Context: @w's rq lock held.
@@ -805,8 +806,9 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		t->stale_woken = 1;
 		CL_WRITE_ONCE(tw->resched, 1);
 		tw->nr_stale_wakes++;
-	} else
+	} else {
 		cl_rq_enqueue(rq, &t->task, flags);
+	}
 	nr = rq->nr_running;
 	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
 	cl_rq_unlock(rq);
