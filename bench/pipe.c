@@ -23,12 +23,22 @@ struct pipe_arg {
 	long loops;
 	int first;
 	uint64_t ns;
+	uint64_t cpu_ns; /* CPU time of the worker thread over the loop (pinned placements) */
 };
+
+/* CPU time of the calling thread: a pinned task stays on its worker's thread. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void *pipe_task(void *p)
 {
 	struct pipe_arg *a = (struct pipe_arg *)p;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
 	int v = 0;
 
 	for (long i = 0; i < a->loops; i++) {
@@ -42,15 +52,18 @@ static void *pipe_task(void *p)
 		v++;
 	}
 	a->ns = bench_now_ns() - t0;
+	a->cpu_ns = thread_cpu_ns() - c0;
 	return NULL;
 }
 
 enum { SAME, CROSS, UNPINNED };
 static uint64_t spin_ns; /* 0: the runtime's default */
+static unsigned int rt_flags; /* --precise-clock: CL_RUNTIME_PRECISE_CLOCK */
 static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
 
-/* One run: ns per round trip, or -1. */
-static double pipe_run(int place, long loops)
+/* One run: ns per round trip, or -1; *cpu_share: the first task's worker
+ * CPU time over wall time (how much of its CPU the host let it have). */
+static double pipe_run(int place, long loops, double *cpu_share)
 {
 	struct cl_runtime_attr ra;
 	struct cl_spawn_attr sa0, sa1;
@@ -65,15 +78,16 @@ static double pipe_run(int place, long loops)
 	memset(&sa1, 0, sizeof(sa1));
 	ra.nr_workers = place == SAME ? 1 : 2;
 	ra.spin_ns = spin_ns;
+	ra.flags = rt_flags;
 	if (place == UNPINNED)
-		ra.flags = CL_RUNTIME_UNPINNED;
+		ra.flags |= CL_RUNTIME_UNPINNED;
 	rt = cl_runtime_create(&ra);
 	if (!rt)
 		return -1;
 	struct cl_chan *c1 = cl_chan_create(sizeof(int), 1), *c2 = cl_chan_create(sizeof(int), 1);
 
-	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0 };
-	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0 };
+	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0, 0 };
+	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0, 0 };
 	sa0.cpu = 0;
 	sa1.cpu = place == SAME ? 0 : 1;
 	sa0.pin = sa1.pin = place != UNPINNED;
@@ -82,7 +96,11 @@ static double pipe_run(int place, long loops)
 	t1 = cl_spawn(rt, &sa1, pipe_task, &a1);
 	t0 = cl_spawn(rt, &sa0, pipe_task, &a0);
 	if (t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1)
+	{
 		ns = (double)a0.ns / (double)loops;
+		if (cpu_share)
+			*cpu_share = a0.ns ? (double)a0.cpu_ns / (double)a0.ns : 0;
+	}
 	cl_runtime_destroy(rt);
 	cl_chan_destroy(c1);
 	cl_chan_destroy(c2);
@@ -104,6 +122,7 @@ static void print_kernel_style(const char *who, long loops, double ns_per_op)
 static void usage(void)
 {
 	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel] [--spin-ns N]\n"
+	       "            [--precise-clock]\n"
 	       "            [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
 	       "  -l LOOPS     round trips per run (default 1000000; --quick: 100000)\n"
 	       "  --same-cpu   both tasks on one worker (kernel: taskset -c CPU perf bench sched pipe -T)\n"
@@ -111,6 +130,8 @@ static void usage(void)
 	       "  --unpinned   two unpinned workers (kernel: perf bench sched pipe -T)\n"
 	       "  --vs-kernel  also run `perf bench sched pipe` with the matching placement\n"
 	       "  --spin-ns N  idle workers spin N ns before sleeping (default: the runtime's, 50000)\n"
+	       "  --precise-clock  read the clock at every switch (CL_RUNTIME_PRECISE_CLOCK; default:\n"
+	       "               uncontended hand-offs sample it at the kernel tick, docs/runtime.md)\n"
 	       "  (no placement option: all three)\n");
 	bench_usage("pipe");
 }
@@ -120,7 +141,7 @@ int main(int argc, char **argv)
 	struct bench b;
 	long loops = -1;
 	int want[3] = { 0, 0, 0 }, any = 0, vs_kernel = 0;
-	double samples[BENCH_MAX_RUNS], ksamples[BENCH_MAX_RUNS];
+	double samples[BENCH_MAX_RUNS], ksamples[BENCH_MAX_RUNS], shares[BENCH_MAX_RUNS];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -136,6 +157,8 @@ int main(int argc, char **argv)
 			want[UNPINNED] = any = 1;
 		} else if (!strcmp(argv[i], "--spin-ns")) {
 			spin_ns = (uint64_t)rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
+		} else if (!strcmp(argv[i], "--precise-clock")) {
+			rt_flags |= CL_RUNTIME_PRECISE_CLOCK;
 		} else if (!strcmp(argv[i], "--vs-kernel")) {
 			vs_kernel = 1;
 		} else if (!bench_is_shared_arg(argc, argv, &i)) {
@@ -152,7 +175,9 @@ int main(int argc, char **argv)
 		vs_kernel = 0;
 	}
 	if (!b.json_only)
-		printf("# context switch: %s; workers: %s\n", cl_runtime_context_kind(),
+		printf("# context switch: %s; clock: %s; workers: %s\n", cl_runtime_context_kind(),
+		       rt_flags & CL_RUNTIME_PRECISE_CLOCK ? "read at every switch"
+							   : "sampled at the tick on uncontended hand-offs",
 		       "same-cpu 1, cross-cpu 2 pinned, unpinned 2");
 	for (int p = 0; p < 3; p++) {
 		char who[128], cmd[256], kcase[64];
@@ -170,10 +195,10 @@ int main(int argc, char **argv)
 				 "taskset -c %d perf bench sched pipe -T -l %ld 2>/dev/null", cpu0, loops);
 		else
 			snprintf(cmd, sizeof(cmd), "perf bench sched pipe -T -l %ld 2>/dev/null", loops);
-		pipe_run(p, loops / 10 + 1); /* warm-up */
+		pipe_run(p, loops / 10 + 1, NULL); /* warm-up */
 		/* the two sides alternate run by run: a change in machine load hits both */
 		for (int r = 0; r < b.runs; r++) {
-			samples[r] = pipe_run(p, loops);
+			samples[r] = pipe_run(p, loops, &shares[r]);
 			if (samples[r] < 0) {
 				fprintf(stderr, "pipe: run failed: %s\n", strerror(errno));
 				return 1;
@@ -193,8 +218,14 @@ int main(int argc, char **argv)
 		}
 		med = bench_median(samples, b.runs);
 		snprintf(who, sizeof(who), "cachelocal runtime, %s", place_name[p]);
-		if (!b.json_only)
+		if (!b.json_only) {
 			print_kernel_style(who, loops, med);
+			if (p != UNPINNED)
+				printf("# worker thread CPU time / wall time over the runs: median %.0f%% "
+				       "(below 100%%: it was preempted by other processes%s)\n\n",
+				       100 * bench_median(shares, b.runs),
+				       p == CROSS ? ", or asleep in its idle loop" : "");
+		}
 		bench_report(&b, "pipe round trip", "cachelocal", place_name[p], 2, samples, b.runs,
 			     "ns/op");
 		if (!vs_kernel)
@@ -208,10 +239,17 @@ int main(int argc, char **argv)
 		snprintf(kcase, sizeof(kcase), "pipe %s", place_name[p]);
 		double ratio = bench_ratio(&b, kcase, "kernel / cachelocal (x faster)", kmed, med);
 
-		if (p == SAME)
-			rtb_goal(&b, "pipe same-cpu >= 40x the kernel (must >= 25x)", ratio, 40, 1);
+		if (p == SAME) {
+			rtb_goal(&b, "pipe same-cpu >= 25x the kernel (must show)", ratio, 25, 1);
+			rtb_goal(&b, "pipe same-cpu >= 40x the kernel (goal)", ratio, 40, 1);
+		}
 		else if (p == CROSS)
 			rtb_goal(&b, "pipe cross-cpu >= 10x the kernel unpinned", ratio, 10, 1);
+		if (!b.json_only && ((p == SAME && ratio < 25) || (p == CROSS && ratio < 10)))
+			printf("# needed: %.0f ns/op for %s; measured %.0f ns/op with the worker thread "
+			       "on its CPU %.0f%% of the wall time (docs/runtime.md: why)\n",
+			       kmed / (p == SAME ? 25 : 10), p == SAME ? "25x" : "10x", med,
+			       100 * bench_median(shares, b.runs));
 		vs_kernel = 1;
 	}
 	return bench_finish(&b);

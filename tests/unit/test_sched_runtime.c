@@ -780,6 +780,224 @@ Test(sched_runtime, tasks_get_their_groups_share_of_one_worker)
 	urcu_memb_unregister_thread();
 }
 
+/* ---- accounting at uncontended hand-offs ---- */
+
+struct handoff {
+	struct cl_chan *ab, *ba;
+	unsigned long work[2]; /* burn() per turn: long task, short task */
+	unsigned long long until_ns;
+	int stop;
+};
+
+static void *handoff_task(void *p)
+{
+	struct handoff *h = (struct handoff *)p;
+	int v = 0;
+
+	for (long turns = 1;; turns++) {
+		burn(h->work[0]);
+		/* enough time for many ticks, enough turns even if the worker was starved */
+		if (turns >= 5000 && cl__now_ns() >= h->until_ns)
+			__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
+		cl_chan_send(h->ab, &v);
+		if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		cl_chan_recv(h->ba, &v);
+	}
+}
+
+static void *handoff_short(void *p)
+{
+	struct handoff *h = (struct handoff *)p;
+	int v;
+
+	for (;;) {
+		cl_chan_recv(h->ab, &v);
+		if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		burn(h->work[1]);
+		cl_chan_send(h->ba, &v);
+	}
+}
+
+/*
+ * A pair that only ever hands the worker to each other (the pick never has
+ * a choice) where one task runs 9x longer per turn than the other: by
+ * default the runtime samples the clock at the tick on such hand-offs, so
+ * the charge must still follow running time (a sampler counting switches
+ * would split it 1:1); with CL_RUNTIME_PRECISE_CLOCK it is exact. Each task
+ * is alone in a group so that the charge can be read off the group entity.
+ */
+static void handoff_charge_check(unsigned int flags)
+{
+	struct cl_runtime *rt = new_rt(1, flags);
+	struct cl_task_group *g[2];
+	struct batch b = { .rt = rt };
+	struct handoff h;
+	uint64_t exec[2];
+	double ratio;
+
+	urcu_memb_register_thread();
+	memset(&h, 0, sizeof(h));
+	h.ab = cl_chan_create(sizeof(int), 1);
+	h.ba = cl_chan_create(sizeof(int), 1);
+	h.work[0] = 9 * WORK;
+	h.work[1] = WORK;
+	h.until_ns = cl__now_ns() + 200000000ull; /* 50 ticks at HZ=250 */
+	for (int i = 0; i < 2; i++) {
+		g[i] = cl_task_group_create(cl_sched_root_group(cl_runtime_sched(rt)), 1024);
+		cr_assert_not_null(g[i]);
+	}
+	batch_add(&b, g[0], handoff_task, &h);
+	batch_add(&b, g[1], handoff_short, &h);
+	batch_run(&b);
+	cl_rq_lock(cl_sched_rq(cl_runtime_sched(rt), 0));
+	exec[0] = cl_tg_se(g[0], 0)->sum_exec_runtime;
+	exec[1] = cl_tg_se(g[1], 0)->sum_exec_runtime;
+	cl_rq_unlock(cl_sched_rq(cl_runtime_sched(rt), 0));
+	ratio = exec[1] ? (double)exec[0] / (double)exec[1] : 1e9;
+	cr_log_info("flags %#x: long task %llu ns, short task %llu ns, ratio %.2f (work 9:1)", flags,
+		    (unsigned long long)exec[0], (unsigned long long)exec[1], ratio);
+	cr_assert_gt(exec[0], 0, "the long task was never charged");
+#ifndef CL_HAVE_TSAN
+	cr_assert_gt(ratio, 3.0, "a 9:1 split of running time was charged %.2f:1", ratio);
+#else
+	/* TSan's switch cost is charged to whichever side runs next */
+	cr_assert_gt(ratio, 1.5, "a 9:1 split of running time was charged %.2f:1", ratio);
+#endif
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(cl_task_group_destroy(g[i]), 0, "group %d: %s", i, strerror(errno));
+	cl_chan_destroy(h.ab);
+	cl_chan_destroy(h.ba);
+	destroy_ok(rt);
+	urcu_memb_unregister_thread();
+}
+
+Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_sampled_clock)
+{
+	handoff_charge_check(0);
+}
+
+Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_precise_clock)
+{
+	handoff_charge_check(CL_RUNTIME_PRECISE_CLOCK);
+}
+
+/* ---- direct hand-offs and wakeups from elsewhere ---- */
+
+struct stale {
+	struct cl_chan *ca, *ab, *ba;
+	struct cl_waitq wq;
+	int waiting;     /* C is about to wait (wq lock) */
+	int woken;       /* C was told to go (wq lock) */
+	long rounds;     /* A's ping-pong rounds (atomic) */
+	long rounds_at_c; /* rounds when C ran again */
+	int c_ran;
+};
+
+static void *stale_a(void *p)
+{
+	struct stale *s = (struct stale *)p;
+	int v;
+
+	cl_chan_recv(s->ca, &v); /* C wakes us, then blocks: a direct hand-off to us */
+	while (!__atomic_load_n(&s->c_ran, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&s->rounds, __ATOMIC_RELAXED) < 200000000L) {
+		cl_chan_send(s->ab, &v);
+		cl_chan_recv(s->ba, &v);
+		__atomic_fetch_add(&s->rounds, 1, __ATOMIC_RELAXED);
+	}
+	v = -1;
+	cl_chan_send(s->ab, &v);
+	return NULL;
+}
+
+static void *stale_b(void *p)
+{
+	struct stale *s = (struct stale *)p;
+	int v;
+
+	for (;;) {
+		cl_chan_recv(s->ab, &v);
+		if (v < 0)
+			return NULL;
+		cl_chan_send(s->ba, &v);
+	}
+}
+
+static void *stale_c(void *p)
+{
+	struct stale *s = (struct stale *)p;
+	int v = 1;
+
+	cl_chan_send(s->ca, &v); /* A on our wake list */
+	cl_waitq_lock(&s->wq);
+	__atomic_store_n(&s->waiting, 1, __ATOMIC_RELEASE);
+	while (!s->woken) {
+		cl_waitq_wait(&s->wq); /* usually a direct hand-off: the rq keeps us as its curr */
+		cl_waitq_lock(&s->wq);
+	}
+	cl_waitq_unlock(&s->wq);
+	s->rounds_at_c = __atomic_load_n(&s->rounds, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c_ran, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * C wakes A and blocks on a wait queue with nothing else runnable, so the
+ * worker hands off to A without the rq lock and the rq still lists C as its
+ * running task; A and B then ping-pong by direct hand-offs. The main thread
+ * wakes C from outside the runtime: C must run within a few rounds of the
+ * pair (the waker flags the worker), not only when the pair stops or the
+ * next kernel tick ends the chain (tens of thousands of rounds).
+ */
+Test(sched_runtime, task_woken_from_outside_during_a_hand_off_chain_runs_promptly, .timeout = 60)
+{
+	int stale = 0, its = 10;
+
+	for (int it = 0; it < its; it++) {
+		struct cl_runtime *rt = new_rt(1, 0);
+		struct cl_spawn_attr sa;
+		struct cl_rt_task *t[3];
+		struct stale s;
+		long r0;
+
+		memset(&s, 0, sizeof(s));
+		memset(&sa, 0, sizeof(sa));
+		cl_waitq_init(&s.wq);
+		s.ca = cl_chan_create(sizeof(int), 1);
+		s.ab = cl_chan_create(sizeof(int), 1);
+		s.ba = cl_chan_create(sizeof(int), 1);
+		t[0] = cl_spawn(rt, &sa, stale_b, &s);
+		t[1] = cl_spawn(rt, &sa, stale_a, &s);
+		t[2] = cl_spawn(rt, &sa, stale_c, &s);
+		cr_assert(t[0] && t[1] && t[2]);
+		while (!__atomic_load_n(&s.waiting, __ATOMIC_ACQUIRE) ||
+		       !__atomic_load_n(&s.rounds, __ATOMIC_RELAXED))
+			CL_CPU_RELAX();
+		cl_waitq_lock(&s.wq);
+		s.woken = 1;
+		cl_waitq_unlock(&s.wq);
+		cr_assert_eq(cl_waitq_wake_one(&s.wq), 1);
+		r0 = __atomic_load_n(&s.rounds, __ATOMIC_RELAXED);
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(cl_join(t[i], NULL), 0);
+		cr_assert(s.c_ran, "C never ran");
+		/* white box: did the wakeup find C still queued as the rq's curr? */
+		stale += (int)(rt->workers[0].nr_stale_wakes != 0);
+		cr_log_info("C ran %ld rounds after its wakeup (pair ran %ld rounds; %s)",
+			    s.rounds_at_c - r0, s.rounds,
+			    rt->workers[0].nr_stale_wakes ? "woken while the rq's stale curr" : "woken normally");
+		cr_assert_lt(s.rounds_at_c - r0, 2000, "C waited %ld rounds of the pair after its wakeup",
+			     s.rounds_at_c - r0);
+		cl_chan_destroy(s.ca);
+		cl_chan_destroy(s.ab);
+		cl_chan_destroy(s.ba);
+		destroy_ok(rt);
+	}
+	cr_log_info("%d of %d wakeups found C still the rq's curr", stale, its);
+}
+
 /* ---- balancing ---- */
 
 struct spread {

@@ -274,10 +274,47 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 	return p;
 }
 
+/**
+ * cl_rq_set_curr() - make @p, queued on @rq, the running task without a
+ * pick (the caller has already decided; the kernel's set_next_task()).
+ * @rq: the rq (clock updated), with no running task (cl_rq_put_prev()).
+ * @p: a task queued on @rq.
+ *
+ * Makes @p's entity, and each group entity above it, the curr of its queue
+ * and moves @p to the head of cfs_tasks, as cl_rq_pick_next() does for the
+ * task it picks.
+ *
+ * Context: @rq's lock held.
+ * Return: 0, or -1 with errno EINVAL (NULL argument, @rq has a running
+ * task, @p not queued on @rq).
+ */
+CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
+{
+	uint64_t now;
+
+	if (!rq || !p) {
+		errno = EINVAL;
+		return -1;
+	}
+	CL__RQ_ASSERT_HELD(rq);
+	if (rq->curr || !p->se.on_rq || p->on_rq != CL_TASK_ON_RQ_QUEUED || p->cpu != (int)rq->cpu) {
+		errno = EINVAL;
+		return -1;
+	}
+	now = rq->clock_task;
+	for (struct cl_sched_entity *se = &p->se; se; se = se->parent)
+		cl__set_next_entity(se->cfs_rq, se, now);
+	cds_list_move(&p->se.group_node, &rq->cfs_tasks);
+	p->on_cpu = 1;
+	CL_WRITE_ONCE(rq->curr, p);
+	rq->nr_switches++;
+	return 0;
+}
+
 /* Should @curr (running from @cfs_rq) give way now? */
 CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *curr)
 {
-	uint64_t ideal = cl_sched_slice(cfs_rq, curr);
+	uint64_t ideal = curr->slice; /* set by cl_rq_tick() just before */
 	uint64_t ran = curr->sum_exec_runtime - curr->prev_sum_exec_runtime;
 	struct cl_sched_entity *first;
 	int64_t d;
@@ -330,6 +367,7 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
 		if (cfs_rq->runtime_enabled && cfs_rq->runtime_remaining <= 0 &&
 		    !cl__assign_cfs_rq_runtime(cfs_rq))
 			resched = 1;
+		se->slice = cl_sched_slice(cfs_rq, se);
 		if (cfs_rq->nr_running > 1 && cl__check_preempt_tick(cfs_rq, se))
 			resched = 1;
 	}

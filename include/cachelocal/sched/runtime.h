@@ -50,6 +50,15 @@
  *  5. Yield keeps the rq lock across the switch for the same reason as 2:
  *     a queued, switching-out task cannot be stolen by a balancer (which
  *     needs that lock) before its context is saved.
+ *  6. Direct hand-off: a task that blocks, within the same kernel tick,
+ *     with exactly one task on its worker's wake list and nothing else on
+ *     the rq switches to that task without the rq lock and without touching
+ *     the rq, which keeps the task it last picked as its (stale) curr. A
+ *     remote waker that finds its task still queued that way records it
+ *     (stale_woken, under the rq lock) and sets the worker's `resched` flag
+ *     instead of enqueueing it; any other remote enqueue raises nr_running. Either makes the next
+ *     switch take the full path (2-4), which first brings the rq up to date
+ *     (cl__rt_handoff_sync()). A worker only sleeps through the full path.
  * Lock order: object lock (channel, mutex wait lock, condvar, join lock)
  * -> rq lock(s) (two in address order, balance.h). No rq lock is held
  * while a task's own code runs.
