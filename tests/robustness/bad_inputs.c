@@ -1141,6 +1141,28 @@ static void l5_sched_cases(void)
 		struct cl_sched *s = sched2();
 		RB_ABORTS(cl_rq_pick_next(cl_sched_rq(s, 0)));
 	}
+	CASE("cl_rq_set_curr", "rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_rq_set_curr(NIL, &t), -1, EINVAL);
+	}
+	CASE("cl_rq_set_curr", "task NULL")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_set_curr(rq, NIL), -1, EINVAL);
+	}
+	CASE("cl_rq_set_curr", "task not queued")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_set_curr(rq, &t), -1, EINVAL);
+	}
 	CASE("cl_rq_tick", "rq NULL")
 	{
 		RB_INT(cl_rq_tick(NIL, 1), 0, EINVAL);
