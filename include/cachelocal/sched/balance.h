@@ -186,8 +186,8 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		errno = EINVAL;
 		return -1;
 	}
-	cl_rq_update_clock(src, now_ns);
-	cl_rq_update_clock(dst, now_ns);
+	cl__rq_update_clock(src, now_ns);
+	cl__rq_update_clock(dst, now_ns);
 	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
 	/* the node forms: the entities are cache-line aligned (see rq.h) */
 #ifdef CL_DETACH_FROM_HEAD
@@ -265,9 +265,9 @@ CL_INLINE int cl__cpu_offline_begin(struct cl_sched *s, struct cl_rq *rq)
 		errno = EBUSY; /* the last online CPU */
 		return -1;
 	}
-	cl_rq_lock(rq);
+	cl__rq_lock(rq);
 	CL_WRITE_ONCE(rq->online, 0);
-	cl_rq_unlock(rq);
+	cl__rq_unlock(rq);
 	s->nr_online--;
 	return 0;
 }
@@ -403,14 +403,14 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 		cl_spin_unlock(&s->hotplug_lock);
 		return -1;
 	}
-	cl_rq_lock(rq);
+	cl__rq_lock(rq);
 	if (!was_online && rq->curr) {
-		cl_rq_unlock(rq);
+		cl__rq_unlock(rq);
 		cl_spin_unlock(&s->hotplug_lock);
 		errno = EAGAIN; /* the worker has not acknowledged yet */
 		return -1;
 	}
-	cl_rq_update_clock(rq, now_ns);
+	cl__rq_update_clock(rq, now_ns);
 	cl_rq_put_prev(rq);
 	/* unthrottle first: every group entity of this CPU must leave its parent */
 	cl_sched_rcu_read_lock();
@@ -445,7 +445,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	}
 	cl_sched_rcu_read_unlock();
 	rq->drained = 1;
-	cl_rq_unlock(rq);
+	cl__rq_unlock(rq);
 
 	cds_list_for_each_safe(pos, next, &drained) {
 		struct cl_rq *dst;
@@ -455,7 +455,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 		dst = cl__sched_rq(s, (unsigned int)cl__balance_fallback_cpu(s, p));
 		cl_rq_lock_two(rq, dst);
 		cds_list_del_init(&p->se.group_node);
-		cl_rq_update_clock(dst, now_ns);
+		cl__rq_update_clock(dst, now_ns);
 		cl__rq_enqueue(dst, p, 0); /* p->cpu moves with both locks held; on_rq: QUEUED */
 		p->se.nr_migrations++;
 		dst->nr_migrations_in++;
@@ -488,18 +488,18 @@ CL_INLINE int cl_balance_cpu_online(struct cl_sched *s, unsigned int cpu, uint64
 	}
 	rq = cl__sched_rq(s, cpu);
 	cl_spin_lock(&s->hotplug_lock);
-	cl_rq_lock(rq);
+	cl__rq_lock(rq);
 	if (rq->online) {
-		cl_rq_unlock(rq);
+		cl__rq_unlock(rq);
 		cl_spin_unlock(&s->hotplug_lock);
 		errno = EINVAL;
 		return -1;
 	}
-	cl_rq_update_clock(rq, now_ns);
+	cl__rq_update_clock(rq, now_ns);
 	rq->drained = 0;
 	CL_WRITE_ONCE(rq->online, 1);
 	s->nr_online++;
-	cl_rq_unlock(rq);
+	cl__rq_unlock(rq);
 	cl_spin_unlock(&s->hotplug_lock);
 	return 0;
 }

@@ -147,10 +147,10 @@ CL_INLINE int cl_tg_set_bandwidth(struct cl_task_group *tg, uint64_t quota_ns, u
 		struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu);
 		struct cl_rq *rq = cfs_rq->rq;
 
-		cl_rq_lock(rq);
+		cl__rq_lock(rq);
 		cfs_rq->runtime_enabled = quota_ns != 0;
 		cfs_rq->runtime_remaining = 0;
-		cl_rq_unlock(rq);
+		cl__rq_unlock(rq);
 	}
 	return 0;
 }

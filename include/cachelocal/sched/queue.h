@@ -351,7 +351,7 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
 
 	if (CL__BAD_ARG(rq == NULL))
 		return 0;
-	cl_rq_update_clock(rq, now_ns);
+	cl__rq_update_clock(rq, now_ns);
 	p = rq->curr;
 	if (!p)
 		return rq->nr_running != 0 && rq->online;

@@ -321,6 +321,17 @@ CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
 	CL_ATOMIC_STORE(&p->cpu, (int)rq->cpu, CL_RELEASE);
 }
 
+/* cl_rq_update_clock() without the NULL check, for the library's own callers. */
+CL_INLINE void cl__rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
+{
+	CL__RQ_ASSERT_HELD(rq);
+	if ((int64_t)(now_ns - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
+		rq->clock = now_ns;
+		rq->clock_task = now_ns;
+	}
+	rq->clock_update_flags |= CL_RQCF_UPDATED;
+}
+
 /**
  * cl_rq_update_clock() - set @rq's clock to @now_ns (ignored if it would go back).
  * @rq: the rq.
@@ -330,14 +341,8 @@ CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
  */
 CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
 {
-	if (CL__BAD_ARG(rq == NULL))
-		return;
-	CL__RQ_ASSERT_HELD(rq);
-	if ((int64_t)(now_ns - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
-		rq->clock = now_ns;
-		rq->clock_task = now_ns;
-	}
-	rq->clock_update_flags |= CL_RQCF_UPDATED;
+	if (!CL__BAD_ARG(rq == NULL))
+		cl__rq_update_clock(rq, now_ns);
 }
 
 /* ---- hierarchy (rq lock held) ---- */

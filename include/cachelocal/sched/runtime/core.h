@@ -528,7 +528,7 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 	w->fin.prev = NULL;
 	w->fin.unlock = NULL;
 	if (mode != CL__RT_HANDOFF)
-		cl_rq_unlock(w->rq);
+		cl__rq_unlock(w->rq);
 	if (unlock)
 		cl_spin_unlock(unlock);
 	if (prev && mode == CL__RT_EXIT) {
@@ -727,7 +727,7 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 			hand_off = 0;
 		}
 	}
-	cl_rq_lock(rq);
+	cl__rq_lock(rq);
 	cl__rt_handoff_sync(w, self);
 	if (hand_off) {
 		if (CL_UNLIKELY(rq->nr_running + w->nr_wakes > solo)) {
@@ -738,13 +738,13 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		}
 	}
 	w->now_ns = now;
-	cl_rq_update_clock(rq, now);
+	cl__rq_update_clock(rq, now);
 	cl__rt_flush_wakes(w);
 	if (mode != CL__RT_YIELD)
 		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
 	next = cl_rq_pick_next(rq);
 	if (next == &self->task) {
-		cl_rq_unlock(rq);
+		cl__rq_unlock(rq);
 		return;
 	}
 	w->fin.prev = self;
@@ -817,7 +817,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 	unsigned int nr;
 	int sleeping;
 
-	cl_rq_lock(rq);
+	cl__rq_lock(rq);
 	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 	if (CL_UNLIKELY(t->task.on_rq)) {
 		/* the rq's stale curr after a direct hand-off: see cl__rt_handoff_sync() */
@@ -829,7 +829,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 	}
 	nr = rq->nr_running;
 	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
-	cl_rq_unlock(rq);
+	cl__rq_unlock(rq);
 	if (sleeping)
 		cl__rt_kick(tw);
 	else if (tw != cur)
@@ -1135,13 +1135,13 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	struct cl_task *next;
 	struct cl_rt_task *n;
 
-	cl_rq_lock(w->rq);
+	cl__rq_lock(w->rq);
 	w->now_ns = cl__rt_now(w->rt);
-	cl_rq_update_clock(w->rq, w->now_ns);
+	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_flush_wakes(w);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
-		cl_rq_unlock(w->rq);
+		cl__rq_unlock(w->rq);
 		return 0;
 	}
 	n = (struct cl_rt_task *)(void *)next;
@@ -1215,10 +1215,10 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			}
 		}
 		/* sleep: announce, recheck, wait (see the wake protocol) */
-		cl_rq_lock(w->rq);
+		cl__rq_lock(w->rq);
 		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
 			CL_ATOMIC_STORE(&w->sleeping, 1, CL_RELAXED);
-		cl_rq_unlock(w->rq);
+		cl__rq_unlock(w->rq);
 		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED)) {
 			struct timespec ts;
 
@@ -1267,8 +1267,8 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
 		if (rt->workers[i].started) {
 			/* the worker checks stop under its rq lock before sleeping */
-			cl_rq_lock(rt->workers[i].rq);
-			cl_rq_unlock(rt->workers[i].rq);
+			cl__rq_lock(rt->workers[i].rq);
+			cl__rq_unlock(rt->workers[i].rq);
 			cl__rt_kick(&rt->workers[i]);
 		}
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
