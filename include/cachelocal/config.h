@@ -15,6 +15,7 @@
  *  CL_DEBUG                undefined                     turns CL_DEBUG_ASSERT() into assert(): undetectable misuse asserts (README "Bad input")
  *  CL_NO_RSEQ_ASM          undefined                     force the portable (atomic) path
  *  CL_INJECT(n)            nothing                       test hook at numbered race points
+ *  CL_RUNTIME_CLOCK(ns)    (ns)                          test hook: the M:N runtime's clock reading
  *
  * Never derived from std::hardware_destructive_interference_size or
  * __GCC_DESTRUCTIVE_SIZE: those change with -mtune and compiler version.
@@ -96,6 +97,17 @@ _Static_assert(CL_PERCPU_STRIDE % CL_FALSE_SHARING_SIZE == 0,
  */
 #ifndef CL_INJECT
 #define CL_INJECT(n) ((void)0)
+#endif
+
+/*
+ * CL_RUNTIME_CLOCK(ns): every clock reading of the M:N runtime
+ * (sched/runtime.h) passes through it, @ns being the real monotonic time in
+ * ns. A test defines it to run the scheduler on a virtual clock, so that
+ * time the kernel takes the worker thread away is not charged to a task;
+ * its value must not go backwards.
+ */
+#ifndef CL_RUNTIME_CLOCK
+#define CL_RUNTIME_CLOCK(ns) (ns)
 #endif
 
 #endif /* CACHELOCAL_CONFIG_H */
