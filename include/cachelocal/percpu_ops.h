@@ -985,11 +985,13 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 	CL__PERCPU_RSEQ(kind, for (;;) {                                             \
 		int i_, r_ = CL__RSEQ_ASM(kind, op, abi, __VA_ARGS__, &i_);          \
                                                                                      \
-		if (CL_LIKELY(r_ != CL_RSEQ_ABORT)) {                                \
+		if (CL_LIKELY(r_ == CL_RSEQ_OK)) {                                   \
 			if (i_ < 0) /* a u32 field below the number of CPUs */       \
 				__builtin_unreachable();                             \
-			return r_ == CL_RSEQ_OK ? i_ : CL_PERCPU_CMPFAIL;            \
+			return i_;                                                   \
 		}                                                                    \
+		if (r_ != CL_RSEQ_ABORT) /* i_ is not set on this path */            \
+			return CL_PERCPU_CMPFAIL;                                    \
 		CL_INJECT(11);                                                       \
 	})
 #else
