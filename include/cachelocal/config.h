@@ -16,6 +16,7 @@
  *  CL_NO_RSEQ_ASM          undefined                     force the portable (atomic) path
  *  CL_INJECT(n)            nothing                       test hook at numbered race points
  *  CL_RUNTIME_CLOCK(ns)    (ns)                          test hook: the M:N runtime's clock reading
+ *  CL_RUNTIME_TICK_CLOCK(ns) (ns)                        test hook: the M:N runtime's tick clock reading
  *
  * Never derived from std::hardware_destructive_interference_size or
  * __GCC_DESTRUCTIVE_SIZE: those change with -mtune and compiler version.
@@ -108,6 +109,15 @@ _Static_assert(CL_PERCPU_STRIDE % CL_FALSE_SHARING_SIZE == 0,
  */
 #ifndef CL_RUNTIME_CLOCK
 #define CL_RUNTIME_CLOCK(ns) (ns)
+#endif
+
+/*
+ * CL_RUNTIME_TICK_CLOCK(ns): the same for the runtime's reading of the
+ * kernel's tick clock (CLOCK_MONOTONIC_COARSE), which decides when an
+ * uncontended hand-off reads the clock at all; @ns is the real reading.
+ */
+#ifndef CL_RUNTIME_TICK_CLOCK
+#define CL_RUNTIME_TICK_CLOCK(ns) (ns)
 #endif
 
 #endif /* CACHELOCAL_CONFIG_H */

@@ -330,13 +330,14 @@ CL_ALWAYS_INLINE uint64_t cl__rt_now(const struct cl_runtime *rt)
 extern int clock_getres(__clockid_t clock_id, struct timespec *res); /* strict C11: not declared */
 #endif
 
-/* The kernel's tick clock in ns: a cheap "has a tick passed since" test. */
+/* The kernel's tick clock in ns: a cheap "has a tick passed since" test
+ * (through the test hook CL_RUNTIME_TICK_CLOCK(), config.h). */
 CL_ALWAYS_INLINE uint64_t cl__rt_tick_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CL__CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return CL_RUNTIME_TICK_CLOCK((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 }
 
 /*
