@@ -432,7 +432,7 @@ static void *wq_waiter(void *p)
 	struct wq_arg *a = (struct wq_arg *)p;
 
 	cl_waitq_lock(&a->wq);
-	a->waiting++;
+	__atomic_fetch_add(&a->waiting, 1, __ATOMIC_RELEASE); /* read outside the lock */
 	while (!a->go) {
 		cl_waitq_wait(&a->wq);
 		cl_waitq_lock(&a->wq);
@@ -447,19 +447,27 @@ Test(sched_runtime, waitq_wakes_from_outside_the_runtime)
 	struct cl_runtime *rt = new_rt(2, CL_RUNTIME_UNPINNED);
 	struct wq_arg a;
 	struct cl_rt_task *t[6];
-	int woken = 0;
+	int all;
 
 	memset(&a, 0, sizeof(a));
 	cl_waitq_init(&a.wq);
 	for (int i = 0; i < 6; i++)
 		t[i] = cl_spawn(rt, NULL, wq_waiter, &a);
-	/* rendezvous: wake_one returns 1 only for a task really asleep on it */
-	while (woken < 1)
-		woken += cl_waitq_wake_one(&a.wq);
+	/* Rendezvous: a waiter counts itself under the queue lock and holds it
+	 * until it is on the queue, so once all 6 counted, taking the lock finds
+	 * all 6 asleep. (Not by calling wake_one in a loop: that hammers the
+	 * queue's spinlock from outside and can starve the waiters of it.) */
+	while (__atomic_load_n(&a.waiting, __ATOMIC_ACQUIRE) < 6)
+		sched_yield();
+	cl_waitq_lock(&a.wq);
+	cl_waitq_unlock(&a.wq);
+	cr_assert_eq(cl_waitq_wake_one(&a.wq), 1, "no task asleep on the queue");
 	cl_waitq_lock(&a.wq);
 	a.go = 1;
 	cl_waitq_unlock(&a.wq);
-	cl_waitq_wake_all(&a.wq);
+	/* the other 5, and the one woken above if it went back to sleep first */
+	all = cl_waitq_wake_all(&a.wq);
+	cr_assert(all == 5 || all == 6, "wake_all woke %d tasks", all);
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(cl_join(t[i], NULL), 0);
 	cr_assert_eq(a.done, 6);

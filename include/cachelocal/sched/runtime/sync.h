@@ -138,6 +138,11 @@ CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
  * cl_waitq_wake_one() - wake the longest waiting task.
  * @wq: the queue (not locked by the caller).
  *
+ * Takes the queue's lock, a test-and-set spinlock (not fair): calling this
+ * in a tight loop until a task shows up can keep the tasks that want to
+ * sleep on @wq from getting that lock for a long time. Wait for a condition
+ * the waiters set instead.
+ *
  * Context: any thread.
  * Return: 1 if a task was woken, 0 if none waited.
  */
