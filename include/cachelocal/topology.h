@@ -41,6 +41,7 @@
 #ifndef CACHELOCAL_TOPOLOGY_H
 #define CACHELOCAL_TOPOLOGY_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,6 +72,9 @@ CL_BEGIN_DECLS
 #define CL_TOPO_MAX_CPU_IDS (1u << 16)
 /* Node numbers probed when the node lists are missing. */
 #define CL__TOPO_PROBE_NODES 64u
+/* Largest node number + 1 accepted (Linux's MAX_NUMNODES tops out at 1024);
+ * a node list naming a larger one is malformed. */
+#define CL__TOPO_MAX_NODES 1024u
 
 /**
  * struct cl_cpu_info - what is known about one CPU id.
@@ -135,6 +139,19 @@ CL_INLINE __attribute__((format(printf, 2, 0))) char *cl__topo_vpath(const char 
 		sprintf(path, "%s/%s", root, rel);
 	else
 		cl__topo_nomem = 1;
+	return path;
+}
+
+/* cl__topo_vpath() with the arguments in line. */
+CL_INLINE __attribute__((format(printf, 2, 3))) char *cl__topo_path(const char *root, const char *fmt,
+								     ...)
+{
+	char *path;
+	va_list ap;
+
+	va_start(ap, fmt);
+	path = cl__topo_vpath(root, fmt, ap);
+	va_end(ap);
 	return path;
 }
 
@@ -370,7 +387,8 @@ CL_INLINE unsigned cl__topo_guess_nr_ids(const char *root, int is_sys)
 	for (i = 0; i < 2; i++) {
 		char *b = cl__topo_slurp(root, "devices/system/cpu/%s", lists[i]);
 
-		if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
+		if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
+	    max < (long)CL__TOPO_MAX_NODES) {
 			free(b);
 			return (unsigned)max + 1;
 		}
@@ -550,6 +568,38 @@ out:
 	return rc;
 }
 
+/* The lowest K < @nn with @nodes[K] set and an entry nodeK in CPU @c's
+ * sysfs directory, or -1. */
+CL_INLINE int cl__topo_cpu_node_link(const char *root, unsigned c, const int *nodes, unsigned nn)
+{
+	char *path = cl__topo_path(root, "devices/system/cpu/cpu%u", c);
+	struct dirent *e;
+	long best = -1;
+	DIR *d;
+
+	if (!path)
+		return -1;
+	d = opendir(path);
+	if (!d && errno == ENOMEM)
+		cl__topo_nomem = 1;
+	free(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		const char *p = e->d_name;
+		long k = 0;
+
+		if (strncmp(p, "node", 4) != 0 || p[4] < '0' || p[4] > '9')
+			continue;
+		for (p += 4; *p >= '0' && *p <= '9' && k < (long)nn; p++)
+			k = k * 10 + (*p - '0');
+		if (*p == '\0' && k < (long)nn && nodes[k] && (best < 0 || k < best))
+			best = k;
+	}
+	closedir(d);
+	return (int)best;
+}
+
 /* NUMA nodes. 0 or -1 (ENOMEM). Each node's cpulist is read once; a
  * malformed one assigns no CPU and lists none (they fall back to nodeK). */
 CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
@@ -570,7 +620,8 @@ CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
 	b = cl__topo_slurp(root, "devices/system/node/online");
 	if (!b)
 		b = cl__topo_slurp(root, "devices/system/node/possible");
-	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
+	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
+	    max < (long)CL__TOPO_MAX_NODES) {
 		nn = (unsigned)max + 1;
 		nodes = (int *)calloc(nn, sizeof(int));
 		if (nodes)
@@ -611,15 +662,16 @@ CL_INLINE int cl__topo_load_nodes(struct cl_topology *t, const char *root)
 		goto out;
 	}
 	t->nr_nodes = nr_found;
-	/* CPUs in no cpulist (offline ones, on some kernels): their nodeK link. */
+	/* CPUs in no cpulist (offline ones, on some kernels): their nodeK link,
+	 * found by one directory read per CPU (not one probe per node). */
 	for (c = 0; c < n; c++) {
+		int node;
+
 		if (!t->cpu[c].possible || listed[c])
 			continue;
-		for (k = 0; k < nn; k++)
-			if (nodes[k] && cl__topo_exists(root, "devices/system/cpu/cpu%u/node%u", c, k))
-				break;
-		if (k < nn)
-			t->cpu[c].node = (int)k;
+		node = cl__topo_cpu_node_link(root, c, nodes, nn);
+		if (node >= 0)
+			t->cpu[c].node = node;
 		else
 			t->fallback |= CL_TOPO_FALLBACK_PARTIAL;
 	}
@@ -660,7 +712,8 @@ CL_INLINE int cl_topology_load(struct cl_topology *t, const char *sysfs_root)
 	memset(t, 0, sizeof(*t));
 	cl__topo_nomem = 0;
 	b = cl__topo_slurp(root, "devices/system/cpu/possible");
-	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
+	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
+	    max < (long)CL__TOPO_MAX_NODES) {
 		n = (unsigned)max + 1;
 	} else {
 		t->fallback |= CL_TOPO_FALLBACK_POSSIBLE;
@@ -743,7 +796,8 @@ CL_INLINE unsigned cl_nr_possible_cpus(void)
 	if (CL_LIKELY(n))
 		return n;
 	b = cl__topo_slurp("/sys", "devices/system/cpu/possible");
-	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
+	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
+	    max < (long)CL__TOPO_MAX_NODES) {
 		n = (unsigned)max + 1;
 	} else {
 		long c = sysconf(_SC_NPROCESSORS_CONF);

@@ -385,6 +385,34 @@ Test(topology, random_garbage_never_crashes, .timeout = 120)
 	}
 }
 
+/* A node list naming a node past Linux's largest (1024 nodes) is malformed:
+ * the nodes are probed instead, and a CPU only such a node lists stays
+ * on node 0, flagged. */
+Test(topology, node_list_past_the_node_limit_is_malformed)
+{
+	char root[] = "/tmp/cl_topo_XXXXXX";
+	char cmd[128];
+	struct cl_topology t;
+
+	cr_assert_not_null(mkdtemp(root));
+	put(root, "devices/system/cpu/possible", "0-1\n");
+	put(root, "devices/system/cpu/present", "0-1\n");
+	put(root, "devices/system/cpu/online", "0-1\n");
+	put(root, "devices/system/node/online", "0,1500\n");
+	put(root, "devices/system/node/node0/cpulist", "0\n");
+	put(root, "devices/system/node/node1500/cpulist", "1\n");
+	put(root, "devices/system/cpu/cpu1/node1500", "");
+	cr_assert_eq(cl_topology_load(&t, root), 0);
+	cr_assert_eq(t.nr_nodes, 1u);
+	cr_assert_eq(t.cpu[0].node, 0);
+	cr_assert_eq(t.cpu[1].node, 0, "cpu 1 node %d", t.cpu[1].node);
+	cr_assert(t.fallback & CL_TOPO_FALLBACK_PARTIAL, "fallback %#x", t.fallback);
+	check_dense(&t);
+	cl_topology_free(&t);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
+
 /* A malformed node cpulist places no CPU: a CPU it half-names ("1" of
  * "1,x") is placed by its cpuN/nodeK link, as a CPU in no cpulist is. */
 Test(topology, malformed_node_cpulist_falls_back_to_link)
