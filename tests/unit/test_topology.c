@@ -318,6 +318,28 @@ static void put(const char *root, const char *rel, const char *content)
 	fclose(f);
 }
 
+/* A fresh tree in @root (a mkdtemp() template): CPUs @cpus possible,
+ * present and online, nodes @nodes online. */
+static void tree_with(char *root, const char *cpus, const char *nodes)
+{
+	cr_assert_not_null(mkdtemp(root));
+	put(root, "devices/system/cpu/possible", cpus);
+	put(root, "devices/system/cpu/present", cpus);
+	put(root, "devices/system/cpu/online", cpus);
+	put(root, "devices/system/node/online", nodes);
+}
+
+/* Check @t's dense ids, free it and remove @root. */
+static void done_with(struct cl_topology *t, const char *root)
+{
+	char cmd[128];
+
+	check_dense(t);
+	cl_topology_free(t);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
+
 static const char *garbage(unsigned *seed, char *buf, size_t len)
 {
 	static const char *const pool[] = { "0-3", "0-3,5", "", "\n", "-1", "1-", "3-2", ",", "0,,1",
@@ -391,14 +413,9 @@ Test(topology, random_garbage_never_crashes, .timeout = 120)
 Test(topology, node_list_past_the_node_limit_is_malformed)
 {
 	char root[] = "/tmp/cl_topo_XXXXXX";
-	char cmd[128];
 	struct cl_topology t;
 
-	cr_assert_not_null(mkdtemp(root));
-	put(root, "devices/system/cpu/possible", "0-1\n");
-	put(root, "devices/system/cpu/present", "0-1\n");
-	put(root, "devices/system/cpu/online", "0-1\n");
-	put(root, "devices/system/node/online", "0,1500\n");
+	tree_with(root, "0-1\n", "0,1500\n");
 	put(root, "devices/system/node/node0/cpulist", "0\n");
 	put(root, "devices/system/node/node1500/cpulist", "1\n");
 	put(root, "devices/system/cpu/cpu1/node1500", "");
@@ -407,10 +424,7 @@ Test(topology, node_list_past_the_node_limit_is_malformed)
 	cr_assert_eq(t.cpu[0].node, 0);
 	cr_assert_eq(t.cpu[1].node, 0, "cpu 1 node %d", t.cpu[1].node);
 	cr_assert(t.fallback & CL_TOPO_FALLBACK_PARTIAL, "fallback %#x", t.fallback);
-	check_dense(&t);
-	cl_topology_free(&t);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	cr_assert_eq(system(cmd), 0);
+	done_with(&t, root);
 }
 
 /* A malformed node cpulist places no CPU: a CPU it half-names ("1" of
@@ -418,14 +432,9 @@ Test(topology, node_list_past_the_node_limit_is_malformed)
 Test(topology, malformed_node_cpulist_falls_back_to_link)
 {
 	char root[] = "/tmp/cl_topo_XXXXXX";
-	char cmd[128];
 	struct cl_topology t;
 
-	cr_assert_not_null(mkdtemp(root));
-	put(root, "devices/system/cpu/possible", "0-2\n");
-	put(root, "devices/system/cpu/present", "0-2\n");
-	put(root, "devices/system/cpu/online", "0-2\n");
-	put(root, "devices/system/node/online", "0-1\n");
+	tree_with(root, "0-2\n", "0-1\n");
 	put(root, "devices/system/node/node0/cpulist", "0\n");
 	put(root, "devices/system/node/node1/cpulist", "1,x\n");
 	put(root, "devices/system/cpu/cpu1/node1", "");
@@ -436,10 +445,7 @@ Test(topology, malformed_node_cpulist_falls_back_to_link)
 	/* CPU 2: in no list and no link: node 0, flagged. */
 	cr_assert_eq(t.cpu[2].node, 0);
 	cr_assert(t.fallback & CL_TOPO_FALLBACK_PARTIAL, "fallback %#x", t.fallback);
-	check_dense(&t);
-	cl_topology_free(&t);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	cr_assert_eq(system(cmd), 0);
+	done_with(&t, root);
 }
 
 /* Many threads loading at once (each its own struct): no shared state but the cache. */
