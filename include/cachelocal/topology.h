@@ -387,8 +387,7 @@ CL_INLINE unsigned cl__topo_guess_nr_ids(const char *root, int is_sys)
 	for (i = 0; i < 2; i++) {
 		char *b = cl__topo_slurp(root, "devices/system/cpu/%s", lists[i]);
 
-		if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
-	    max < (long)CL__TOPO_MAX_NODES) {
+		if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
 			free(b);
 			return (unsigned)max + 1;
 		}
@@ -712,8 +711,7 @@ CL_INLINE int cl_topology_load(struct cl_topology *t, const char *sysfs_root)
 	memset(t, 0, sizeof(*t));
 	cl__topo_nomem = 0;
 	b = cl__topo_slurp(root, "devices/system/cpu/possible");
-	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
-	    max < (long)CL__TOPO_MAX_NODES) {
+	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
 		n = (unsigned)max + 1;
 	} else {
 		t->fallback |= CL_TOPO_FALLBACK_POSSIBLE;
@@ -796,8 +794,7 @@ CL_INLINE unsigned cl_nr_possible_cpus(void)
 	if (CL_LIKELY(n))
 		return n;
 	b = cl__topo_slurp("/sys", "devices/system/cpu/possible");
-	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0 &&
-	    max < (long)CL__TOPO_MAX_NODES) {
+	if (b && cl__topo_parse_list(b, NULL, 0, NULL, &max) > 0 && max >= 0) {
 		n = (unsigned)max + 1;
 	} else {
 		long c = sysconf(_SC_NPROCESSORS_CONF);

@@ -407,6 +407,23 @@ Test(topology, random_garbage_never_crashes, .timeout = 120)
 	}
 }
 
+/* CPU ids are not bound by the node limit: a CPU id of 1500 is kept. */
+Test(topology, cpu_ids_past_the_node_limit_are_kept)
+{
+	char root[] = "/tmp/cl_topo_XXXXXX";
+	struct cl_topology t;
+
+	tree_with(root, "0,1500\n", "0\n");
+	put(root, "devices/system/node/node0/cpulist", "0,1500\n");
+	cr_assert_eq(cl_topology_load(&t, root), 0);
+	cr_assert_eq(t.nr_cpu_ids, 1501u);
+	cr_assert_eq(t.fallback & CL_TOPO_FALLBACK_POSSIBLE, 0u, "fallback %#x", t.fallback);
+	cr_assert(t.cpu[1500].possible && t.cpu[1500].online);
+	cr_assert_not(t.cpu[1].possible);
+	cr_assert_eq(t.cpu[1500].node, 0);
+	done_with(&t, root);
+}
+
 /* A node list naming a node past Linux's largest (1024 nodes) is malformed:
  * the nodes are probed instead, and a CPU only such a node lists stays
  * on node 0, flagged. */
