@@ -10,9 +10,10 @@
  */
 #include <stdint.h>
 
-/* The group-share test runs the scheduler on a virtual clock that only its
- * tasks' work advances (the CL_RUNTIME_CLOCK hook); the other tests see
- * the real one. */
+/* The tests of how running time is charged run the scheduler on virtual
+ * clocks that only their tasks' work advances (the CL_RUNTIME_CLOCK and
+ * CL_RUNTIME_TICK_CLOCK hooks; see "a virtual clock" below); the other
+ * tests see the real ones. */
 static uint64_t test_clock(uint64_t real_ns);
 static uint64_t test_tick_clock(uint64_t real_ns);
 #define CL_RUNTIME_CLOCK(ns) test_clock(ns)
@@ -695,6 +696,17 @@ static void virt_clock_start(void)
 	__atomic_store_n(&virt_on, 1, __ATOMIC_RELEASE);
 }
 
+static void virt_clock_stop(void)
+{
+	__atomic_store_n(&virt_on, 0, __ATOMIC_RELEASE);
+}
+
+/* A task did @ns of (virtual) work. */
+static void virt_work(uint64_t ns)
+{
+	__atomic_fetch_add(&virt_ns, ns, __ATOMIC_RELAXED);
+}
+
 /* ---- no starvation next to a hog ---- */
 
 #define WORK 2000 /* one unit of progress: the same work for the hog and the pair */
@@ -714,7 +726,7 @@ static void *hog(void *p)
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		burn(WORK);
 		s->hog_units++;
-		__atomic_fetch_add(&virt_ns, VIRT_UNIT_NS, __ATOMIC_RELAXED);
+		virt_work(VIRT_UNIT_NS);
 		cl_yield();
 	}
 	return NULL;
@@ -728,7 +740,7 @@ static void *pinger(void *p)
 	for (long i = 0; i < s->rounds; i++) {
 		burn(WORK);
 		s->pair_units++;
-		__atomic_fetch_add(&virt_ns, VIRT_UNIT_NS, __ATOMIC_RELAXED);
+		virt_work(VIRT_UNIT_NS);
 		cl_chan_send(s->ab, &v);
 		cl_chan_recv(s->ba, &v);
 	}
@@ -745,7 +757,7 @@ static void *ponger(void *p)
 		cl_chan_recv(s->ab, &v);
 		burn(WORK);
 		s->pair_units++;
-		__atomic_fetch_add(&virt_ns, VIRT_UNIT_NS, __ATOMIC_RELAXED);
+		virt_work(VIRT_UNIT_NS);
 		cl_chan_send(s->ba, &v);
 	}
 	return NULL;
@@ -767,7 +779,7 @@ Test(sched_runtime, pingpong_pair_and_cpu_hog_both_progress_on_one_worker)
 	batch_add(&b, NULL, pinger, &s);
 	batch_add(&b, NULL, ponger, &s);
 	batch_run(&b);
-	__atomic_store_n(&virt_on, 0, __ATOMIC_RELEASE);
+	virt_clock_stop();
 	cr_assert_eq(s.pair_units, 2 * s.rounds);
 	cr_assert_gt(s.hog_units, 0, "the hog never ran");
 	ratio = (double)s.hog_units / (double)s.pair_units;
@@ -795,7 +807,7 @@ static void *share_hog(void *p)
 	while (!__atomic_load_n(&share.stop, __ATOMIC_ACQUIRE)) {
 		burn(WORK);
 		share.units[g]++; /* one worker: no concurrent writer */
-		__atomic_fetch_add(&virt_ns, VIRT_UNIT_NS, __ATOMIC_RELAXED);
+		virt_work(VIRT_UNIT_NS);
 		if (share.units[0] + share.units[1] >= 40000)
 			__atomic_store_n(&share.stop, 1, __ATOMIC_RELEASE);
 		cl_yield();
@@ -822,7 +834,7 @@ Test(sched_runtime, tasks_get_their_groups_share_of_one_worker)
 	for (int i = 0; i < 4; i++) /* two tasks in each group */
 		batch_add(&b, g[i % 2], share_hog, (void *)(uintptr_t)(i % 2));
 	batch_run(&b);
-	__atomic_store_n(&virt_on, 0, __ATOMIC_RELEASE);
+	virt_clock_stop();
 	/* the share is of CPU time, as the fair class charges it (rq lock: its writers' lock) */
 	cl_rq_lock(cl_sched_rq(cl_runtime_sched(rt), 0));
 	exec[0] = cl_tg_se(g[0], 0)->sum_exec_runtime;
@@ -858,7 +870,7 @@ static void *handoff_task(void *p)
 
 	for (long turns = 1;; turns++) {
 		burn(h->work[0]);
-		__atomic_fetch_add(&virt_ns, h->work[0] / WORK * VIRT_UNIT_NS, __ATOMIC_RELAXED);
+		virt_work(h->work[0] / WORK * VIRT_UNIT_NS);
 		/* 5000 turns: 50 ms of virtual time, 126 virtual ticks */
 		if (turns >= 5000)
 			__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
@@ -879,7 +891,7 @@ static void *handoff_short(void *p)
 		if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
 			return NULL;
 		burn(h->work[1]);
-		__atomic_fetch_add(&virt_ns, h->work[1] / WORK * VIRT_UNIT_NS, __ATOMIC_RELAXED);
+		virt_work(h->work[1] / WORK * VIRT_UNIT_NS);
 		cl_chan_send(h->ba, &v);
 	}
 }
@@ -918,7 +930,7 @@ static void handoff_charge_check(unsigned int flags)
 	batch_add(&b, g[0], handoff_task, &h);
 	batch_add(&b, g[1], handoff_short, &h);
 	batch_run(&b);
-	__atomic_store_n(&virt_on, 0, __ATOMIC_RELEASE);
+	virt_clock_stop();
 	cl_rq_lock(cl_sched_rq(cl_runtime_sched(rt), 0));
 	exec[0] = cl_tg_se(g[0], 0)->sum_exec_runtime;
 	exec[1] = cl_tg_se(g[1], 0)->sum_exec_runtime;
