@@ -30,13 +30,68 @@
 #   broken       malformed possible and online, no present, malformed or
 #                empty per-CPU files, no node directory: every part falls back.
 #
-# Usage: sh tests/data/gen-sysfs.sh   (rewrites the trees next to this script)
+# The trees are not tracked: `make` generates them (the sysfs target, a
+# prerequisite of every test, fuzz target and benchmark that reads them) and
+# compares each tree's hash with tests/data/sysfs.sha256, so a change to
+# this script shows up as a hash mismatch until sysfs.sha256 is updated
+# (`make sysfs-rehash`) in the same commit. The output is deterministic:
+# the same files, contents and directories on every run.
+#
+# Usage: sh tests/data/gen-sysfs.sh [DIR]      write the trees into DIR
+#                                              (default: next to this script)
+#        sh tests/data/gen-sysfs.sh --hash DIR print "SHA256  TREE" per tree of DIR
+#        sh tests/data/gen-sysfs.sh --trees    print the tree names
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
+trees="epyc9654-2s 8core-1l3 24core-24l3 sparse offline broken"
+
+# tree_hash DIR: one hash over the tree's directory names, file names and
+# file contents (names in C-locale order, so it does not depend on the host).
+tree_hash() {
+	(
+		cd "$1"
+		LC_ALL=C
+		export LC_ALL
+		find . -type d | sort | sed 's/^/d /'
+		find . -type f | sort | xargs -r sha256sum
+	) | sha256sum | cut -d' ' -f1
+}
+
+case "${1:-}" in
+--trees)
+	echo "$trees"
+	exit 0
+	;;
+--hash)
+	[ $# -eq 2 ] || { echo "usage: $0 --hash DIR" >&2; exit 2; }
+	for t in $trees; do
+		[ -d "$2/$t" ] || { echo "gen-sysfs: no tree $2/$t" >&2; exit 1; }
+		echo "$(tree_hash "$2/$t")  $t"
+	done
+	exit 0
+	;;
+-*)
+	echo "usage: $0 [DIR] | --hash DIR | --trees" >&2
+	exit 2
+	;;
+esac
+out=${1:-$(dirname "$0")}
+mkdir -p "$out"
+here=$(cd "$out" && pwd)
 
 w() { # w FILE CONTENT: write one sysfs file (content + newline)
-	mkdir -p "$(dirname "$1")"
+	[ -d "${1%/*}" ] || mkdir -p "${1%/*}"
 	printf '%s\n' "$2" >"$1"
+}
+
+cpudir() { # cpudir CPUDIR NR_INDEX: its topology/ and cache/index0.. in one mkdir
+	set -- "$1" "$2" "$1/topology"
+	i=0
+	while [ $i -lt "$2" ]; do
+		set -- "$@" "$1/cache/index$i"
+		i=$((i + 1))
+	done
+	shift 2
+	mkdir -p "$@"
 }
 
 cache() { # cache CPUDIR INDEX LEVEL TYPE SHARED
@@ -65,6 +120,7 @@ while [ $c -lt 384 ]; do
 	pkg=$((core / 96))
 	ccx=$((core / 8))
 	lo=$((ccx * 8))
+	cpudir "$d/cpu$c" 2
 	w "$d/cpu$c/topology/core_cpus_list" "$core,$((core + 192))"
 	w "$d/cpu$c/topology/physical_package_id" "$pkg"
 	cache "$d/cpu$c" 0 2 Unified "$core,$((core + 192))"
@@ -82,6 +138,7 @@ w "$here/$t/devices/system/node/node0/cpulist" "0-15"
 c=0
 while [ $c -lt 16 ]; do
 	core=$((c % 8))
+	cpudir "$d/cpu$c" 4
 	w "$d/cpu$c/topology/thread_siblings_list" "$core,$((core + 8))"
 	w "$d/cpu$c/topology/core_id" "$core"
 	w "$d/cpu$c/topology/physical_package_id" "0"
@@ -101,6 +158,7 @@ w "$here/$t/devices/system/node/online" "0"
 w "$here/$t/devices/system/node/node0/cpulist" "0-23"
 c=0
 while [ $c -lt 24 ]; do
+	cpudir "$d/cpu$c" 3
 	w "$d/cpu$c/topology/core_id" "$((2 * (c % 12)))"
 	w "$d/cpu$c/topology/physical_package_id" "$((c / 12))"
 	cache "$d/cpu$c" 0 1 Data "$c"
@@ -118,6 +176,7 @@ w "$here/$t/devices/system/node/online" "0,2"
 w "$here/$t/devices/system/node/node0/cpulist" "0-3,8-11"
 w "$here/$t/devices/system/node/node2/cpulist" "300"
 for c in 0 1 2 3 8 9 10 11 300; do
+	cpudir "$d/cpu$c" 2
 	w "$d/cpu$c/topology/core_cpus_list" "$c"
 	w "$d/cpu$c/topology/physical_package_id" "$((c / 100))"
 	cache "$d/cpu$c" 0 2 Unified "$c"
@@ -144,6 +203,7 @@ for c in 0 1 2 3 4 6; do
 	2 | 6) sib="2,6" ;;
 	*) sib="$c" ;;
 	esac
+	cpudir "$d/cpu$c" 2
 	w "$d/cpu$c/topology/core_cpus_list" "$sib"
 	w "$d/cpu$c/topology/physical_package_id" "0"
 	cache "$d/cpu$c" 0 2 Unified "$sib"
@@ -176,5 +236,6 @@ w "$d/cpu3/topology/thread_siblings_list" "3-2"
 w "$d/cpu3/cache/index0/type" "Unified"
 w "$d/cpu3/cache/index0/level" "2"
 
-echo "gen-sysfs: wrote $(find "$here" -mindepth 1 -maxdepth 1 -type d | wc -l) trees," \
-	"$(find "$here" -type f ! -name gen-sysfs.sh | wc -l) files under $here"
+n=0
+for t in $trees; do n=$((n + $(find "$here/$t" -type f | wc -l))); done
+echo "gen-sysfs: wrote $(echo $trees | wc -w) trees, $n files under $here"
