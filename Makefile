@@ -50,6 +50,8 @@ TEST_CPPFLAGS :=
 TEST_LIBS = $(CRITERION_LIBS)
 endif
 
+# The generated fake sysfs trees (see "generated fixtures" below).
+SYSFS_DIR := tests/data
 CPPFLAGS_ALL := -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"$(CURDIR)/$(SYSFS_DIR)"' $(URCU_CFLAGS)
 CFLAGS_PROG := -std=c11 $(OPT) -g $(PROG_WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(EXTRA_CFLAGS)
 LDLIBS_PROG := -pthread $(URCU_LIBS) -lm $(SAN_FLAGS)
@@ -172,7 +174,6 @@ deps:
 # again when the generator changes. Each tree's hash must equal the one in
 # tests/data/sysfs.sha256: a generator change that alters a tree fails here
 # until `make sysfs-rehash` records the new hashes (commit both together).
-SYSFS_DIR := tests/data
 SYSFS_STAMP := $(SYSFS_DIR)/.generated
 .PHONY: sysfs sysfs-rehash
 sysfs: $(SYSFS_STAMP)
