@@ -4,8 +4,10 @@
 # -Werror, with gcc and clang (cachelocal.h, internal/ and the pieces of
 # split headers included); grouped structs have one layout in C and C++;
 # no header includes a higher layer (scripts/check-layers.sh, with its
-# self-test proving that an upward include is caught); and every cl_/CL_
-# name in README.md and docs/ exists in the headers (check-doc-names.sh).
+# self-test proving that an upward include is caught; also the module and
+# arch rules); every /** block is valid kernel-doc (check-kernel-doc.py);
+# and every cl_/CL_ name in README.md and docs/ exists in the headers
+# (check-doc-names.sh).
 # Usage: check-headers.sh  (env: EXTRA_CFLAGS, e.g. the liburcu cflags)
 set -u
 cd "$(dirname "$0")/.."
@@ -21,6 +23,16 @@ n=0
 n=$((n + 2))
 sh scripts/check-layers.sh || fail=$((fail + 1))
 sh scripts/check-layers.sh --self-test || fail=$((fail + 1))
+
+# ---- kernel-doc: every /** block valid (scripts/check-kernel-doc.py), with
+# its self-test. KDOC_PENDING: headers not checked yet (globs relative to
+# include/cachelocal), to be emptied once their blocks are fixed;
+# KDOC_PENDING= checks every header.
+n=$((n + 2))
+python3 scripts/check-kernel-doc.py --self-test || fail=$((fail + 1))
+kdoc_ex=""
+for g in ${KDOC_PENDING-percpu_ops.h objcache.h sched/*}; do kdoc_ex="$kdoc_ex --exclude $g"; done
+python3 scripts/check-kernel-doc.py $kdoc_ex || fail=$((fail + 1))
 
 # ---- the docs name only what the headers define
 n=$((n + 1))

@@ -1,13 +1,16 @@
 #!/bin/sh
-# check-layers.sh - no cachelocal header includes a header of a higher layer.
+# check-layers.sh - the layer, module and arch rules of the headers.
 #
-# Usage: check-layers.sh [INCLUDE_DIR]   check INCLUDE_DIR/cachelocal (default: include)
+# Usage: check-layers.sh [--sched] [INCLUDE_DIR]
+#                                  check INCLUDE_DIR/cachelocal (default: include)
 #        check-layers.sh --layer PATH...  print "PATH LAYER" for each header PATH
 #                                        (relative to include/cachelocal; "?" if none)
-#        check-layers.sh --self-test     prove the check fails: copies of the tree with
-#                                        one bad include each must be rejected, naming it
+#        check-layers.sh --module PATH... print "PATH MODULE" for each header PATH
+#        check-layers.sh --self-test     prove each rule fails: copies of the tree
+#                                        with one planted violation each must be
+#                                        rejected, naming it
 #
-# The layers (README.md "Layers", ../shared/DESIGN.md):
+# 1. Layers: no header includes a header of a higher layer.
 #   L0   version.h config.h compiler.h sys.h
 #   L0h  internal/*            private helpers; usable from L1 up, not from L0
 #   L1   cacheline.h spinlock.h
@@ -21,6 +24,24 @@
 # header that is in no layer fails the check: add it to layer_of() below and
 # to the README table. The umbrella includes public headers only, never
 # internal/ directly.
+#
+# 2. Modules: a cl__/CL__ name (private) defined in one module is used only
+# by that module, unless it is defined in the shared part. A module is a
+# public header plus its private directory (cid.h + cid/); each public
+# sched/X.h is its own module. Shared: internal/, arch/ and the L0 headers
+# (usable by every module); sched/internal.h and sched/runtime/ (usable by
+# the sched/ modules only). A name tested only in #if/#ifdef/#ifndef/#elif
+# lines (an "included from the right place" guard) is not a use. Definitions
+# are found with universal-ctags, uses in the comment-stripped text (gcc
+# -fpreprocessed). The sched/ modules are checked as users only with
+# --sched (or CL_LAYERS_SCHED=1); without it their cross-module uses are
+# counted and listed, not failed.
+#
+# 3. Arch macros: no header outside arch/ tests a compiler's architecture
+# macro (__x86_64__, __aarch64__, ...); code tests CL_ARCH_* or includes an
+# arch/ piece. The files in ARCH_PENDING (check_modules.py) are known
+# offenders, reported but not failed, until they are fixed (then remove
+# them from that list).
 set -u
 
 # layer_of PATH (relative to include/cachelocal): a rank, or nothing.
@@ -48,7 +69,21 @@ layer_name() {
 	esac
 }
 
-# check INCLUDE_DIR: prints one line per violation, returns 1 if any.
+# Rules 2 and 3 are implemented in check_modules.py (one process: fast).
+checker=$(cd "$(dirname "$0")" && pwd)/check_modules.py
+
+# check_modules INCLUDE_DIR: rule 2; prints violations, returns 1 if any.
+check_modules() {
+	python3 "$checker" modules $([ "$sched_on" = 1 ] && echo --sched) \
+		$([ "${quiet_sched:-0}" = 1 ] && echo --quiet-sched) "$1"
+}
+
+# check_arch INCLUDE_DIR: rule 3; prints offenders, returns 1 if any not pending.
+check_arch() {
+	python3 "$checker" arch $([ "${quiet_pending:-0}" = 1 ] && echo --quiet-pending) "$1"
+}
+
+# check INCLUDE_DIR: rule 1; prints one line per violation, returns 1 if any.
 check() {
 	root=$1/cachelocal
 	bad=0
@@ -135,27 +170,105 @@ EOF
 	if check "$work/bad" >"$work/out" || ! grep -qF "cachelocal/newthing.h is in no layer" "$work/out"; then
 		echo "self-test FAIL: a header in no layer was not reported"; fails=$((fails + 1))
 	fi
+	# Rules 2 and 3: RULE|file|text to append (%b escapes)|OPTS|text the report must
+	# contain, or "-" when the tree must be accepted.
+	cat >"$work/cases2" <<'EOF2'
+module|counter.h|static inline long cl__t_probe(const char *s) { return cl__topo_parse_list(s, 0, 0, 0, 0); }||cachelocal/counter.h (module counter) uses cl__topo_parse_list, private to module topology
+module|cid/policy.h|static inline int cl__t_probe(void) { return cl__rseq_state.owner; }||cachelocal/cid/policy.h (module cid) uses cl__rseq_state, private to module rseq
+module|internal/bitmap.h|#define CL__T_PROBE(r) cl__topo_slurp(r, "x")||cachelocal/internal/bitmap.h (module =shared) uses cl__topo_slurp, private to module topology
+module|brlock.h|#define CL__T_PROBE(s) cl__rseq_init_once()||cachelocal/brlock.h (module brlock) uses cl__rseq_init_once
+module|sched/fair.h|#define CL__T_PROBE(r) cl__topo_slurp(r, "x")|--sched|cachelocal/sched/fair.h (module sched/fair) uses cl__topo_slurp
+module|cid.h|#define CL__T_PROBE() cl__rt_schedule()||cachelocal/cid.h (module cid) uses cl__rt_schedule, private to module =sched
+module|counter.h|/* cl__topo_parse_list() is not used here: a comment */||-
+module|counter.h|#ifdef CL__RSEQ_OWNER_GLIBC\n#endif||-
+module|counter.h|#define CL__T_PROBE() cl__fork_register(0)||-
+module|sched/fair.h|#define CL__T_PROBE() cl__topo_slurp("/", "x")||-
+arch|counter.h|#if defined(__aarch64__)\n#endif||ARCH: cachelocal/counter.h tests __aarch64__
+arch|internal/bitmap.h|#  ifdef __x86_64__\n#  endif||ARCH: cachelocal/internal/bitmap.h tests __x86_64__
+arch|sched/queue.h|#if 0\n#elif defined(__riscv) && defined(_M_ARM64)\n#endif||ARCH: cachelocal/sched/queue.h tests _M_ARM64 __riscv
+arch|arch/x86_64.h|#if defined(__x86_64__)\n#endif||-
+arch|counter.h|/* on __x86_64__ the pause instruction */||-
+EOF2
+	while IFS='|' read -r rule file line opts want; do
+		n=$((n + 1))
+		rm -rf "$work/bad" && mkdir -p "$work/bad" && cp -r "$src/cachelocal" "$work/bad/"
+		if [ ! -f "$work/bad/cachelocal/$file" ]; then
+			echo "self-test FAIL: case file cachelocal/$file does not exist"; fails=$((fails + 1)); continue
+		fi
+		printf '%b\n' "$line" >>"$work/bad/cachelocal/$file"
+		sched_on=0
+		[ "$opts" = --sched ] && sched_on=1
+		quiet_sched=1 quiet_pending=1
+		if [ "$rule" = module ]; then
+			check_modules "$work/bad" >"$work/out"
+		else
+			check_arch "$work/bad" >"$work/out"
+		fi
+		rc=$?
+		quiet_sched=0 quiet_pending=0
+		if [ "$want" = - ]; then
+			if [ $rc -ne 0 ]; then
+				echo "self-test FAIL: '$line' in cachelocal/$file ($rule) was rejected:"
+				cat "$work/out"; fails=$((fails + 1))
+			fi
+		elif [ $rc -eq 0 ]; then
+			echo "self-test FAIL: '$line' in cachelocal/$file ($rule $opts) was accepted"; fails=$((fails + 1))
+		elif ! grep -qF -- "$want" "$work/out"; then
+			echo "self-test FAIL: '$line' in cachelocal/$file ($rule): rejected, but not with \"$want\":"
+			cat "$work/out"; fails=$((fails + 1))
+		fi
+	done <"$work/cases2"
+	# The known arch offenders (ARCH_PENDING) are reported, not failed.
+	n=$((n + 1))
+	if ! check_arch "$src" >"$work/out" || ! grep -qF "(known offender, not failed yet)" "$work/out"; then
+		echo "self-test FAIL: the known arch offenders were failed or not reported:"; cat "$work/out"
+		fails=$((fails + 1))
+	fi
 	rm -rf "$work"
 	echo "layer check self-test: $((n - fails)) of $n cases as expected"
 	[ "$fails" -eq 0 ]
 }
 
 tmpf=$(mktemp)
-trap 'rm -f "$tmpf"' EXIT
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpf" "$tmpd"' EXIT
+sched_on=${CL_LAYERS_SCHED:-0}
+if [ "${1:-}" = --sched ]; then
+	sched_on=1
+	shift
+fi
 case "${1:-}" in
 --self-test) self_test ;;
 --layer)
 	shift
 	for f in "$@"; do echo "$f $(layer_name "$(layer_of "$f")")"; done
 	;;
--h | --help) sed -n '2,22p' "$0" ;;
+--module)
+	shift
+	python3 "$checker" module-of "$@"
+	;;
+-h | --help) sed -n '2,46p' "$0" ;;
 *)
 	dir=${1:-$(cd "$(dirname "$0")/.." && pwd)/include}
+	fail=0
 	if check "$dir"; then
 		echo "layer check: $(cd "$dir/cachelocal" && find . -name '*.h' | wc -l) headers, no upward include"
 	else
 		echo "layer check: FAILED (a header includes a higher layer; see README.md, Layers)"
-		exit 1
+		fail=1
 	fi
+	if check_modules "$dir"; then
+		echo "module check: no private name used across modules$([ "$sched_on" = 1 ] || echo " (sched/ not enforced)")"
+	else
+		echo "module check: FAILED (a module uses another's cl__ name; see the top of $0)"
+		fail=1
+	fi
+	if check_arch "$dir"; then
+		echo "arch check: no new architecture test outside arch/"
+	else
+		echo "arch check: FAILED (an architecture macro tested outside arch/)"
+		fail=1
+	fi
+	exit $fail
 	;;
 esac

@@ -119,10 +119,11 @@
 /* Compiler barrier. */
 #define CL_BARRIER() __asm__ __volatile__("" ::: "memory")
 
-/* Spin-wait hint. */
-#if defined(__x86_64__) || defined(__i386__)
+/* Spin-wait hint (CL_ARCH_*: config.h, the one place that reads the
+ * compiler's architecture macros). */
+#if defined(CL_ARCH_X86_64)
 #define CL_CPU_RELAX() __asm__ __volatile__("pause" ::: "memory")
-#elif defined(__aarch64__)
+#elif defined(CL_ARCH_AARCH64)
 #define CL_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
 #else
 #define CL_CPU_RELAX() CL_BARRIER()
