@@ -130,7 +130,7 @@ struct cl_rseq_cs {
 	uint64_t abort_ip;
 } CL_ALIGNED(32);
 
-/* Offsets used from asm; asserted against offsetof below. */
+/* Offsets used from asm; asserted against offsetof in rseq/abi.h. */
 #define CL_RSEQ_ABI_CPU_ID_START_OFFSET 0
 #define CL_RSEQ_ABI_CPU_ID_OFFSET 4
 #define CL_RSEQ_ABI_RSEQ_CS_OFFSET 8
