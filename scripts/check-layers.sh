@@ -35,7 +35,7 @@
 # are found with universal-ctags, uses in the comment-stripped text (gcc
 # -fpreprocessed). The sched/ modules are checked as users only with
 # --sched (or CL_LAYERS_SCHED=1); without it their cross-module uses are
-# counted and listed, not failed.
+# only counted, not listed or failed.
 #
 # 3. Arch macros: no header outside arch/ tests a compiler's architecture
 # macro (__x86_64__, __aarch64__, ...); code tests CL_ARCH_* or includes an
