@@ -114,7 +114,7 @@ static void *run_case(void *arg)
 	case C_BUF:
 		for (long i = 0; i < n; i++) {
 			cl_percpu_buf_push(j->kind, &buf->count, STRIDE, buf->items, 8, &node,
-						 CL_RSEQ_MO_RELAXED);
+					   CL_RSEQ_MO_RELAXED);
 			cl_percpu_buf_pop(j->kind, &buf->count, STRIDE, buf->items, &out);
 		}
 		break;

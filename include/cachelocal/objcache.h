@@ -240,12 +240,8 @@ CL_INLINE int cl_objcache_stats(struct cl_objcache *c, struct cl_objcache_stats 
  * cl_objcache_alloc() - take an object.
  * @c: the cache.
  *
- * Fast path, one buffer pop on this CPU's cache (cl_percpu_buf_pop()):
- *	i = current index; n = count[i]; if (n <= 0) goto slow;
- *	obj = items[i][n - 1];
- *	rseq: if (index != i || count[i] != n || items[i][n-1] != obj) retry;
- *	      count[i] = n - 1                                    commit
- * Slow path (empty): a batch from the depot (under its mutex), carving a new
+ * Fast path: one buffer pop on this CPU's cache, cl_percpu_buf_pop()
+ * (pseudo-code: percpu_ops/pseudocode.h, buf_pop). Slow path (empty): a batch from the depot (under its mutex), carving a new
  * slab if it is empty.
  * The object is zero the first time it is handed out; afterwards it holds
  * what it held when it was freed.
@@ -261,11 +257,8 @@ CL_ALWAYS_INLINE void *cl_objcache_alloc(struct cl_objcache *c);
  * @c: the cache the object came from.
  * @obj: the object (NULL: nothing happens).
  *
- * Fast path, one buffer push on this CPU's cache (cl_percpu_buf_push()):
- *	i = current index; n = count[i]; if (n < 0 || n >= capacity) goto slow;
- *	rseq: if (index != i || count[i] != n) retry;
- *	      items[i][n] = obj;  count[i] = n + 1                commit
- * Slow path (full): half the cache goes to the depot, then @obj is cached.
+ * Fast path: one buffer push on this CPU's cache, cl_percpu_buf_push()
+ * (pseudo-code: percpu_ops/pseudocode.h, buf_push). Slow path (full): half the cache goes to the depot, then @obj is cached.
  * The object may be freed on another CPU than it was allocated on.
  *
  * Context: any thread; not in a signal handler. @obj must come from

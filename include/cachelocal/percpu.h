@@ -172,17 +172,30 @@ CL_ALWAYS_INLINE void *cl__percpu_ptr(const volatile void *p, unsigned cpu, size
 	return (void *)((const volatile char *)p + (size_t)cpu * stride);
 }
 
-/*
- * cl_percpu_ptr_stride(p, cpu, stride) - CPU cpu's copy of the per-CPU object
- * whose CPU 0 address is p, in a pool of that stride. Same type as p; each
- * argument evaluated once; no memory access.
+/**
+ * cl_percpu_ptr_stride() - index @cpu's copy of a per-CPU object.
+ * @p: CPU 0's address of the object (what cl_percpu_alloc() returned).
+ * @cpu: the index: a CPU number, or an mm_cid for mm_cid-indexed data.
+ * @stride: bytes between two copies (the pool's stride).
+ *
+ * The one spelling of "copy i of p" in the library (percpu_ops.h uses it
+ * too). Same type as @p; each argument evaluated once; no memory access.
+ *
+ * Context: any.
+ * Return: @p + @cpu * @stride.
  */
 #define cl_percpu_ptr_stride(p, cpu, stride) \
 	((CL__PERCPU_PTR_TYPE(p))cl__percpu_ptr((p), (unsigned)(cpu), (size_t)(stride)))
 
-/*
- * cl_percpu_ptr(p, cpu) - CPU cpu's copy, for pools of the default stride
- * (CL_PERCPU_STRIDE, a compile-time constant: one shift and add).
+/**
+ * cl_percpu_ptr() - CPU @cpu's copy, in a pool of the default stride.
+ * @p: CPU 0's address of the object.
+ * @cpu: the index.
+ *
+ * CL_PERCPU_STRIDE is a compile-time constant: one shift and add.
+ *
+ * Context: any.
+ * Return: cl_percpu_ptr_stride(@p, @cpu, CL_PERCPU_STRIDE).
  */
 #define cl_percpu_ptr(p, cpu) cl_percpu_ptr_stride(p, cpu, CL_PERCPU_STRIDE)
 

@@ -89,6 +89,9 @@ CL_BEGIN_DECLS
 #define CL_RSEQ_ERROR (-1)     /* errno EINVAL or ENOSYS: do not retry */
 #define CL_RSEQ_ABORT (-2)     /* cl_rseq_<op>: retry with a fresh index */
 #define CL_PERCPU_CMPFAIL (-3) /* cl_percpu_<op>: compare failed, empty or full */
+CL_STATIC_ASSERT(CL_RSEQ_ERROR == -1 && CL_RSEQ_ABORT != CL_PERCPU_CMPFAIL &&
+			 CL_RSEQ_ABORT < CL_RSEQ_ERROR && CL_PERCPU_CMPFAIL < CL_RSEQ_ERROR,
+		 "errors are -1; the other negative codes are distinct");
 
 /* Which id indexes the data an operation touches. */
 enum cl_rseq_index {

@@ -582,14 +582,14 @@ static void l4_ops_cases(void)
 	{
 		static void *items[1];
 		RB_INT(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, 0, items,
-						CL_RSEQ_MO_RELAXED),
+					  CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
 	CASE("cl_percpu_buf_push", "count NULL")
 	{
 		static void *items[1];
 		RB_INT(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, items, 1, items,
-						CL_RSEQ_MO_RELAXED),
+					  CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
 	CASE("cl_percpu_buf_pop", "out NULL")
@@ -601,14 +601,14 @@ static void l4_ops_cases(void)
 	{
 		static char src[8];
 		RB_INT(cl_percpu_buf_push_copy(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, NIL, 1, 8, src,
-						 CL_RSEQ_MO_RELAXED),
+					       CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
 	CASE("cl_percpu_buf_push_copy", "size 0")
 	{
 		static char src[8], buf[8];
 		RB_INT(cl_percpu_buf_push_copy(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, buf, 1, 0, src,
-						 CL_RSEQ_MO_RELAXED),
+					       CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
 	CASE("cl_percpu_deref_add", "ptr NULL")

@@ -75,7 +75,7 @@ static struct {
 static int push_item(struct item *it)
 {
 	int r = cl_percpu_buf_push(T.kind, &T.pb->count, T.stride, T.pb->items, T.cap, it,
-					 CL_RSEQ_MO_RELEASE);
+				   CL_RSEQ_MO_RELEASE);
 
 	return r >= 0 ? 0 : -1;
 }
@@ -201,8 +201,8 @@ static void *copy_worker(struct stress_run *run, int id)
 		while (got > 0) {
 			got--;
 			if (cl_percpu_buf_push_copy(T.kind, &T.cb->count, T.stride, T.cb->e, T.cap,
-						      sizeof(struct elem), &stash[got],
-						      CL_RSEQ_MO_RELEASE) < 0) {
+						    sizeof(struct elem), &stash[got],
+						    CL_RSEQ_MO_RELEASE) < 0) {
 				stress_fail(run, "copy push failed");
 				return (void *)1;
 			}

@@ -43,7 +43,7 @@ static int pop_one(struct list_test *t, struct lnode **out)
 
 	if (t->path) {
 		r = cl_percpu_list_pop(t->idx, &t->lists[0].head, sizeof(struct lhead),
-				  offsetof(struct lnode, next), &p);
+				       offsetof(struct lnode, next), &p);
 		if (r >= 0)
 			*out = p;
 		return r >= 0 ? CL_RSEQ_OK : r == CL_PERCPU_CMPFAIL ? CL_RSEQ_CMPFAIL : r;
@@ -64,7 +64,7 @@ static int push_one(struct list_test *t, struct lnode *n)
 
 	if (t->path)
 		return cl_percpu_list_push(t->idx, &t->lists[0].head, sizeof(struct lhead),
-					 offsetof(struct lnode, next), n) >= 0
+					   offsetof(struct lnode, next), n) >= 0
 			       ? CL_RSEQ_OK
 			       : CL_RSEQ_ERROR;
 	do {

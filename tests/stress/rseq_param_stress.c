@@ -261,7 +261,7 @@ static int list_rep(struct stress_run *run, int id, long rep)
 
 	if (percpu) {
 		r = cl_percpu_list_pop(T.kind, &T.lists[0].head, sizeof(struct lhead),
-				  offsetof(struct lnode, next), &p);
+				       offsetof(struct lnode, next), &p);
 		if (r == CL_PERCPU_CMPFAIL)
 			return 0; /* empty here */
 		r = r >= 0 ? CL_RSEQ_OK : r;
@@ -284,7 +284,7 @@ static int list_rep(struct stress_run *run, int id, long rep)
 	give(n->id);
 	if (percpu) {
 		r = cl_percpu_list_push(T.kind, &T.lists[0].head, sizeof(struct lhead),
-				      offsetof(struct lnode, next), n) >= 0
+					offsetof(struct lnode, next), n) >= 0
 			    ? CL_RSEQ_OK
 			    : CL_RSEQ_ERROR;
 	} else {
@@ -320,12 +320,12 @@ static int buf_push(enum ptype type, const void *src, int percpu)
 	if (percpu) {
 		if (type == T_MEMCPY)
 			r = cl_percpu_buf_push_copy(T.kind, buf_count(0), T.stride,
-						      elem_slot(buf_count(0), 0), T.cap,
-						      sizeof(struct elem), src, CL_RSEQ_MO_RELEASE);
+						    elem_slot(buf_count(0), 0), T.cap,
+						    sizeof(struct elem), src, CL_RSEQ_MO_RELEASE);
 		else
 			r = cl_percpu_buf_push(T.kind, buf_count(0), T.stride,
-						     (void **)(buf_count(0) + 1), T.cap,
-						     *(void *const *)src, CL_RSEQ_MO_RELEASE);
+					       (void **)(buf_count(0) + 1), T.cap,
+					       *(void *const *)src, CL_RSEQ_MO_RELEASE);
 		return r >= 0 ? CL_RSEQ_OK : r;
 	}
 	do {
@@ -353,7 +353,7 @@ static int buffer_rep(struct stress_run *run, int id, long rep)
 
 	if (percpu) {
 		r = cl_percpu_buf_pop(T.kind, buf_count(0), T.stride, (void **)(buf_count(0) + 1),
-					 &it);
+				      &it);
 		if (r == CL_PERCPU_CMPFAIL)
 			return 0;
 		r = r >= 0 ? CL_RSEQ_OK : r;

@@ -631,7 +631,7 @@ static void trap_new_ops(enum cl_rseq_index idx)
 		cr_assert_not_null(bufs);
 		test_trap_armed = 1;
 		i = cl_percpu_buf_push(idx, &bufs[0], st, (void **)(void *)&bufs[1], CAP, &item,
-					     CL_RSEQ_MO_RELEASE);
+				       CL_RSEQ_MO_RELEASE);
 		cr_assert_geq(i, 0);
 		cr_assert_eq(traps, before + 1, "buffer push trapped, aborted, retried");
 		for (unsigned c = 0; c < n; c++)
@@ -779,7 +779,7 @@ Test(percpu_path, bad_input_is_einval)
 	cr_assert_eq(cl_percpu_list_pop(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
 	cr_assert_eq(cl_percpu_list_push(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
 	cr_assert_eq(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, &c, 4096, items, 0, &v,
-					      CL_RSEQ_MO_RELAXED),
+					CL_RSEQ_MO_RELAXED),
 		     -1, "zero capacity");
 	cr_assert_eq(cl_percpu_buf_pop(CL_RSEQ_INDEX_CPU_ID, &c, 4096, NULL, &out), -1);
 	cr_assert_eq(errno, EINVAL);
@@ -827,7 +827,7 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 		/* buffer: 4 slots; the fifth push of a pinned thread finds it full */
 		for (int j = 0; j < 6; j++) {
 			i = cl_percpu_buf_push(modes[k], &b->count, st, b->items, 4, &vals[j],
-						     CL_RSEQ_MO_RELEASE);
+					       CL_RSEQ_MO_RELEASE);
 			if (modes[k] == CL_RSEQ_INDEX_CPU_ID) {
 				if (j < 4)
 					cr_assert_eq(i, cpus[ncpu - 1]);
@@ -912,7 +912,7 @@ Test(percpu_path, release_push_publishes_to_another_cpu)
 		msgs[i].a = i * 10;
 		msgs[i].b = i * 10 + 1;
 		cr_assert_eq(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, &b->count, st, b->items, 4,
-						      &msgs[i], CL_RSEQ_MO_RELEASE),
+						&msgs[i], CL_RSEQ_MO_RELEASE),
 			     cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID), "pinned: own copy");
 	}
 	cr_assert_eq(pthread_join(t, NULL), 0);

@@ -41,9 +41,9 @@ CL_ALWAYS_INLINE int cl__objcache_push(struct cl_objcache *c, void *obj)
 {
 	if (CL_LIKELY(c->index == CL_RSEQ_INDEX_CPU_ID))
 		return cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, c->count, c->stride, c->items,
-						c->cap, obj, CL_RSEQ_MO_RELAXED);
+					  c->cap, obj, CL_RSEQ_MO_RELAXED);
 	return cl_percpu_buf_push(CL_RSEQ_INDEX_MM_CID, c->count, c->stride, c->items, c->cap,
-					obj, CL_RSEQ_MO_RELAXED);
+				  obj, CL_RSEQ_MO_RELAXED);
 }
 
 /*

@@ -160,7 +160,7 @@ CL_ALWAYS_INLINE int cl_percpu_cmpstore(enum cl_rseq_index kind, intptr_t *p, si
 }
 
 CL_ALWAYS_INLINE int cl_percpu_list_pop(enum cl_rseq_index kind, void **head, size_t stride,
-				   size_t next_offset, void **out)
+					size_t next_offset, void **out)
 {
 	int i;
 
@@ -180,7 +180,7 @@ CL_ALWAYS_INLINE int cl_percpu_list_pop(enum cl_rseq_index kind, void **head, si
 }
 
 CL_ALWAYS_INLINE int cl_percpu_list_push(enum cl_rseq_index kind, void **head, size_t stride,
-				       size_t next_offset, void *node)
+					 size_t next_offset, void *node)
 {
 	void **h, *first;
 	int i;
@@ -226,8 +226,8 @@ static CL_NOINLINE CL_UNUSED int cl__percpu_buf_push_fb(enum cl_rseq_index kind,
 }
 
 CL_ALWAYS_INLINE int cl_percpu_buf_push(enum cl_rseq_index kind, intptr_t *count,
-					      size_t stride, void **items, intptr_t cap, void *item,
-					      enum cl_rseq_mo mo)
+					size_t stride, void **items, intptr_t cap, void *item,
+					enum cl_rseq_mo mo)
 {
 	if (CL_UNLIKELY(count == NULL || items == NULL || stride == 0 || cap <= 0 ||
 			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
@@ -260,7 +260,7 @@ static CL_NOINLINE CL_UNUSED int cl__percpu_buf_pop_fb(enum cl_rseq_index kind, 
 }
 
 CL_ALWAYS_INLINE int cl_percpu_buf_pop(enum cl_rseq_index kind, intptr_t *count, size_t stride,
-					  void **items, void **out)
+				       void **items, void **out)
 {
 	if (CL_UNLIKELY(count == NULL || items == NULL || out == NULL || stride == 0 ||
 			cl__rseq_kind_bad(kind)))
@@ -271,8 +271,8 @@ CL_ALWAYS_INLINE int cl_percpu_buf_pop(enum cl_rseq_index kind, intptr_t *count,
 }
 
 CL_ALWAYS_INLINE int cl_percpu_buf_push_copy(enum cl_rseq_index kind, intptr_t *count,
-					       size_t stride, void *buf, intptr_t cap, size_t size,
-					       const void *src, enum cl_rseq_mo mo)
+					     size_t stride, void *buf, intptr_t cap, size_t size,
+					     const void *src, enum cl_rseq_mo mo)
 {
 	intptr_t *c, n;
 	char *dst;
