@@ -13,8 +13,8 @@
  *                the fallback's atomic add)
  *   raw-add      cl_rseq_add() on a known copy with cl_rseq_current_index()
  *                (the one-attempt operation and its caller's retry loop)
- *   list-pair    cl_percpu_pop() + cl_percpu_trypush() of one node
- *   buffer-pair  cl_percpu_cmpstore_store() + cl_percpu_cmp2_store()
+ *   list-pair    cl_percpu_list_pop() + cl_percpu_list_push() of one node
+ *   buffer-pair  cl_percpu_buf_push() + cl_percpu_buf_pop()
  * Variants alternate within each run; reported: ns per operation (pair for
  * the pairs), median of --runs (>= 5) with min-max, and the ratio
  * add-here / add-passed. Without critical sections (no rseq, TSan,
@@ -105,17 +105,17 @@ static void *run_case(void *arg)
 		}
 		break;
 	case C_LIST:
-		cl_percpu_trypush(j->kind, head, STRIDE, offsetof(struct lnode, next), &node);
+		cl_percpu_list_push(j->kind, head, STRIDE, offsetof(struct lnode, next), &node);
 		for (long i = 0; i < n; i++) {
-			if (cl_percpu_pop(j->kind, head, STRIDE, offsetof(struct lnode, next), &out) >= 0)
-				cl_percpu_trypush(j->kind, head, STRIDE, offsetof(struct lnode, next), out);
+			if (cl_percpu_list_pop(j->kind, head, STRIDE, offsetof(struct lnode, next), &out) >= 0)
+				cl_percpu_list_push(j->kind, head, STRIDE, offsetof(struct lnode, next), out);
 		}
 		break;
 	case C_BUF:
 		for (long i = 0; i < n; i++) {
-			cl_percpu_cmpstore_store(j->kind, &buf->count, STRIDE, buf->items, 8, &node,
-						 CL_RSEQ_MO_RELAXED);
-			cl_percpu_cmp2_store(j->kind, &buf->count, STRIDE, buf->items, &out);
+			cl_percpu_buf_push(j->kind, &buf->count, STRIDE, buf->items, 8, &node,
+					   CL_RSEQ_MO_RELAXED);
+			cl_percpu_buf_pop(j->kind, &buf->count, STRIDE, buf->items, &out);
 		}
 		break;
 	}

@@ -5,6 +5,10 @@
 # cl_chan_*) must start at least one name in the headers. Test-only knobs
 # the Makefile passes to the tests (CL_TEST_DATA_DIR, CL_TEST_MODE) are
 # looked up in the Makefile and scripts/ instead.
+# Then the retired names: a cl_/CL_ name that CHANGES.md mentions and the
+# headers no longer define (a rename's "old" column) must not appear in any
+# tracked file but CHANGES.md, so code merged from an older branch cannot
+# bring one back in a comment, a test or a script.
 # Usage: check-doc-names.sh [DOC...]   (default: README.md docs/*.md)
 set -u
 cd "$(dirname "$0")/.."
@@ -23,8 +27,23 @@ for name in $names; do
 	echo "DOC NAME: $name is used in $(grep -lw -- "$name" "$@" | tr '\n' ' ')but defined nowhere in include/"
 	bad=$((bad + 1))
 done
+retired=0
+if [ -f CHANGES.md ]; then
+	for name in $(grep -ohE '\b(cl|CL)_[A-Za-z0-9_]*[A-Za-z0-9]\b' CHANGES.md | sort -u); do
+		grep -rqw -- "$name" $where && continue
+		retired=$((retired + 1))
+		if command -v git >/dev/null && git rev-parse --git-dir >/dev/null 2>&1; then
+			users=$(git grep -lw -- "$name" -- ':!CHANGES.md' | tr '\n' ' ')
+		else
+			users=$(grep -rlw --exclude=CHANGES.md --exclude-dir=build --exclude-dir=.git -- "$name" . | tr '\n' ' ')
+		fi
+		[ -n "$users" ] || continue
+		echo "RETIRED NAME: $name (CHANGES.md) is still used in $users"
+		bad=$((bad + 1))
+	done
+fi
 if [ "$bad" -ne 0 ]; then
-	echo "doc names: $bad of $n not in the headers"
+	echo "doc names: $bad problem(s): names the docs use that the headers lack, or retired names still in use"
 	exit 1
 fi
-echo "doc names: all $n cl_/CL_ names of the docs exist in include/"
+echo "doc names: all $n cl_/CL_ names of the docs exist in include/; none of the $retired retired names of CHANGES.md is used"

@@ -58,26 +58,23 @@
  *
  * Accessing the copies is the caller's business: the pool does not
  * synchronise data, it only hands out offsets.
+ *
+ * Layout: this file holds the API (types, the addressing macros, kernel-doc
+ * and declarations); the bodies are in percpu/ (numa.h, ranges.h: the range
+ * allocator, residency.h: clearing reused memory, robust.h, pool.h,
+ * alloc.h), private and included at the end of this file.
  */
 #ifndef CACHELOCAL_PERCPU_H
 #define CACHELOCAL_PERCPU_H
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "compiler.h"
 #include "config.h"
-#include "internal/bitmap.h"
 #include "internal/fork.h"
-#include "sys.h"
 #include "topology.h"
 
 CL_BEGIN_DECLS
@@ -95,9 +92,6 @@ CL_BEGIN_DECLS
 #define CL_PERCPU_MIN_ALIGN 8u
 /* Byte written over freed objects in robust mode (the kernel's POISON_FREE). */
 #define CL_PERCPU_POISON 0x6b
-
-/* /proc/self/pagemap entries read at once when clearing reused memory. */
-#define CL__PERCPU_PAGEMAP_WINDOW 8192u
 
 /* Annotation for pointers to CPU 0's copy of a per-CPU object (no effect). */
 #define CL_PERCPU
@@ -143,20 +137,7 @@ struct cl_percpu_stats {
 	size_t nr_numa_bound, nr_numa_failed;
 };
 
-/* One live object: offset in every slice and rounded size. */
-struct cl__percpu_obj {
-	size_t off, size;
-};
-
-/* One mapping of nr_cpus x stride bytes. Bookkeeping lives outside it. */
-struct cl__percpu_range {
-	char *base;                  /* CPU 0's slice; aligned to the stride */
-	struct cl__percpu_obj *objs; /* live objects, sorted by offset */
-	size_t nr_objs, cap_objs;
-	size_t used;                 /* sum of live sizes */
-	size_t tail;                 /* end of the highest live object */
-	size_t hwm;                  /* bytes at or above never allocated: zero everywhere */
-};
+struct cl__percpu_range; /* percpu/ranges.h */
 
 /*
  * struct cl_percpu_pool - opaque: use the functions below. Every field is
@@ -191,17 +172,30 @@ CL_ALWAYS_INLINE void *cl__percpu_ptr(const volatile void *p, unsigned cpu, size
 	return (void *)((const volatile char *)p + (size_t)cpu * stride);
 }
 
-/*
- * cl_percpu_ptr_stride(p, cpu, stride) - CPU cpu's copy of the per-CPU object
- * whose CPU 0 address is p, in a pool of that stride. Same type as p; each
- * argument evaluated once; no memory access.
+/**
+ * cl_percpu_ptr_stride() - index @cpu's copy of a per-CPU object.
+ * @p: CPU 0's address of the object (what cl_percpu_alloc() returned).
+ * @cpu: the index: a CPU number, or an mm_cid for mm_cid-indexed data.
+ * @stride: bytes between two copies (the pool's stride).
+ *
+ * The one spelling of "copy i of p" in the library (percpu_ops.h uses it
+ * too). Same type as @p; each argument evaluated once; no memory access.
+ *
+ * Context: any.
+ * Return: @p + @cpu * @stride.
  */
 #define cl_percpu_ptr_stride(p, cpu, stride) \
 	((CL__PERCPU_PTR_TYPE(p))cl__percpu_ptr((p), (unsigned)(cpu), (size_t)(stride)))
 
-/*
- * cl_percpu_ptr(p, cpu) - CPU cpu's copy, for pools of the default stride
- * (CL_PERCPU_STRIDE, a compile-time constant: one shift and add).
+/**
+ * cl_percpu_ptr() - CPU @cpu's copy, in a pool of the default stride.
+ * @p: CPU 0's address of the object.
+ * @cpu: the index.
+ *
+ * CL_PERCPU_STRIDE is a compile-time constant: one shift and add.
+ *
+ * Context: any.
+ * Return: cl_percpu_ptr_stride(@p, @cpu, CL_PERCPU_STRIDE).
  */
 #define cl_percpu_ptr(p, cpu) cl_percpu_ptr_stride(p, cpu, CL_PERCPU_STRIDE)
 
@@ -210,300 +204,6 @@ CL_ALWAYS_INLINE void *cl__percpu_ptr(const volatile void *p, unsigned cpu, size
  * combined per-CPU object), the address of its member `to` (same CPU's copy).
  */
 #define CL_SIBLING(ptr, T, from, to) (&cl_container_of((ptr), T, from)->to)
-
-/* ---- private helpers (called with pool->lock held) ---- */
-
-CL_INLINE size_t cl__percpu_align_up(size_t x, size_t a)
-{
-	return (x + a - 1) & ~(a - 1);
-}
-
-CL_INLINE int cl__percpu_is_pow2(size_t x)
-{
-	return x != 0 && (x & (x - 1)) == 0;
-}
-
-/*
- * Clear (and check) one piece [lo, hi) of CPU cpu's copy of an object:
- * returns 1 when check found a byte that is neither 0 nor CL_PERCPU_POISON.
- */
-CL_INLINE int cl__percpu_fill_piece(char *lo, size_t n, int byte, int check)
-{
-	int damaged = 0;
-
-	if (check) {
-		const unsigned char *b = (const unsigned char *)lo;
-
-		for (size_t k = 0; k < n; k++) {
-			if (b[k] != 0 && b[k] != CL_PERCPU_POISON) {
-				damaged = 1;
-				break;
-			}
-		}
-	}
-	memset(lo, byte, n);
-	return damaged;
-}
-
-/*
- * cl__percpu_fill_scan() - cl__percpu_fill() through PAGEMAP_SCAN: one ioctl
- * over the object's span in every slice returns the populated page runs
- * (present or swapped, not the shared zero page); only the copies lying in
- * them are examined, so the cost follows the CPUs that touched the memory,
- * not the pool's CPU count. Returns 0 and sets *bad, or -1 when the kernel
- * has no PAGEMAP_SCAN (before 6.7): the caller then reads pagemap.
- */
-CL_INLINE int cl__percpu_fill_scan(struct cl_percpu_pool *pool, const struct cl__percpu_range *r,
-				   int fd, size_t off, size_t len, int byte, int check, size_t *bad)
-{
-	const uintptr_t base = (uintptr_t)r->base, stride = pool->stride, pg = pool->page_size;
-	const uintptr_t end = base + (uintptr_t)(pool->nr_cpus - 1) * stride + off + len;
-	struct cl__page_region v[32];
-	struct cl__pm_scan_arg a;
-	long last_bad = -1;
-	long n;
-
-	memset(&a, 0, sizeof(a));
-	/* The kernel fills v[] through a.vec: tools that do not know this ioctl
-	 * (valgrind 3.19) see only the argument struct written, so v[] starts
-	 * defined here (768 bytes next to a system call). */
-	memset(v, 0, sizeof(v));
-	a.size = sizeof(a);
-	a.start = (base + off) & ~(uint64_t)(pg - 1);
-	a.end = (end + pg - 1) & ~(uint64_t)(pg - 1);
-	a.vec = (uint64_t)(uintptr_t)v;
-	a.vec_len = sizeof(v) / sizeof(v[0]);
-	a.category_inverted = CL__PAGE_IS_PFNZERO; /* not the zero page ... */
-	a.category_mask = CL__PAGE_IS_PFNZERO;
-	a.category_anyof_mask = CL__PAGE_IS_PRESENT | CL__PAGE_IS_SWAPPED; /* ... and populated */
-	a.return_mask = CL__PAGE_IS_PRESENT | CL__PAGE_IS_SWAPPED;
-	*bad = 0;
-	for (;;) {
-		n = ioctl(fd, CL__PAGEMAP_SCAN, &a);
-		if (n < 0)
-			return -1;
-		for (long i = 0; i < n; i++) {
-			/* CPUs whose copy [base + c*stride + off, + len) meets [s, e). */
-			uintptr_t s = (uintptr_t)v[i].start, e = (uintptr_t)v[i].end;
-			uintptr_t c = s - base >= off + len ? (s - base - off - len) / stride + 1 : 0;
-
-			for (; c < pool->nr_cpus && base + c * stride + off < e; c++) {
-				uintptr_t lo = base + c * stride + off, hi = lo + len;
-
-				lo = lo > s ? lo : s;
-				hi = hi < e ? hi : e;
-				if (lo >= hi)
-					continue;
-				CL_INJECT(40);
-				if (cl__percpu_fill_piece((char *)lo, hi - lo, byte, check) &&
-				    (long)c != last_bad) {
-					last_bad = (long)c;
-					(*bad)++;
-				}
-			}
-		}
-		if ((size_t)n < a.vec_len || a.walk_end >= a.end)
-			return 0;
-		a.start = a.walk_end;
-	}
-}
-
-/*
- * cl__percpu_fill() - on every CPU's copy of [off, off + len) of range r,
- * set to byte the parts lying in populated (present or swapped) pages; the
- * rest reads as zero and stays unpopulated. With damaged != NULL, first count
- * the copies holding a byte that is neither 0 nor CL_PERCPU_POISON.
- * Returns the number of such copies.
- */
-CL_INLINE size_t cl__percpu_fill(struct cl_percpu_pool *pool, const struct cl__percpu_range *r,
-				 size_t off, size_t len, int byte, int check)
-{
-	const size_t pg = pool->page_size, first = off / pg, np = (off + len - 1) / pg - first + 1;
-	const size_t win_max = CL__PERCPU_PAGEMAP_WINDOW;
-	uint64_t *win = NULL;
-	size_t win_lo = 0, win_n = 0, bad = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-
-	if (fd >= 0 && cl__percpu_fill_scan(pool, r, fd, off, len, byte, check, &bad) == 0) {
-		close(fd);
-		return bad;
-	}
-	if (fd >= 0) {
-		/* Kept in the pool: a malloc per call would churn allocator caches. */
-		if (!pool->pagemap_buf)
-			pool->pagemap_buf = (uint64_t *)malloc(win_max * sizeof(uint64_t));
-		win = pool->pagemap_buf;
-	}
-	for (unsigned cpu = 0; cpu < pool->nr_cpus; cpu++) {
-		char *copy = r->base + (size_t)cpu * pool->stride;
-		size_t vpn = (size_t)((uintptr_t)copy / pg) + first;
-		int damaged = 0;
-
-		CL_INJECT(40);
-		for (size_t j = 0; j < np; j++) {
-			size_t lo = j == 0 ? off : (first + j) * pg;
-			size_t hi = (first + j + 1) * pg < off + len ? (first + j + 1) * pg : off + len;
-			int populated = 1; /* unknown counts as populated: always safe */
-
-			if (win && (vpn + j < win_lo || vpn + j >= win_lo + win_n)) {
-				/* Read ahead over the following CPUs' copies too. */
-				size_t want = pool->stride / pg * (pool->nr_cpus - cpu);
-				ssize_t got;
-
-				want = want < win_max ? want : win_max;
-				win_lo = vpn + j;
-				win_n = 0;
-				if (lseek(fd, (off_t)(win_lo * sizeof(uint64_t)), SEEK_SET) != (off_t)-1) {
-					got = read(fd, win, want * sizeof(uint64_t));
-					win_n = got > 0 ? (size_t)got / sizeof(uint64_t) : 0;
-				}
-			}
-			/* pagemap bit 63: present, bit 62: swapped. */
-			if (win && vpn + j >= win_lo && vpn + j < win_lo + win_n)
-				populated = (win[vpn + j - win_lo] >> 62) != 0;
-			if (!populated)
-				continue;
-			damaged |= cl__percpu_fill_piece(copy + lo, hi - lo, byte, check && !damaged);
-		}
-		bad += (size_t)damaged;
-	}
-	if (fd >= 0)
-		close(fd);
-	return bad;
-}
-
-/* Map one more range; its index, or -1 (ENOMEM). */
-CL_INLINE long cl__percpu_add_range(struct cl_percpu_pool *pool)
-{
-	const size_t len = (size_t)pool->nr_cpus * pool->stride;
-	struct cl__percpu_range *r;
-	char *map, *base;
-
-	if (pool->nr_ranges == pool->cap_ranges) {
-		size_t cap = pool->cap_ranges ? pool->cap_ranges * 2 : 4;
-		struct cl__percpu_range *nr = (struct cl__percpu_range *)realloc(pool->ranges, cap * sizeof(*nr));
-
-		if (!nr)
-			return -1;
-		pool->ranges = nr;
-		pool->cap_ranges = cap;
-	}
-	/* Over-map by one stride, then trim so that CPU 0's slice is stride-aligned. */
-	map = (char *)mmap(NULL, len + pool->stride, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE, -1, 0);
-	if (map == (char *)MAP_FAILED)
-		return -1;
-	base = (char *)cl__percpu_align_up((size_t)(uintptr_t)map, pool->stride);
-	if (base != map)
-		munmap(map, (size_t)(base - map));
-	if (base + len != map + len + pool->stride)
-		munmap(base + len, (size_t)(map + len + pool->stride - (base + len)));
-	/* A transparent huge page would span several CPUs' slices and back all
-	 * of them on the first write of one (THP "always"): keep base pages. */
-	madvise(base, len, CL__MADV_NOHUGEPAGE);
-	if (pool->cpu_node) {
-		const unsigned nbits = pool->max_node + 1;
-		unsigned long *mask = cl__bitmap_alloc(nbits);
-
-		for (unsigned cpu = 0; mask && cpu < pool->nr_cpus; cpu++) {
-			int node = pool->cpu_node[cpu];
-			long rc;
-
-			if (node < 0)
-				continue;
-			cl__bitmap_zero(mask, nbits);
-			cl__bitmap_set(mask, (unsigned)node);
-			/* maxnode counts the bits of every word, plus the kernel's off-by-one. */
-			rc = syscall(SYS_mbind, base + (size_t)cpu * pool->stride, pool->stride,
-				     CL__MPOL_PREFERRED, mask,
-				     (unsigned long)cl__bitmap_words(nbits) * CL__BITS_PER_LONG + 1, 0u);
-			if (rc == 0)
-				pool->stats.nr_numa_bound++;
-			else
-				pool->stats.nr_numa_failed++;
-		}
-		free(mask);
-	}
-	r = &pool->ranges[pool->nr_ranges];
-	memset(r, 0, sizeof(*r));
-	r->base = base;
-	pool->stats.nr_ranges++;
-	pool->stats.bytes_mapped += len;
-	return (long)pool->nr_ranges++;
-}
-
-/* First fit of size bytes aligned to align in range r: the offset and the
- * index to insert at (*at), or (size_t)-1. */
-CL_INLINE size_t cl__percpu_fit(const struct cl_percpu_pool *pool, const struct cl__percpu_range *r,
-				size_t size, size_t align, size_t *at)
-{
-	size_t prev = 0, o;
-
-	/* Holes below the tail can only help if they add up to size. */
-	if (r->tail - r->used >= size) {
-		for (size_t i = 0; i < r->nr_objs; i++) {
-			o = cl__percpu_align_up(prev, align);
-			if (o + size <= r->objs[i].off) {
-				*at = i;
-				return o;
-			}
-			prev = r->objs[i].off + r->objs[i].size;
-		}
-	}
-	o = cl__percpu_align_up(r->tail, align);
-	if (o + size <= pool->stride) {
-		*at = r->nr_objs;
-		return o;
-	}
-	return (size_t)-1;
-}
-
-/* The range holding CPU 0 address p, or NULL. */
-CL_INLINE struct cl__percpu_range *cl__percpu_find_range(const struct cl_percpu_pool *pool,
-							  const void *p)
-{
-	uintptr_t a = (uintptr_t)p;
-
-	for (size_t i = 0; i < pool->nr_ranges; i++) {
-		uintptr_t b = (uintptr_t)pool->ranges[i].base;
-
-		if (a >= b && a - b < pool->stride)
-			return &pool->ranges[i];
-	}
-	return NULL;
-}
-
-/* 1 if p lies anywhere in one of the pool's ranges (any CPU's slice). */
-CL_INLINE int cl__percpu_in_pool(const struct cl_percpu_pool *pool, const void *p)
-{
-	const size_t len = (size_t)pool->nr_cpus * pool->stride;
-
-	for (size_t i = 0; i < pool->nr_ranges; i++) {
-		uintptr_t b = (uintptr_t)pool->ranges[i].base;
-
-		if ((uintptr_t)p >= b && (uintptr_t)p - b < len)
-			return 1;
-	}
-	return 0;
-}
-
-/* Index of the object at offset off in r, or -1. */
-CL_INLINE long cl__percpu_find_obj(const struct cl__percpu_range *r, size_t off)
-{
-	size_t lo = 0, hi = r->nr_objs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->objs[mid].off == off)
-			return (long)mid;
-		if (r->objs[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
 
 /* ---- pool ---- */
 
@@ -518,87 +218,7 @@ CL_INLINE long cl__percpu_find_obj(const struct cl__percpu_range *r, size_t off)
  * Return: as cl_percpu_pool_create().
  */
 CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create_topo(const struct cl_percpu_pool_attr *attr,
-							    const struct cl_topology *topo)
-{
-	const size_t stride = attr && attr->stride ? attr->stride : (size_t)CL_PERCPU_STRIDE;
-	const unsigned nr_cpus = attr && attr->max_nr_cpus ? attr->max_nr_cpus : cl_nr_possible_cpus();
-	const unsigned flags = attr ? attr->flags : 0;
-	long pg = sysconf(_SC_PAGESIZE);
-	struct cl_percpu_pool *pool;
-
-	if (pg <= 0)
-		pg = 4096;
-	if (!cl__percpu_is_pow2(stride) || stride < (size_t)pg || stride > CL_PERCPU_STRIDE_MAX ||
-	    nr_cpus == 0 || nr_cpus > CL_MAX_CPUS || (flags & ~CL__PERCPU_FLAGS) ||
-	    (size_t)nr_cpus > ((size_t)-1 - stride) / stride) {
-		errno = EINVAL;
-		return NULL;
-	}
-	pool = (struct cl_percpu_pool *)calloc(1, sizeof(*pool));
-	if (!pool) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	pool->stride = stride;
-	pool->page_size = (size_t)pg;
-	pool->nr_cpus = nr_cpus;
-	pool->flags = flags;
-	if (flags & CL_PERCPU_NUMA) {
-		struct cl_topology own;
-		const struct cl_topology *t = topo;
-		unsigned nodes = 0, c;
-		int first = -1;
-
-		if (!t) {
-			if (cl_topology_load(&own, NULL) != 0) {
-				free(pool);
-				errno = ENOMEM;
-				return NULL;
-			}
-			t = &own;
-		}
-		pool->cpu_node = (int *)malloc(sizeof(int) * nr_cpus);
-		for (c = 0; pool->cpu_node && c < nr_cpus; c++) {
-			int node = c < t->nr_cpu_ids && t->cpu[c].possible ? t->cpu[c].node : -1;
-
-			pool->cpu_node[c] = node;
-			if (node < 0)
-				continue;
-			if ((unsigned)node > pool->max_node)
-				pool->max_node = (unsigned)node;
-			if (first < 0)
-				first = node;
-			else if (node != first)
-				nodes = 2;
-		}
-		/* Count the distinct nodes only when there is more than one. */
-		if (pool->cpu_node && nodes) {
-			unsigned char *seen = (unsigned char *)calloc(pool->max_node + 1, 1);
-
-			nodes = 0;
-			for (c = 0; seen && c < nr_cpus; c++)
-				if (pool->cpu_node[c] >= 0 && !seen[pool->cpu_node[c]]++)
-					nodes++;
-			free(seen);
-		}
-		if (t == &own)
-			cl_topology_free(&own);
-		if (!pool->cpu_node) {
-			free(pool);
-			errno = ENOMEM;
-			return NULL;
-		}
-		if (nodes < 2) { /* one node: nothing to bind */
-			free(pool->cpu_node);
-			pool->cpu_node = NULL;
-			nodes = 0;
-		}
-		pool->stats.numa_nodes = nodes;
-	}
-	pthread_mutex_init(&pool->lock, NULL);
-	cl__fork_register(&pool->fork_reg, &pool->lock, NULL);
-	return pool;
-}
+							    const struct cl_topology *topo);
 
 /**
  * cl_percpu_pool_create() - make a pool of per-CPU objects.
@@ -613,10 +233,7 @@ CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create_topo(const struct cl_perc
  * below the page size or above CL_PERCPU_STRIDE_MAX; max_nr_cpus above
  * CL_MAX_CPUS, or possible CPUs above it when 0; unknown flags) or ENOMEM.
  */
-CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_pool_attr *attr)
-{
-	return cl_percpu_pool_create_topo(attr, NULL);
-}
+CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_pool_attr *attr);
 
 /**
  * cl_percpu_pool_nr_cpus() - how many CPUs have a copy in this pool.
@@ -625,14 +242,7 @@ CL_INLINE struct cl_percpu_pool *cl_percpu_pool_create(const struct cl_percpu_po
  * Context: any thread.
  * Return: max_nr_cpus as resolved at create, or 0 with errno EINVAL (NULL pool).
  */
-CL_INLINE unsigned cl_percpu_pool_nr_cpus(const struct cl_percpu_pool *pool)
-{
-	if (!pool) {
-		errno = EINVAL;
-		return 0;
-	}
-	return pool->nr_cpus;
-}
+CL_INLINE unsigned cl_percpu_pool_nr_cpus(const struct cl_percpu_pool *pool);
 
 /**
  * cl_percpu_pool_stride() - bytes between two CPUs' copies in this pool.
@@ -641,14 +251,7 @@ CL_INLINE unsigned cl_percpu_pool_nr_cpus(const struct cl_percpu_pool *pool)
  * Context: any thread.
  * Return: the stride, or 0 with errno EINVAL (NULL pool).
  */
-CL_INLINE size_t cl_percpu_pool_stride(const struct cl_percpu_pool *pool)
-{
-	if (!pool) {
-		errno = EINVAL;
-		return 0;
-	}
-	return pool->stride;
-}
+CL_INLINE size_t cl_percpu_pool_stride(const struct cl_percpu_pool *pool);
 
 /**
  * cl_percpu_pool_stats() - copy the pool's counters.
@@ -658,17 +261,7 @@ CL_INLINE size_t cl_percpu_pool_stride(const struct cl_percpu_pool *pool)
  * Context: any thread; takes the pool lock.
  * Return: 0, or -1 with errno EINVAL (NULL pool or out).
  */
-CL_INLINE int cl_percpu_pool_stats(struct cl_percpu_pool *pool, struct cl_percpu_stats *out)
-{
-	if (!pool || !out) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&pool->lock);
-	*out = pool->stats;
-	pthread_mutex_unlock(&pool->lock);
-	return 0;
-}
+CL_INLINE int cl_percpu_pool_stats(struct cl_percpu_pool *pool, struct cl_percpu_stats *out);
 
 /**
  * cl_percpu_alloc() - reserve one object in every CPU's slice.
@@ -684,82 +277,7 @@ CL_INLINE int cl_percpu_pool_stats(struct cl_percpu_pool *pool, struct cl_percpu
  * NULL with errno EINVAL (NULL pool, size 0 or above the stride, align 0, not
  * a power of two or above the stride) or ENOMEM (no range could be mapped).
  */
-CL_INLINE void *cl_percpu_alloc(struct cl_percpu_pool *pool, size_t size, size_t align)
-{
-	struct cl__percpu_range *r = NULL;
-	size_t off = (size_t)-1, at = 0, i;
-	void *ret;
-
-	if (!pool || size == 0 || size > pool->stride || !cl__percpu_is_pow2(align) ||
-	    align > pool->stride) {
-		errno = EINVAL;
-		return NULL;
-	}
-	size = cl__percpu_align_up(size, CL_PERCPU_MIN_ALIGN);
-	if (align < CL_PERCPU_MIN_ALIGN)
-		align = CL_PERCPU_MIN_ALIGN;
-	pthread_mutex_lock(&pool->lock);
-	for (i = 0; i < pool->nr_ranges; i++) {
-		r = &pool->ranges[i];
-		if (pool->stride - r->used < size)
-			continue;
-		off = cl__percpu_fit(pool, r, size, align, &at);
-		if (off != (size_t)-1)
-			break;
-	}
-	if (off == (size_t)-1) {
-		long idx = cl__percpu_add_range(pool);
-
-		if (idx < 0) {
-			pthread_mutex_unlock(&pool->lock);
-			errno = ENOMEM;
-			return NULL;
-		}
-		r = &pool->ranges[idx];
-		off = 0;
-		at = 0;
-	}
-	if (r->nr_objs == r->cap_objs) {
-		size_t cap = r->cap_objs ? r->cap_objs * 2 : 16;
-		struct cl__percpu_obj *no = (struct cl__percpu_obj *)realloc(r->objs, cap * sizeof(*no));
-
-		if (!no) {
-			pthread_mutex_unlock(&pool->lock);
-			errno = ENOMEM;
-			return NULL;
-		}
-		r->objs = no;
-		r->cap_objs = cap;
-	}
-	memmove(&r->objs[at + 1], &r->objs[at], (r->nr_objs - at) * sizeof(r->objs[0]));
-	r->objs[at].off = off;
-	r->objs[at].size = size;
-	r->nr_objs++;
-	r->used += size;
-	if (off + size > r->tail)
-		r->tail = off + size;
-	/* Bytes below the high-water mark may hold old data or poison: clear them. */
-	if (off < r->hwm) {
-		size_t len = (off + size < r->hwm ? off + size : r->hwm) - off;
-		size_t bad = cl__percpu_fill(pool, r, off, len, 0, (pool->flags & CL_PERCPU_ROBUST) != 0);
-
-		if (bad) {
-			pool->stats.nr_poison_damaged++;
-			fprintf(stderr, "cachelocal: percpu pool %p: object %p (%zu bytes) was written after free on %zu CPU(s)\n",
-				(void *)pool, (void *)(r->base + off), size, bad);
-		}
-	}
-	if (off + size > r->hwm)
-		r->hwm = off + size;
-	pool->stats.nr_live++;
-	pool->stats.bytes_live += size;
-	pool->stats.nr_allocs++;
-	/* r points into pool->ranges, which another allocator may realloc once
-	 * the lock is dropped: compute the result while holding it. */
-	ret = r->base + off;
-	pthread_mutex_unlock(&pool->lock);
-	return ret;
-}
+CL_INLINE void *cl_percpu_alloc(struct cl_percpu_pool *pool, size_t size, size_t align);
 
 /**
  * cl_percpu_free() - give back an object on every CPU.
@@ -775,81 +293,7 @@ CL_INLINE void *cl_percpu_alloc(struct cl_percpu_pool *pool, size_t size, size_t
  * pool: double free, foreign pointer, interior pointer, another CPU's copy).
  * A rejected free changes nothing; in robust mode it is reported on stderr.
  */
-CL_INLINE int cl_percpu_free(struct cl_percpu_pool *pool, void *p)
-{
-	struct cl__percpu_range *r;
-	size_t off, size, gap_lo, gap_hi, lo, hi;
-	const size_t pg = pool ? pool->page_size : 1;
-	long idx = -1;
-
-	if (!pool) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (!p)
-		return 0;
-	pthread_mutex_lock(&pool->lock);
-	r = cl__percpu_find_range(pool, p);
-	if (r)
-		idx = cl__percpu_find_obj(r, (size_t)((char *)p - r->base));
-	if (idx < 0) {
-		pool->stats.nr_bad_frees++;
-		if (pool->flags & CL_PERCPU_ROBUST)
-			fprintf(stderr, "cachelocal: percpu pool %p: free of %p rejected: %s\n", (void *)pool, p,
-				r ? "not a live object (double free or interior pointer)"
-				  : cl__percpu_in_pool(pool, p) ? "another CPU's copy (pass CPU 0's address)"
-								: "not from this pool");
-		pthread_mutex_unlock(&pool->lock);
-		errno = EINVAL;
-		return -1;
-	}
-	off = r->objs[idx].off;
-	size = r->objs[idx].size;
-	gap_lo = idx > 0 ? r->objs[idx - 1].off + r->objs[idx - 1].size : 0;
-	gap_hi = (size_t)idx + 1 < r->nr_objs ? r->objs[idx + 1].off : pool->stride;
-	memmove(&r->objs[idx], &r->objs[idx + 1], (r->nr_objs - (size_t)idx - 1) * sizeof(r->objs[0]));
-	r->nr_objs--;
-	r->used -= size;
-	if (off + size == r->tail)
-		r->tail = r->nr_objs ? r->objs[r->nr_objs - 1].off + r->objs[r->nr_objs - 1].size : 0;
-	pool->stats.nr_live--;
-	pool->stats.bytes_live -= size;
-	pool->stats.nr_frees++;
-	if (r->nr_objs == 0) {
-		/* Empty range: drop every page of every CPU in one call. The
-		 * high-water mark stays: a write after this free repopulates a
-		 * page, and the next allocation below the mark must clear it (and
-		 * report it in robust mode), which only costs the populated pages. */
-		madvise(r->base, (size_t)pool->nr_cpus * pool->stride, CL__MADV_DONTNEED);
-		pthread_mutex_unlock(&pool->lock);
-		return 0;
-	}
-	/* Whole pages of the object that no live object shares: back to the kernel. */
-	lo = cl__percpu_align_up(gap_lo, pg);
-	if (lo < (off & ~(pg - 1)))
-		lo = off & ~(pg - 1);
-	hi = gap_hi & ~(pg - 1);
-	if (hi > cl__percpu_align_up(off + size, pg))
-		hi = cl__percpu_align_up(off + size, pg);
-	if (lo < hi) {
-		for (unsigned cpu = 0; cpu < pool->nr_cpus; cpu++)
-			madvise(r->base + (size_t)cpu * pool->stride + lo, hi - lo, CL__MADV_DONTNEED);
-	} else {
-		lo = hi = off + size; /* nothing released */
-	}
-	/* Robust: poison what was not released (released pages read as zero). */
-	if (pool->flags & CL_PERCPU_ROBUST) {
-		if (off < lo)
-			cl__percpu_fill(pool, r, off, (lo < off + size ? lo : off + size) - off, CL_PERCPU_POISON, 0);
-		if (hi < off + size) {
-			size_t from = hi > off ? hi : off;
-
-			cl__percpu_fill(pool, r, from, off + size - from, CL_PERCPU_POISON, 0);
-		}
-	}
-	pthread_mutex_unlock(&pool->lock);
-	return 0;
-}
+CL_INLINE int cl_percpu_free(struct cl_percpu_pool *pool, void *p);
 
 /**
  * cl_percpu_pool_report_leaks() - list the live objects of a pool.
@@ -860,29 +304,7 @@ CL_INLINE int cl_percpu_free(struct cl_percpu_pool *pool, void *p)
  * Context: any thread; takes the pool lock.
  * Return: the number of live objects (0 also for a NULL pool, errno EINVAL).
  */
-CL_INLINE size_t cl_percpu_pool_report_leaks(struct cl_percpu_pool *pool, FILE *out)
-{
-	size_t n = 0;
-
-	if (!pool) {
-		errno = EINVAL;
-		return 0;
-	}
-	pthread_mutex_lock(&pool->lock);
-	for (size_t i = 0; i < pool->nr_ranges; i++) {
-		const struct cl__percpu_range *r = &pool->ranges[i];
-
-		for (size_t j = 0; j < r->nr_objs; j++, n++)
-			if (out && n < 32)
-				fprintf(out, "cachelocal: percpu pool %p: leaked object %p, %zu bytes per CPU\n",
-					(void *)pool, (void *)(r->base + r->objs[j].off), r->objs[j].size);
-	}
-	if (out && n)
-		fprintf(out, "cachelocal: percpu pool %p: %zu leaked object(s), %zu bytes per CPU\n",
-			(void *)pool, n, pool->stats.bytes_live);
-	pthread_mutex_unlock(&pool->lock);
-	return n;
-}
+CL_INLINE size_t cl_percpu_pool_report_leaks(struct cl_percpu_pool *pool, FILE *out);
 
 /**
  * cl_percpu_pool_destroy() - unmap every range and free the pool.
@@ -893,24 +315,16 @@ CL_INLINE size_t cl_percpu_pool_report_leaks(struct cl_percpu_pool *pool, FILE *
  *
  * Context: no other thread may use the pool or any of its objects.
  */
-CL_INLINE void cl_percpu_pool_destroy(struct cl_percpu_pool *pool)
-{
-	if (!pool)
-		return;
-	if (pool->flags & CL_PERCPU_ROBUST)
-		cl_percpu_pool_report_leaks(pool, stderr);
-	cl__fork_unregister(&pool->fork_reg);
-	for (size_t i = 0; i < pool->nr_ranges; i++) {
-		munmap(pool->ranges[i].base, (size_t)pool->nr_cpus * pool->stride);
-		free(pool->ranges[i].objs);
-	}
-	free(pool->ranges);
-	free(pool->cpu_node);
-	free(pool->pagemap_buf);
-	pthread_mutex_destroy(&pool->lock);
-	free(pool);
-}
+CL_INLINE void cl_percpu_pool_destroy(struct cl_percpu_pool *pool);
 
 CL_END_DECLS
+
+/* The bodies, in dependency order (private; each one job). */
+#include "percpu/numa.h"
+#include "percpu/ranges.h"
+#include "percpu/residency.h"
+#include "percpu/robust.h"
+#include "percpu/pool.h"
+#include "percpu/alloc.h"
 
 #endif /* CACHELOCAL_PERCPU_H */

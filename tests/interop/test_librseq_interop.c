@@ -66,8 +66,8 @@ static void *cl_pop(enum cl_rseq_index k, void **heads0, size_t stride)
 	do {
 		i = cl_index(k);
 		r = cl_rseq_pop(k, (void **)((char *)heads0 + (size_t)i * stride), 0, &node, i);
-	} while (r < 0);
-	return r == 0 ? node : NULL;
+	} while (r == CL_RSEQ_ABORT);
+	return r == CL_RSEQ_OK ? node : NULL;
 }
 
 static void cl_push(enum cl_rseq_index k, void **heads0, size_t stride, void *node)

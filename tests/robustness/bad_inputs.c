@@ -490,52 +490,52 @@ static void l4_ops_cases(void)
 	}
 	CASE("cl_rseq_add", "kind outside the enum (42)")
 	{
-		RB_INT(cl_rseq_add(BADKIND, v, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_add(BADKIND, v, 1, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_cmpstore", "kind outside the enum (42)")
 	{
-		RB_INT(cl_rseq_cmpstore(BADKIND, v, 0, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_cmpstore(BADKIND, v, 0, 1, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_pop_until", "kind outside the enum (42)")
 	{
-		RB_INT(cl_rseq_pop_until(BADKIND, &head, 0, NIL, &out, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_pop_until(BADKIND, &head, 0, NIL, &out, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_pop", "kind outside the enum (42)")
 	{
-		RB_INT(cl_rseq_pop(BADKIND, &head, 0, &out, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_pop(BADKIND, &head, 0, &out, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_trypush", "kind outside the enum (42)")
 	{
 		static void *node[1];
-		RB_INT(cl_rseq_trypush(BADKIND, &head, 0, node, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_trypush(BADKIND, &head, 0, node, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_cmpstore_store", "kind outside the enum (42)")
 	{
 		static intptr_t v2;
-		RB_INT(cl_rseq_cmpstore_store(BADKIND, v, 0, &v2, 1, 1, CL_RSEQ_MO_RELAXED, 0), CL_RSEQ_EINVAL,
+		RB_INT(cl_rseq_cmpstore_store(BADKIND, v, 0, &v2, 1, 1, CL_RSEQ_MO_RELAXED, 0), CL_RSEQ_ERROR,
 		       EINVAL);
 	}
 	CASE("cl_rseq_cmpstore_store", "memory order outside the enum (9)")
 	{
 		static intptr_t v2;
 		RB_INT(cl_rseq_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, v, 0, &v2, 1, 1, (enum cl_rseq_mo)9, 0),
-		       CL_RSEQ_EINVAL, EINVAL);
+		       CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_cmp2_store", "kind outside the enum (42)")
 	{
 		static intptr_t v2;
-		RB_INT(cl_rseq_cmp2_store(BADKIND, v, 0, &v2, 0, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_cmp2_store(BADKIND, v, 0, &v2, 0, 1, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_cmpmemcpy_store", "memory order outside the enum (9)")
 	{
 		static char dst[8], src[8];
 		RB_INT(cl_rseq_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, 0, dst, src, 8, 1, (enum cl_rseq_mo)9, 0),
-		       CL_RSEQ_EINVAL, EINVAL);
+		       CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_deref_add", "kind outside the enum (42)")
 	{
 		static void *p = v;
-		RB_INT(cl_rseq_deref_add(BADKIND, &p, 0, 1, 0), CL_RSEQ_EINVAL, EINVAL);
+		RB_INT(cl_rseq_deref_add(BADKIND, &p, 0, 1, 0), CL_RSEQ_ERROR, EINVAL);
 	}
 	CASE("cl_rseq_list_first", "head NULL")
 	{
@@ -561,54 +561,54 @@ static void l4_ops_cases(void)
 	{
 		RB_INT(cl_percpu_cmpstore(CL_RSEQ_INDEX_CPU_ID, v, 0, 0, 1), -1, EINVAL);
 	}
-	CASE("cl_percpu_pop", "head NULL")
+	CASE("cl_percpu_list_pop", "head NULL")
 	{
-		RB_INT(cl_percpu_pop(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, &out), -1, EINVAL);
+		RB_INT(cl_percpu_list_pop(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, &out), -1, EINVAL);
 	}
-	CASE("cl_percpu_pop", "out NULL")
+	CASE("cl_percpu_list_pop", "out NULL")
 	{
-		RB_INT(cl_percpu_pop(CL_RSEQ_INDEX_CPU_ID, &head, CL_PERCPU_STRIDE, 0, NIL), -1, EINVAL);
+		RB_INT(cl_percpu_list_pop(CL_RSEQ_INDEX_CPU_ID, &head, CL_PERCPU_STRIDE, 0, NIL), -1, EINVAL);
 	}
-	CASE("cl_percpu_trypush", "head NULL")
+	CASE("cl_percpu_list_push", "head NULL")
 	{
 		static void *node[1];
-		RB_INT(cl_percpu_trypush(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, node), -1, EINVAL);
+		RB_INT(cl_percpu_list_push(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, node), -1, EINVAL);
 	}
-	CASE("cl_percpu_trypush", "node NULL")
+	CASE("cl_percpu_list_push", "node NULL")
 	{
-		RB_INT(cl_percpu_trypush(CL_RSEQ_INDEX_CPU_ID, &head, CL_PERCPU_STRIDE, 0, NIL), -1, EINVAL);
+		RB_INT(cl_percpu_list_push(CL_RSEQ_INDEX_CPU_ID, &head, CL_PERCPU_STRIDE, 0, NIL), -1, EINVAL);
 	}
-	CASE("cl_percpu_cmpstore_store", "cap 0")
+	CASE("cl_percpu_buf_push", "cap 0")
 	{
 		static void *items[1];
-		RB_INT(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, 0, items,
-						CL_RSEQ_MO_RELAXED),
+		RB_INT(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, 0, items,
+					  CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
-	CASE("cl_percpu_cmpstore_store", "count NULL")
+	CASE("cl_percpu_buf_push", "count NULL")
 	{
 		static void *items[1];
-		RB_INT(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, items, 1, items,
-						CL_RSEQ_MO_RELAXED),
+		RB_INT(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, items, 1, items,
+					  CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
-	CASE("cl_percpu_cmp2_store", "out NULL")
+	CASE("cl_percpu_buf_pop", "out NULL")
 	{
 		static void *items[1];
-		RB_INT(cl_percpu_cmp2_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, NIL), -1, EINVAL);
+		RB_INT(cl_percpu_buf_pop(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, items, NIL), -1, EINVAL);
 	}
-	CASE("cl_percpu_cmpmemcpy_store", "buf NULL")
+	CASE("cl_percpu_buf_push_copy", "buf NULL")
 	{
 		static char src[8];
-		RB_INT(cl_percpu_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, NIL, 1, 8, src,
-						 CL_RSEQ_MO_RELAXED),
+		RB_INT(cl_percpu_buf_push_copy(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, NIL, 1, 8, src,
+					       CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
-	CASE("cl_percpu_cmpmemcpy_store", "size 0")
+	CASE("cl_percpu_buf_push_copy", "size 0")
 	{
 		static char src[8], buf[8];
-		RB_INT(cl_percpu_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, buf, 1, 0, src,
-						 CL_RSEQ_MO_RELAXED),
+		RB_INT(cl_percpu_buf_push_copy(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, buf, 1, 0, src,
+					       CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
 	CASE("cl_percpu_deref_add", "ptr NULL")
@@ -729,9 +729,9 @@ static void l4_struct_cases(void)
 		struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 0x7fffffffu };
 		RB_NULL(cl_objcache_create(&a), EINVAL);
 	}
-	CASE("cl_objcache_create", "unknown flags")
+	CASE("cl_objcache_create", "unknown index kind")
 	{
-		struct cl_objcache_attr a = { .obj_size = 64, .flags = 0x80000000u };
+		struct cl_objcache_attr a = { .obj_size = 64, .index = (enum cl_rseq_index)7 };
 		RB_NULL(cl_objcache_create(&a), EINVAL);
 	}
 	CASE("cl_objcache_destroy", "c NULL")

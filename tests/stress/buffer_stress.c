@@ -5,14 +5,14 @@
  * inside the critical sections, in both index modes.
  *
  * Three passes per index mode, on objects of a percpu.h pool:
- *   pointer buffers  cl_percpu_cmp2_store() pops up to STASH items of the
+ *   pointer buffers  cl_percpu_buf_pop() pops up to STASH items of the
  *                    current CPU's buffer, marks each one as its own (an
  *                    item popped twice is caught), and
- *                    cl_percpu_cmpstore_store() pushes them back on the
+ *                    cl_percpu_buf_push() pushes them back on the
  *                    buffer of the CPU it runs on then; at the end every
  *                    item is in exactly one buffer, once.
  *   copy buffers     elements {id, ~id} pushed with
- *                    cl_percpu_cmpmemcpy_store() and popped by copy with
+ *                    cl_percpu_buf_push_copy() and popped by copy with
  *                    cl_rseq_cmpmemcpy_store() (copy out, count - 1): no
  *                    element torn, none lost or duplicated.
  *   deref adds       cl_percpu_deref_add() through each CPU's pointer
@@ -74,8 +74,8 @@ static struct {
 
 static int push_item(struct item *it)
 {
-	int r = cl_percpu_cmpstore_store(T.kind, &T.pb->count, T.stride, T.pb->items, T.cap, it,
-					 CL_RSEQ_MO_RELEASE);
+	int r = cl_percpu_buf_push(T.kind, &T.pb->count, T.stride, T.pb->items, T.cap, it,
+				   CL_RSEQ_MO_RELEASE);
 
 	return r >= 0 ? 0 : -1;
 }
@@ -90,7 +90,7 @@ static void *ptr_worker(struct stress_run *run, int id)
 		void *out = NULL;
 
 		while (got < STASH &&
-		       (r = cl_percpu_cmp2_store(T.kind, &T.pb->count, T.stride, T.pb->items, &out)) >= 0) {
+		       (r = cl_percpu_buf_pop(T.kind, &T.pb->count, T.stride, T.pb->items, &out)) >= 0) {
 			struct item *it = out;
 			int prev = __atomic_exchange_n(&it->owner, id + 1, __ATOMIC_RELAXED);
 
@@ -200,9 +200,9 @@ static void *copy_worker(struct stress_run *run, int id)
 			stress_allow_signals();
 		while (got > 0) {
 			got--;
-			if (cl_percpu_cmpmemcpy_store(T.kind, &T.cb->count, T.stride, T.cb->e, T.cap,
-						      sizeof(struct elem), &stash[got],
-						      CL_RSEQ_MO_RELEASE) < 0) {
+			if (cl_percpu_buf_push_copy(T.kind, &T.cb->count, T.stride, T.cb->e, T.cap,
+						    sizeof(struct elem), &stash[got],
+						    CL_RSEQ_MO_RELEASE) < 0) {
 				stress_fail(run, "copy push failed");
 				return (void *)1;
 			}

@@ -3,7 +3,7 @@
  * list_stress - per-CPU (and per-mm_cid) linked lists keep the exact node set
  * under concurrent cl_rseq_pop / cl_rseq_trypush, preemption, migration and
  * signals, in both index modes, through the one-attempt operations and through
- * the per-CPU path (cl_percpu_pop / cl_percpu_trypush).
+ * the per-CPU path (cl_percpu_list_pop / cl_percpu_list_push).
  *
  * Each worker pops up to STASH nodes from the list of its current index,
  * marks each one as its own (a node popped twice is caught here), then
@@ -33,7 +33,7 @@ struct list_test {
 	struct lhead *lists;
 	unsigned nr;
 	enum cl_rseq_index idx;
-	int path; /* 0: cl_rseq_pop/trypush with an index; 1: cl_percpu_pop/trypush */
+	int path; /* 0: cl_rseq_pop/trypush with an index; 1: cl_percpu_list_pop/list_push */
 };
 
 static int pop_one(struct list_test *t, struct lnode **out)
@@ -42,8 +42,8 @@ static int pop_one(struct list_test *t, struct lnode **out)
 	int r, c;
 
 	if (t->path) {
-		r = cl_percpu_pop(t->idx, &t->lists[0].head, sizeof(struct lhead),
-				  offsetof(struct lnode, next), &p);
+		r = cl_percpu_list_pop(t->idx, &t->lists[0].head, sizeof(struct lhead),
+				       offsetof(struct lnode, next), &p);
 		if (r >= 0)
 			*out = p;
 		return r >= 0 ? CL_RSEQ_OK : r == CL_PERCPU_CMPFAIL ? CL_RSEQ_CMPFAIL : r;
@@ -63,10 +63,10 @@ static int push_one(struct list_test *t, struct lnode *n)
 	int r, c;
 
 	if (t->path)
-		return cl_percpu_trypush(t->idx, &t->lists[0].head, sizeof(struct lhead),
-					 offsetof(struct lnode, next), n) >= 0
+		return cl_percpu_list_push(t->idx, &t->lists[0].head, sizeof(struct lhead),
+					   offsetof(struct lnode, next), n) >= 0
 			       ? CL_RSEQ_OK
-			       : CL_RSEQ_NO_AREA;
+			       : CL_RSEQ_ERROR;
 	do {
 		c = cl_rseq_current_index(t->idx);
 		r = cl_rseq_trypush(t->idx, &t->lists[(unsigned)c % t->nr].head,
@@ -166,7 +166,7 @@ static int run_pass(const struct stress_cfg *cfg, enum cl_rseq_index idx, int pa
 		rc = 1;
 	printf("list_stress [" STRESS_INDEX_FMT ", %s]: %d workers, %lu rounds, %lu aborts, "
 	       "%lu signals, %lu migrations: %ld of %ld nodes found, %ld duplicates, %ld bad: %s\n",
-	       STRESS_INDEX_ARGS(idx), path ? "cl_percpu_pop/trypush" : "cl_rseq_pop/trypush",
+	       STRESS_INDEX_ARGS(idx), path ? "cl_percpu_list_pop/list_push" : "cl_rseq_pop/trypush",
 	       cfg->nr_workers, run.ops,
 	       run.aborts, run.signals, run.migrations, found, nr_nodes, dup, bad,
 	       rc == 0 ? "PASS" : "FAIL");

@@ -104,7 +104,7 @@ static void *drainer(void *p)
 
 static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
 {
-	struct cl_objcache_attr attr = { 64, 0, 16, idx == CL_RSEQ_INDEX_MM_CID ? CL_OBJCACHE_MM_CID : 0 };
+	struct cl_objcache_attr attr = { 64, 0, 16, idx };
 	struct cl_objcache_stats st;
 	struct stress_run run;
 	pthread_t d;

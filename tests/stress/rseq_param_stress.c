@@ -16,13 +16,13 @@
  *                 counter == threads x reps + handler adds.
  *   l  list       pop a node from the current index's list, push it back
  *                 where the thread is then (cl_rseq_pop / cl_rseq_trypush,
- *                 every 4th rep cl_percpu_pop / cl_percpu_trypush). At the
+ *                 every 4th rep cl_percpu_list_pop / cl_percpu_list_push). At the
  *                 end each node is on exactly one list, once.
  *   b  buffer     pointer buffers: pop with cl_rseq_cmp2_store (or
- *                 cl_percpu_cmp2_store), push with cl_rseq_cmpstore_store
- *                 (or cl_percpu_cmpstore_store). Each item once, at the end.
+ *                 cl_percpu_buf_pop), push with cl_rseq_cmpstore_store
+ *                 (or cl_percpu_buf_push). Each item once, at the end.
  *   m  memcpy     element buffers: pop by copy-out and push by copy-in with
- *                 cl_rseq_cmpmemcpy_store (push also cl_percpu_cmpmemcpy_store).
+ *                 cl_rseq_cmpmemcpy_store (push also cl_percpu_buf_push_copy).
  *                 No element torn, each once.
  * A popped node/item/element is marked with its owner (an atomic exchange):
  * popping one that is already owned is a failure on the spot.
@@ -260,8 +260,8 @@ static int list_rep(struct stress_run *run, int id, long rep)
 	struct lnode *n;
 
 	if (percpu) {
-		r = cl_percpu_pop(T.kind, &T.lists[0].head, sizeof(struct lhead),
-				  offsetof(struct lnode, next), &p);
+		r = cl_percpu_list_pop(T.kind, &T.lists[0].head, sizeof(struct lhead),
+				       offsetof(struct lnode, next), &p);
 		if (r == CL_PERCPU_CMPFAIL)
 			return 0; /* empty here */
 		r = r >= 0 ? CL_RSEQ_OK : r;
@@ -283,10 +283,10 @@ static int list_rep(struct stress_run *run, int id, long rep)
 		return -1;
 	give(n->id);
 	if (percpu) {
-		r = cl_percpu_trypush(T.kind, &T.lists[0].head, sizeof(struct lhead),
-				      offsetof(struct lnode, next), n) >= 0
+		r = cl_percpu_list_push(T.kind, &T.lists[0].head, sizeof(struct lhead),
+					offsetof(struct lnode, next), n) >= 0
 			    ? CL_RSEQ_OK
-			    : CL_RSEQ_NO_AREA;
+			    : CL_RSEQ_ERROR;
 	} else {
 		do {
 			c = cur_index();
@@ -319,13 +319,13 @@ static int buf_push(enum ptype type, const void *src, int percpu)
 
 	if (percpu) {
 		if (type == T_MEMCPY)
-			r = cl_percpu_cmpmemcpy_store(T.kind, buf_count(0), T.stride,
-						      elem_slot(buf_count(0), 0), T.cap,
-						      sizeof(struct elem), src, CL_RSEQ_MO_RELEASE);
+			r = cl_percpu_buf_push_copy(T.kind, buf_count(0), T.stride,
+						    elem_slot(buf_count(0), 0), T.cap,
+						    sizeof(struct elem), src, CL_RSEQ_MO_RELEASE);
 		else
-			r = cl_percpu_cmpstore_store(T.kind, buf_count(0), T.stride,
-						     (void **)(buf_count(0) + 1), T.cap,
-						     *(void *const *)src, CL_RSEQ_MO_RELEASE);
+			r = cl_percpu_buf_push(T.kind, buf_count(0), T.stride,
+					       (void **)(buf_count(0) + 1), T.cap,
+					       *(void *const *)src, CL_RSEQ_MO_RELEASE);
 		return r >= 0 ? CL_RSEQ_OK : r;
 	}
 	do {
@@ -352,8 +352,8 @@ static int buffer_rep(struct stress_run *run, int id, long rep)
 	long item;
 
 	if (percpu) {
-		r = cl_percpu_cmp2_store(T.kind, buf_count(0), T.stride, (void **)(buf_count(0) + 1),
-					 &it);
+		r = cl_percpu_buf_pop(T.kind, buf_count(0), T.stride, (void **)(buf_count(0) + 1),
+				      &it);
 		if (r == CL_PERCPU_CMPFAIL)
 			return 0;
 		r = r >= 0 ? CL_RSEQ_OK : r;

@@ -15,12 +15,12 @@
 
 #include "cl_test.h"
 
-static struct cl_objcache *make(size_t size, size_t align, unsigned cap, unsigned flags)
+static struct cl_objcache *make(size_t size, size_t align, unsigned cap, enum cl_rseq_index kind)
 {
-	struct cl_objcache_attr a = { size, align, cap, flags };
+	struct cl_objcache_attr a = { size, align, cap, kind };
 	struct cl_objcache *c = cl_objcache_create(&a);
 
-	cr_assert_not_null(c, "create(%zu, %zu, %u, %u): errno %d", size, align, cap, flags, errno);
+	cr_assert_not_null(c, "create(%zu, %zu, %u, %d): errno %d", size, align, cap, (int)kind, errno);
 	return c;
 }
 
@@ -166,8 +166,8 @@ Test(objcache, free_on_other_cpus_keeps_accounting)
 	enum { N = 1000 };
 	static void *o[N];
 
-	for (unsigned flags = 0; flags <= CL_OBJCACHE_MM_CID; flags++) {
-		struct cl_objcache *c = make(64, 0, 32, flags);
+	for (int kind = CL_RSEQ_INDEX_CPU_ID; kind <= CL_RSEQ_INDEX_MM_CID; kind++) {
+		struct cl_objcache *c = make(64, 0, 32, (enum cl_rseq_index)kind);
 
 		for (int i = 0; i < N; i++) {
 			if (i % 100 == 0)
@@ -203,8 +203,8 @@ Test(objcache, drain_an_idle_cpu)
 	struct cl_objcache_stats st;
 	void *o[10];
 
-	for (unsigned flags = 0; flags <= CL_OBJCACHE_MM_CID; flags++) {
-		struct cl_objcache *c = make(64, 0, 32, flags);
+	for (int kind = CL_RSEQ_INDEX_CPU_ID; kind <= CL_RSEQ_INDEX_MM_CID; kind++) {
+		struct cl_objcache *c = make(64, 0, 32, (enum cl_rseq_index)kind);
 		int where, moved;
 
 		cr_assert_eq(cl_test_pin(cpus[0]), 0);
@@ -213,7 +213,7 @@ Test(objcache, drain_an_idle_cpu)
 		for (int i = 0; i < 10; i++)
 			cl_objcache_free(c, o[i]);
 		/* The copy that holds them: this CPU's, or this thread's mm_cid's. */
-		where = flags ? cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID) : cpus[0];
+		where = kind ? cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID) : cpus[0];
 		cr_assert_eq(cl_objcache_stats(c, &st), 0);
 		cr_assert_eq(st.nr_cached, 16 + 10 - 10 + 1, "batch 16 + 1 taken, all back");
 		cr_assert_eq(cl_test_pin(cpus[n - 1]), 0);
@@ -223,7 +223,7 @@ Test(objcache, drain_an_idle_cpu)
 			cr_assert_eq(moved, -1);
 			cr_assert_eq(errno, ENOSYS, "mm_cid drain without membarrier RSEQ");
 		} else {
-			cr_assert_eq(moved, 17, "flags %u: moved %d (errno %d)", flags, moved, errno);
+			cr_assert_eq(moved, 17, "kind %d: moved %d (errno %d)", kind, moved, errno);
 			cr_assert_eq(cl_objcache_stats(c, &st), 0);
 			cr_assert_eq(st.nr_cached, 0);
 			cr_assert_eq(st.nr_depot, st.nr_objects);
@@ -311,7 +311,7 @@ static void *race_worker_main(void *p)
 	return NULL;
 }
 
-static void drain_race(unsigned flags)
+static void drain_race(enum cl_rseq_index kind)
 {
 	int cpus[64], n = cl_test_allowed_cpus(cpus, 64);
 	static struct race r;
@@ -321,7 +321,7 @@ static void drain_race(unsigned flags)
 	long drains = 0, moved = 0;
 
 	memset(&r, 0, sizeof(r));
-	r.c = make(64, 0, 16, flags);
+	r.c = make(64, 0, 16, kind);
 	r.cpu = cpus[n - 1];
 	cr_assert_eq(cl_test_pin(cpus[0]), 0);
 	for (int i = 0; i < 2; i++) {
@@ -331,7 +331,7 @@ static void drain_race(unsigned flags)
 	for (int i = 0; i < 2000; i++) {
 		/* cpu_id caches: the workers' CPU; mm_cid caches: every cid
 		 * the workers may hold. */
-		int target = flags ? i % 3 : r.cpu;
+		int target = kind ? i % 3 : r.cpu;
 		int m = cl_objcache_drain_cpu(r.c, target < (int)cl_nr_possible_cpus() ? target : 0);
 
 		if (m < 0) {
@@ -346,23 +346,23 @@ static void drain_race(unsigned flags)
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_join(t[i], NULL), 0);
-	cr_assert_eq(r.errors, 0, "flags %u: %ld ownership errors", flags, r.errors);
+	cr_assert_eq(r.errors, 0, "kind %d: %ld ownership errors", (int)kind, r.errors);
 	cr_assert_eq(cl_objcache_stats(r.c, &st), 0);
 	cr_assert_eq(st.nr_out, 0);
 	cr_assert_eq(st.nr_objects, st.nr_depot + st.nr_cached, "none lost");
 	if (drain_expected_ok(r.c))
 		cr_assert_eq((size_t)moved, st.nr_drained);
-	cr_log_info("flags %u, fence %d: %ld ops, %ld drains moved %ld objects\n", flags,
+	cr_log_info("kind %d, fence %d: %ld ops, %ld drains moved %ld objects\n", (int)kind,
 		    st.drain_fence, r.ops, drains, moved);
 	cr_assert_eq(cl_objcache_destroy(r.c), 0);
 }
 
 Test(objcache, drain_races_the_cpus_own_allocs_cpu_id, .timeout = 300)
 {
-	drain_race(0);
+	drain_race(CL_RSEQ_INDEX_CPU_ID);
 }
 
 Test(objcache, drain_races_the_cpus_own_allocs_mm_cid, .timeout = 300)
 {
-	drain_race(CL_OBJCACHE_MM_CID);
+	drain_race(CL_RSEQ_INDEX_MM_CID);
 }

@@ -162,13 +162,13 @@ Test(percpu_ops, bad_kind_is_einval)
 	void *head = NULL, *out = NULL;
 
 	errno = 0;
-	cr_assert_eq(cl_rseq_add((enum cl_rseq_index)7, &v, 1, 0), CL_RSEQ_EINVAL);
+	cr_assert_eq(cl_rseq_add((enum cl_rseq_index)7, &v, 1, 0), CL_RSEQ_ERROR);
 	cr_assert_eq(errno, EINVAL);
-	cr_assert_eq(cl_rseq_cmpstore((enum cl_rseq_index)-1, &v, 3, 4, 0), CL_RSEQ_EINVAL);
-	cr_assert_eq(cl_rseq_pop((enum cl_rseq_index)2, &head, 0, &out, 0), CL_RSEQ_EINVAL);
+	cr_assert_eq(cl_rseq_cmpstore((enum cl_rseq_index)-1, &v, 3, 4, 0), CL_RSEQ_ERROR);
+	cr_assert_eq(cl_rseq_pop((enum cl_rseq_index)2, &head, 0, &out, 0), CL_RSEQ_ERROR);
 	cr_assert_eq(cl_rseq_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, &v, 3, &v, 1, 2,
 					    (enum cl_rseq_mo)5, 0),
-		     CL_RSEQ_EINVAL, "bad memory order");
+		     CL_RSEQ_ERROR, "bad memory order");
 	cr_assert_eq(v, 3, "nothing stored on bad input");
 }
 
@@ -250,11 +250,11 @@ Test(percpu_ops, push_refuses_a_misaligned_node)
 			     CL_RSEQ_OK);
 		errno = 0;
 		cr_assert_eq(cl_rseq_trypush(idx, &head, 0, buf + 1, cl_rseq_current_index(idx)),
-			     CL_RSEQ_EINVAL);
+			     CL_RSEQ_ERROR);
 		cr_assert_eq(errno, EINVAL);
 		errno = 0;
 		cr_assert_eq(cl_rseq_trypush(idx, &head, 4, buf, cl_rseq_current_index(idx)),
-			     CL_RSEQ_EINVAL, "next pointer at offset 4");
+			     CL_RSEQ_ERROR, "next pointer at offset 4");
 		cr_assert_eq(errno, EINVAL);
 		cr_assert_eq(cl_rseq_list_first(&head), &good, "the refused pushes left the list");
 		cr_assert_eq(RETRY(idx, c, cl_rseq_pop(idx, &head, offsetof(struct node, next),
@@ -264,10 +264,10 @@ Test(percpu_ops, push_refuses_a_misaligned_node)
 		cr_assert_null(head);
 
 		errno = 0;
-		cr_assert_eq(cl_percpu_trypush(idx, &heads, 4096, 0, buf + 2), -1);
+		cr_assert_eq(cl_percpu_list_push(idx, &heads, 4096, 0, buf + 2), -1);
 		cr_assert_eq(errno, EINVAL);
 		errno = 0;
-		cr_assert_eq(cl_percpu_trypush(idx, &heads, 4096, 1, buf), -1);
+		cr_assert_eq(cl_percpu_list_push(idx, &heads, 4096, 1, buf), -1);
 		cr_assert_eq(errno, EINVAL);
 		cr_assert_null(heads);
 	}
@@ -605,13 +605,13 @@ static void trap_new_ops(enum cl_rseq_index idx)
 
 		cr_assert_not_null(heads);
 		test_trap_armed = 1;
-		i = cl_percpu_trypush(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &nn);
+		i = cl_percpu_list_push(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &nn);
 		cr_assert_geq(i, 0);
 		cr_assert_eq(traps, before + 1, "push trapped, aborted, retried");
 		cr_assert_eq(heads[2 * i], (void *)&nn, "pushed once");
 		cr_assert_null(nn.next);
 		test_trap_armed = 1;
-		j = cl_percpu_pop(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &o);
+		j = cl_percpu_list_pop(idx, heads, 2 * sizeof(void *), offsetof(struct node, next), &o);
 		cr_assert_eq(traps, before + 2, "pop trapped, aborted, retried");
 		if (j == i) { /* still on the same index: the node comes back */
 			cr_assert_eq(o, (void *)&nn);
@@ -630,8 +630,8 @@ static void trap_new_ops(enum cl_rseq_index idx)
 
 		cr_assert_not_null(bufs);
 		test_trap_armed = 1;
-		i = cl_percpu_cmpstore_store(idx, &bufs[0], st, (void **)(void *)&bufs[1], CAP, &item,
-					     CL_RSEQ_MO_RELEASE);
+		i = cl_percpu_buf_push(idx, &bufs[0], st, (void **)(void *)&bufs[1], CAP, &item,
+				       CL_RSEQ_MO_RELEASE);
 		cr_assert_geq(i, 0);
 		cr_assert_eq(traps, before + 1, "buffer push trapped, aborted, retried");
 		for (unsigned c = 0; c < n; c++)
@@ -640,7 +640,7 @@ static void trap_new_ops(enum cl_rseq_index idx)
 		cr_assert_eq(bufs[(size_t)i * WORDS], 1);
 		cr_assert_eq((void *)bufs[(size_t)i * WORDS + 1], (void *)&item);
 		test_trap_armed = 1;
-		j = cl_percpu_cmp2_store(idx, &bufs[0], st, (void **)(void *)&bufs[1], &o);
+		j = cl_percpu_buf_pop(idx, &bufs[0], st, (void **)(void *)&bufs[1], &o);
 		cr_assert_eq(traps, before + 2, "buffer pop trapped, aborted, retried");
 		if (j == i) { /* still on the same index: the item comes back */
 			cr_assert_eq(o, (void *)&item);
@@ -776,12 +776,12 @@ Test(percpu_path, bad_input_is_einval)
 	cr_assert_eq(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &v, 0, 1), -1);
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(cl_percpu_cmpstore((enum cl_rseq_index)3, &v, 4096, 0, 1), -1);
-	cr_assert_eq(cl_percpu_pop(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
-	cr_assert_eq(cl_percpu_trypush(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
-	cr_assert_eq(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, &c, 4096, items, 0, &v,
-					      CL_RSEQ_MO_RELAXED),
+	cr_assert_eq(cl_percpu_list_pop(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
+	cr_assert_eq(cl_percpu_list_push(CL_RSEQ_INDEX_CPU_ID, &head, 4096, 0, NULL), -1);
+	cr_assert_eq(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, &c, 4096, items, 0, &v,
+					CL_RSEQ_MO_RELAXED),
 		     -1, "zero capacity");
-	cr_assert_eq(cl_percpu_cmp2_store(CL_RSEQ_INDEX_CPU_ID, &c, 4096, NULL, &out), -1);
+	cr_assert_eq(cl_percpu_buf_pop(CL_RSEQ_INDEX_CPU_ID, &c, 4096, NULL, &out), -1);
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(v, 0);
 	cr_assert_eq(c, 0);
@@ -805,13 +805,13 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 		int i, first = -1;
 
 		for (int j = 0; j < 8; j++) {
-			i = cl_percpu_trypush(modes[k], head, st, offsetof(struct node, next), &nodes[j]);
+			i = cl_percpu_list_push(modes[k], head, st, offsetof(struct node, next), &nodes[j]);
 			cr_assert_geq(i, 0);
 			if (modes[k] == CL_RSEQ_INDEX_CPU_ID)
 				cr_assert_eq(i, cpus[ncpu - 1], "pinned: the pinned CPU's list");
 		}
 		for (int j = 0; j < 8; j++) {
-			i = cl_percpu_pop(modes[k], head, st, offsetof(struct node, next), &out);
+			i = cl_percpu_list_pop(modes[k], head, st, offsetof(struct node, next), &out);
 			if (i == CL_PERCPU_CMPFAIL) /* mm_cid moved: the rest is on another list */
 				break;
 			cr_assert_geq(i, 0);
@@ -819,15 +819,15 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 				cr_assert_eq(out, (void *)&nodes[7 - j], "LIFO");
 		}
 		if (modes[k] == CL_RSEQ_INDEX_CPU_ID)
-			cr_assert_eq(cl_percpu_pop(modes[k], head, st, offsetof(struct node, next), &out),
+			cr_assert_eq(cl_percpu_list_pop(modes[k], head, st, offsetof(struct node, next), &out),
 				     CL_PERCPU_CMPFAIL, "empty");
 		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
 			*cl_percpu_ptr_stride(head, c, st) = NULL;
 
 		/* buffer: 4 slots; the fifth push of a pinned thread finds it full */
 		for (int j = 0; j < 6; j++) {
-			i = cl_percpu_cmpstore_store(modes[k], &b->count, st, b->items, 4, &vals[j],
-						     CL_RSEQ_MO_RELEASE);
+			i = cl_percpu_buf_push(modes[k], &b->count, st, b->items, 4, &vals[j],
+					       CL_RSEQ_MO_RELEASE);
 			if (modes[k] == CL_RSEQ_INDEX_CPU_ID) {
 				if (j < 4)
 					cr_assert_eq(i, cpus[ncpu - 1]);
@@ -844,11 +844,11 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 			for (int j = 0; j < 4; j++)
 				cr_assert_eq(mine->items[j], (void *)&vals[j]);
 			for (int j = 3; j >= 0; j--) {
-				cr_assert_eq(cl_percpu_cmp2_store(modes[k], &b->count, st, b->items, &out),
+				cr_assert_eq(cl_percpu_buf_pop(modes[k], &b->count, st, b->items, &out),
 					     first);
 				cr_assert_eq(out, (void *)&vals[j], "LIFO");
 			}
-			cr_assert_eq(cl_percpu_cmp2_store(modes[k], &b->count, st, b->items, &out),
+			cr_assert_eq(cl_percpu_buf_pop(modes[k], &b->count, st, b->items, &out),
 				     CL_PERCPU_CMPFAIL, "empty");
 		}
 		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
@@ -911,8 +911,8 @@ Test(percpu_path, release_push_publishes_to_another_cpu)
 	for (long i = 0; i < 4; i++) {
 		msgs[i].a = i * 10;
 		msgs[i].b = i * 10 + 1;
-		cr_assert_eq(cl_percpu_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, &b->count, st, b->items, 4,
-						      &msgs[i], CL_RSEQ_MO_RELEASE),
+		cr_assert_eq(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, &b->count, st, b->items, 4,
+						&msgs[i], CL_RSEQ_MO_RELEASE),
 			     cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID), "pinned: own copy");
 	}
 	cr_assert_eq(pthread_join(t, NULL), 0);

@@ -7,7 +7,7 @@
  * in percpu_ops_tmpl.h, and instantiated here for both index kinds:
  *   cl__rseq_<op>_asm_cpu_id()   compares rseq->cpu_id (ABI offset 4)
  *   cl__rseq_<op>_asm_mm_cid()   compares rseq->mm_cid (ABI offset 24)
- * Each returns CL_RSEQ_OK (0), CL_RSEQ_CMPFAIL (1) or CL_RSEQ_ABORT (-1).
+ * Each returns CL_RSEQ_OK, CL_RSEQ_CMPFAIL or CL_RSEQ_ABORT (percpu_ops.h).
  *
  * Labels inside one section (numeric local labels, so a section can be
  * inlined or duplicated any number of times):

@@ -4,26 +4,21 @@
  * written once. Private: included twice by arch/x86_64/percpu_ops.h, with
  * CL__RSEQ_T_OFF (offset of the compared index field in struct cl_rseq_abi)
  * and CL__RSEQ_T(op) (the function name for this index kind) defined.
- * No include guard on purpose. Pseudo-code of every section is in
- * percpu_ops.h next to its public entry, and in docs/percpu_ops.md.
+ * No include guard on purpose. The pseudo-code of every section is in
+ * percpu_ops/pseudocode.h, under the operation's name; the comments here
+ * only say which registers hold what.
  *
  * Memory operands are passed as pointers in registers and used as (%reg):
  * an indexed address (base + index) on a read-modify-write or a store
  * costs extra uops on common x86 cores (measured: the counter add took
- * 1.6x as long with the compiler's base + index operand).
- *
- * Every section:
- *	rseq_cs = &descriptor;            (CL__RSEQ_ASM_START)
- *	start:  if (area->index_field != idx) goto abort;
- *		... loads and compares ...
- *		the commit store, last instruction
- *	post_commit:
+ * 1.6x as long with the compiler's base + index operand). Every section
+ * opens with CL__RSEQ_ASM_START (rseq_cs = &descriptor, then start:).
  */
 #if !defined(CL__PERCPU_OPS_INSIDE) || !defined(CL__RSEQ_T)
 #error "private template of <cachelocal/arch/x86_64/percpu_ops.h>"
 #endif
 
-/* add: *v += count */
+/* add (pseudocode.h: add) */
 CL_ALWAYS_INLINE int CL__RSEQ_T(add)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t count, int idx)
 {
 	CL__RSEQ_HOOK_DECL
@@ -39,12 +34,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add)(struct cl_rseq_abi *abi, intptr_t *v, intpt
 	CL__RSEQ_END(20);
 }
 
-/*
- * add_here: the index is read inside the section and the copy's address
- * computed there (no compare):
- *	i = area->index_field; *idx_out = i;
- *	*(base + i * stride) += count;
- */
+/* add_here (pseudocode.h: the per-CPU path's add); the index to *idx_out. */
 CL_ALWAYS_INLINE int CL__RSEQ_T(add_here)(struct cl_rseq_abi *abi, intptr_t *base, size_t stride,
 					  intptr_t count, int *idx_out)
 {
@@ -65,11 +55,9 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here)(struct cl_rseq_abi *abi, intptr_t *bas
 
 #if CL__RSEQ_ASM_GOTO_OUTPUTS
 /*
- * add_here_at: add_here handing back the copy's address instead of the
- * index, for a caller that derives the index from it (a constant
- * power-of-two stride: one shift, dropped when the index is unused):
- *	i = area->index_field; a = base + i * stride; *at = a;
- *	*a += count;
+ * add_here_at: add_here handing back the copy's address (*at) instead of
+ * the index, for a caller that derives the index from it (a constant
+ * power-of-two stride: one shift, dropped when the index is unused).
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(add_here_at)(struct cl_rseq_abi *abi, intptr_t *base,
 					     size_t stride, intptr_t count, intptr_t **at)
@@ -94,10 +82,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here_at)(struct cl_rseq_abi *abi, intptr_t *
 #endif
 
 /*
- * pop_here: the list of the index read inside the section:
- *	i = area->index_field; h = base + i * stride; *idx_out = i;
- *	node = *h; if (node == end) cmpfail; *out = node;
- *	*h = *(node + off)
+ * pop_here (pseudocode.h: list_pop); the index to *idx_out.
  * %rax holds h, %rcx the node (both saved around user hooks).
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(pop_here)(struct cl_rseq_abi *abi, void **base, size_t stride,
@@ -123,13 +108,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop_here)(struct cl_rseq_abi *abi, void **base, 
 	CL__RSEQ_END_CMPFAIL(22);
 }
 
-/*
- * push_here: push on the list of the index read inside the section:
- *	i = area->index_field; h = base + i * stride; *idx_out = i;
- *	node->next = *h;            (the node is the caller's until the commit)
- *	*h = node
- * No compare: the head is read inside the section.
- */
+/* push_here (pseudocode.h: list_push); the index to *idx_out. */
 CL_ALWAYS_INLINE int CL__RSEQ_T(push_here)(struct cl_rseq_abi *abi, void **base, size_t stride,
 					   size_t off, void *node, int *idx_out)
 {
@@ -150,7 +129,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(push_here)(struct cl_rseq_abi *abi, void **base,
 	CL__RSEQ_END(21);
 }
 
-/* cmpstore: if (*v != expect) cmpfail; *v = newv */
+/* cmpstore (pseudocode.h: cmpstore) */
 CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t expect,
 					  intptr_t newv, int idx)
 {
@@ -170,8 +149,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore)(struct cl_rseq_abi *abi, intptr_t *v, 
 }
 
 /*
- * pop: node = *head; if (node == end) cmpfail; *out = node;
- *	*head = *(node + off)
+ * pop (pseudocode.h: pop_until).
  * The node stays in %rax across hooks 3 and 4 (saved around user hooks).
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(pop)(struct cl_rseq_abi *abi, void **head, size_t off, void *end,
@@ -196,8 +174,8 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(pop)(struct cl_rseq_abi *abi, void **head, size_
 }
 
 /*
- * cmpstore_store: if (*v != expect) cmpfail; *v2 = newv2; *v = newv
- * (x86-64 stores are ordered: the commit is a release store of *v2 too).
+ * cmpstore_store (pseudocode.h: cmpstore_store); x86-64 stores are
+ * ordered: the commit is a release store of *v2 too.
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore_store)(struct cl_rseq_abi *abi, intptr_t *v,
 						intptr_t expect, intptr_t *v2, intptr_t newv2,
@@ -219,7 +197,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpstore_store)(struct cl_rseq_abi *abi, intptr_
 	CL__RSEQ_END_CMPFAIL(23);
 }
 
-/* cmp2_store: if (*v != expect || *v2 != expect2) cmpfail; *v = newv */
+/* cmp2_store (pseudocode.h: cmp2_store) */
 CL_ALWAYS_INLINE int CL__RSEQ_T(cmp2_store)(struct cl_rseq_abi *abi, intptr_t *v, intptr_t expect,
 					    intptr_t *v2, intptr_t expect2, intptr_t newv, int idx)
 {
@@ -241,9 +219,8 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmp2_store)(struct cl_rseq_abi *abi, intptr_t *v
 }
 
 /*
- * cmpmemcpy_store: if (*v != expect) cmpfail; copy len bytes src -> dst
- * (8 at a time, then the tail one by one; %rcx counts, %rax carries);
- * *v = newv.
+ * cmpmemcpy_store (pseudocode.h: cmpmemcpy_store): 8 bytes at a time, then
+ * the tail one by one; %rcx counts, %rax carries.
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(cmpmemcpy_store)(struct cl_rseq_abi *abi, intptr_t *v,
 						 intptr_t expect, void *dst, const void *src,
@@ -283,7 +260,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(cmpmemcpy_store)(struct cl_rseq_abi *abi, intptr
 }
 
 /*
- * deref_add: p = *ptr; *(intptr_t *)(p + off) += count
+ * deref_add (pseudocode.h: deref_add).
  * p stays in %rax across hook 3 (saved around user hooks).
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(deref_add)(struct cl_rseq_abi *abi, void **ptr, ptrdiff_t off,
@@ -305,12 +282,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(deref_add)(struct cl_rseq_abi *abi, void **ptr, 
 }
 
 /*
- * bufpush_here: push on the buffer of the index read inside the section
- * (cl_percpu_cmpstore_store()):
- *	i = area->index_field; *idx_out = i;
- *	c = count + i * stride; it = items + i * stride;
- *	n = *c; if ((unsigned)n >= cap) cmpfail;   (a negative count: full)
- *	it[n] = item; *c = n + 1
+ * bufpush_here (pseudocode.h: buf_push); the index to *idx_out.
  * %rax holds c, %rcx n (both saved around user hooks), %rdx it.
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_here)(struct cl_rseq_abi *abi, intptr_t *count,
@@ -340,12 +312,7 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_here)(struct cl_rseq_abi *abi, intptr_t 
 }
 
 /*
- * bufpop_here: pop from the buffer of the index read inside the section
- * (cl_percpu_cmp2_store()):
- *	i = area->index_field; *idx_out = i;
- *	c = count + i * stride; it = items + i * stride;
- *	n = *c; if (n <= 0) cmpfail;               (a negative count: empty)
- *	*out = it[n - 1]; *c = n - 1
+ * bufpop_here (pseudocode.h: buf_pop); the index to *idx_out.
  * %rax holds c, %rcx n (both saved around user hooks), %rdx it, then the item.
  */
 CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_here)(struct cl_rseq_abi *abi, intptr_t *count,

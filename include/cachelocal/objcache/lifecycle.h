@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/objcache/lifecycle.h - create, destroy and the statistics of a cache.
+ *
+ * Part of objcache.h, the header to include: the API, its kernel-doc, the
+ * types and the synchronization table are there. The cl__ names here are
+ * not API. Included alone, this file includes objcache.h (which includes
+ * every piece in order).
+ */
+#include "../objcache.h"
+
+#ifndef CACHELOCAL_OBJCACHE_LIFECYCLE_H
+#define CACHELOCAL_OBJCACHE_LIFECYCLE_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler.h"
+#include "../percpu.h"
+#include "../percpu_ops.h"
+#include "depot.h"
+#include "drain.h"
+
+CL_BEGIN_DECLS
+
+/* ---- create / destroy ---- */
+
+CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *attr)
+{
+	struct cl_objcache *c;
+	size_t align, size, cap, bytes;
+	enum cl_rseq_index idx;
+
+	if (attr == NULL || attr->obj_size == 0 || (unsigned)attr->index > (unsigned)CL_RSEQ_INDEX_MM_CID ||
+	    (attr->align & (attr->align - 1)) || attr->align > CL_OBJCACHE_MAX_ALIGN ||
+	    attr->obj_size > ((size_t)1 << 40)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	align = attr->align;
+	if (align == 0) {
+		align = 1;
+		while (align < 16 && align < attr->obj_size)
+			align *= 2;
+	}
+	if (align < sizeof(void *) && attr->obj_size >= sizeof(void *))
+		align = sizeof(void *);
+	size = (attr->obj_size + align - 1) / align * align;
+	cap = attr->per_cpu_capacity ? attr->per_cpu_capacity : CL_OBJCACHE_DEFAULT_CAPACITY;
+	bytes = sizeof(intptr_t) + cap * sizeof(void *);
+	if (bytes > CL_PERCPU_STRIDE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = (struct cl_objcache *)aligned_alloc(CL_FALSE_SHARING_SIZE,
+						(sizeof(*c) + CL_FALSE_SHARING_SIZE - 1) /
+							CL_FALSE_SHARING_SIZE * CL_FALSE_SHARING_SIZE);
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->drain_lock, NULL);
+	idx = attr->index;
+	c->index = idx;
+	c->obj_size = size;
+	c->align = align;
+	c->cap = (intptr_t)cap;
+	c->batch = (unsigned)(cap / 2 ? cap / 2 : 1);
+	if (c->batch > CL__OBJCACHE_MOVE_MAX)
+		c->batch = CL__OBJCACHE_MOVE_MAX;
+	c->objs_per_slab = CL__OBJCACHE_SLAB_BYTES / size;
+	if (c->objs_per_slab < 2 * (size_t)c->batch + 1)
+		c->objs_per_slab = 2 * (size_t)c->batch + 1;
+	c->pool = cl_percpu_pool_create(NULL);
+	if (c->pool == NULL)
+		goto fail;
+	c->pcpu = cl_percpu_alloc(c->pool, bytes, CL_CACHELINE_SIZE);
+	if (c->pcpu == NULL)
+		goto fail;
+	c->stride = cl_percpu_pool_stride(c->pool);
+	c->nr_cpus = cl_percpu_pool_nr_cpus(c->pool);
+	c->count = (intptr_t *)c->pcpu;
+	c->items = (void **)(void *)((char *)c->pcpu + sizeof(intptr_t));
+	/* How a drain fences, from the process's operations mode. */
+	if (cl_rseq_ops_mode_index(idx) != CL_RSEQ_OPS_RSEQ) {
+		c->fence = CL_OBJCACHE_DRAIN_LOCK;
+	} else {
+		int m = cl__objcache_memb_ready();
+
+		c->fence = m == 1 ? CL_OBJCACHE_DRAIN_MEMBARRIER
+				  : idx == CL_RSEQ_INDEX_CPU_ID ? CL_OBJCACHE_DRAIN_MIGRATE
+								: CL_OBJCACHE_DRAIN_NONE;
+	}
+	return c;
+fail:
+	cl__objcache_release(c);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Free objects in every CPU cache (racy while allocs and frees run). */
+CL_INLINE size_t cl__objcache_cached(const struct cl_objcache *c)
+{
+	size_t sum = 0;
+	unsigned i;
+
+	for (i = 0; i < c->nr_cpus; i++) {
+		intptr_t n = CL_ATOMIC_LOAD(cl__objcache_count(c, i), CL_RELAXED);
+
+		if (n > 0)
+			sum += (size_t)n;
+	}
+	return sum;
+}
+
+CL_INLINE int cl_objcache_destroy(struct cl_objcache *c)
+{
+	if (c == NULL)
+		return 0;
+	if (c->nr_depot + cl__objcache_cached(c) != c->nr_objects) {
+		errno = EBUSY;
+		return -1;
+	}
+	cl__objcache_release(c);
+	return 0;
+}
+
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
+CL_INLINE int cl_objcache_stats(struct cl_objcache *c, struct cl_objcache_stats *st)
+{
+	size_t cached;
+
+	if (c == NULL || st == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(st, 0, sizeof(*st));
+	st->obj_size = c->obj_size;
+	st->align = c->align;
+	st->per_cpu_capacity = (unsigned)c->cap;
+	st->batch = c->batch;
+	st->nr_cpus = c->nr_cpus;
+	st->index = c->index;
+	st->drain_fence = c->fence;
+	pthread_mutex_lock(&c->lock);
+	cached = cl__objcache_cached(c);
+	st->nr_objects = c->nr_objects;
+	st->nr_slabs = c->nr_slabs;
+	st->nr_depot = c->nr_depot;
+	st->nr_refills = c->nr_refills;
+	st->nr_spills = c->nr_spills;
+	st->nr_direct = c->nr_direct;
+	st->nr_drains = c->nr_drains;
+	st->nr_drained = c->nr_drained;
+	pthread_mutex_unlock(&c->lock);
+	st->nr_cached = cached;
+	st->nr_out = st->nr_objects >= st->nr_depot + cached ? st->nr_objects - st->nr_depot - cached
+							      : 0;
+	return 0;
+}
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_OBJCACHE_LIFECYCLE_H */
