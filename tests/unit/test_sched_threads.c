@@ -512,6 +512,45 @@ Test(sched_threads, other_instance_refused, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_sched_destroy(b), 0);
 }
 
+/*
+ * Every entry point that takes an rq and a task refuses a task queued on
+ * another instance's rq of the same CPU number, and changes nothing: a
+ * dequeue through the wrong instance used to succeed and wrap the other
+ * instance's nr_running to 4294967295.
+ */
+Test(sched_threads, other_instance_same_cpu_refused, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *a = cl_sched_create(1, NULL), *b = cl_sched_create(1, NULL);
+	struct cl_rq *rqa = cl_sched_rq(a, 0), *rqb = cl_sched_rq(b, 0);
+	struct cl_task p, q;
+
+	cl_task_init(&p, 0);
+	cl_task_init(&q, 0);
+	sim_enqueue(a, 0, &p, 0); /* p: queued on a's CPU 0 */
+	sim_enqueue(b, 0, &q, 0); /* q: queued on b's CPU 0 */
+	cl_rq_lock(rqb);
+	errno = 0;
+	cr_assert_eq(cl_rq_dequeue(rqb, &p, CL_DEQUEUE_SLEEP), -1);
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(cl_rq_set_curr(rqb, &p), -1);
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(cl_rq_check_preempt_wakeup(rqb, &p), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rqb->nr_running, 1u);
+	cr_assert_eq(rqb->curr, NULL);
+	cl_rq_unlock(rqb);
+	cr_assert_eq(rqa->nr_running, 1u);
+	cr_assert(p.se.on_rq);
+	sim_validate(a);
+	sim_validate(b);
+	sim_drain(a, &p, 1, 0);
+	sim_drain(b, &q, 1, 0);
+	cr_assert_eq(cl_sched_destroy(a), 0);
+	cr_assert_eq(cl_sched_destroy(b), 0);
+}
+
 /* cl_sched_destroy() with a queued task, or a sleeping one in a group, fails with EBUSY. */
 Test(sched_threads, destroy_with_tasks_attached_busy, .init = rcu_init, .fini = rcu_fini)
 {
