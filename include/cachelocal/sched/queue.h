@@ -251,6 +251,34 @@ CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
 }
 
 /**
+ * cl_rq_yield() - @rq's running task gives up the rest of its slice: its
+ * virtual deadline moves one slice later (the kernel's yield_task_fair()),
+ * which also ends its protected slice, so the next cl_rq_pick_next() runs
+ * the eligible task with the earliest deadline, maybe itself again.
+ * @rq: the rq (clock updated).
+ *
+ * Context: @rq's lock held.
+ * Return: 0 (also when nothing runs), or -1 with errno EINVAL for a NULL @rq.
+ */
+CL_INLINE int cl_rq_yield(struct cl_rq *rq)
+{
+	struct cl_task *p;
+	struct cl_sched_entity *se;
+	struct cl_cfs_rq *cfs_rq;
+
+	if (CL__BAD_ARG(rq == NULL))
+		return -1;
+	CL__RQ_ASSERT_HELD(rq);
+	p = rq->curr;
+	if (!p || !p->se.on_rq)
+		return 0;
+	cl__for_each_curr_level(p, se, cfs_rq)
+		cl__update_curr(cfs_rq, rq->clock_task);
+	p->se.deadline += cl__calc_delta_fair(p->se.slice, p->se.load.weight);
+	return 0;
+}
+
+/**
  * cl_rq_tick() - periodic accounting of @rq's running task.
  * @rq: the rq.
  * @now_ns: current time (ns); updates the rq clock.
