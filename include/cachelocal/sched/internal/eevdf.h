@@ -357,7 +357,9 @@ CL_INLINE void cl__enqueue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_enti
 /*
  * Remove @se from @cfs_rq; a curr entity stays curr (off the queue) until
  * put. Its lag V - v, clamped, is kept in vlag, and its vruntime made
- * V - vlag (equal unless clamped: what a later wakeup repays from).
+ * V' - vlag, V' being the queue's average without it: a sleeper's debt is
+ * then repaid by exactly how far V moves on from V' (removing an entity
+ * with a debt lowers V; the kernel's delayed entity stays in the average).
  */
 CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, int flags,
 				  uint64_t now)
@@ -377,7 +379,7 @@ CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_enti
 	cl__cfs_rq_add_load(cfs_rq, -(long)se->load.weight);
 	cfs_rq->nr_running--;
 	se->vlag = lag;
-	se->vruntime = V - (uint64_t)lag;
+	se->vruntime = cl__avg_vruntime(cfs_rq) - (uint64_t)lag;
 	cl__update_min_vruntime(cfs_rq);
 }
 
