@@ -8,7 +8,7 @@
  * fairness of 1,000 mixed-nice CPU-bound tasks and the wait of a
  * short-slice task woken among 100 CPU hogs.
  *
- * CL_TEST_TREE_OPS: operations of the tree property test (default 10^6;
+ * SCHED_TREE_OPS: operations of the tree property test (default 10^6;
  * the sanitizer and valgrind runs set fewer).
  */
 #include "cl_test.h"
@@ -67,7 +67,7 @@ static struct cl_sched_entity *model_pick(struct cl_cfs_rq *q, struct cl_sched_e
 
 static unsigned long tree_ops(void)
 {
-	const char *e = getenv("CL_TEST_TREE_OPS");
+	const char *e = getenv("SCHED_TREE_OPS");
 
 	return e && *e ? strtoul(e, NULL, 10) : 1000000UL;
 }
