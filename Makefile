@@ -329,9 +329,14 @@ check-compile-fail:
 	@echo "== negative compile tests ($(CC))"
 	$(Q)EXTRA_CFLAGS="$(URCU_CFLAGS)" sh scripts/compile-fail.sh $(CC)
 
+# SCHED_TREE_OPS: operations of test_sched_eevdf's tree property test
+# (10^6 by default; fewer under the sanitizers and valgrind, not skipped).
+TREE_OPS_asan := 200000
+TREE_OPS_tsan := 100000
+TREE_OPS_vg := 20000
 check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
 	@echo "== unit tests ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
-	$(Q)sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+	$(Q)$(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
 		$(NORSEQ) $(UNIT_BIN) $(VARIANT_BIN)
 
 check-stress: $(STRESS_BIN) $(NORSEQ)

@@ -970,6 +970,22 @@ static void l5_sched_cases(void)
 		cl_task_wake(s, &t, 0, 1);
 		RB_INT(cl_task_set_weight(&t, 2048), -1, EBUSY);
 	}
+	CASE("cl_task_set_slice_ns", "p NULL")
+	{
+		RB_INT(cl_task_set_slice_ns(NIL, CL_SCHED_BASE_SLICE_NS), -1, EINVAL);
+	}
+	CASE("cl_task_set_slice_ns", "slice below 0.1 ms")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_set_slice_ns(&t, CL_SCHED_SLICE_MIN_NS - 1), -1, EINVAL);
+	}
+	CASE("cl_task_set_slice_ns", "slice above 100 ms")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_task_set_slice_ns(&t, CL_SCHED_SLICE_MAX_NS + 1), -1, EINVAL);
+	}
 	CASE("cl_task_set_group", "p NULL")
 	{
 		RB_INT(cl_task_set_group(NIL, NIL), -1, EINVAL);
@@ -1162,6 +1178,19 @@ static void l5_sched_cases(void)
 		cl_task_init(&t, 0);
 		cl_rq_lock(rq);
 		RB_INT(cl_rq_set_curr(rq, &t), -1, EINVAL);
+	}
+	CASE("cl_rq_yield", "rq NULL")
+	{
+		RB_INT(cl_rq_yield(NIL), -1, EINVAL);
+	}
+	CASE("cl_rq_dequeue", "task of another instance, same CPU")
+	{
+		struct cl_sched *s = sched2(), *o = cl_sched_create(2, NIL);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_task_wake(o, &t, 0, 1);
+		cl_rq_lock(cl_sched_rq(s, 0));
+		RB_INT(cl_rq_dequeue(cl_sched_rq(s, 0), &t, CL_DEQUEUE_SLEEP), -1, EINVAL);
 	}
 	CASE("cl_rq_tick", "rq NULL")
 	{

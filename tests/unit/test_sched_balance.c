@@ -44,18 +44,8 @@ static uint64_t setup_mru(struct cl_sched *s, struct cl_task *t, int n, uint64_t
 		now += gap;
 		cl_rq_update_clock(rq, now);
 		cl_rq_put_prev(rq);
-		/* force the order: make t[i] the leftmost by hand-picking it */
-		for (;;) {
-			struct cl_task *p = cl_rq_pick_next(rq);
-			cr_assert_not_null(p);
-			if (p == &t[i])
-				break;
-			/* not the one we want yet: charge nothing, try the next */
-			cl_rq_put_prev(rq);
-			p->se.vruntime += 1000000000ULL; /* push it right, keep the list sorted */
-			cl_rq_dequeue(rq, p, CL_DEQUEUE_SLEEP);
-			cl_rq_enqueue(rq, p, 0x0 | CL_ENQUEUE_WAKEUP);
-		}
+		/* force the order: t[i] runs next, whatever the pick would choose */
+		cr_assert_eq(cl_rq_set_curr(rq, &t[i]), 0);
 	}
 	cl_rq_unlock(rq);
 	/* check the MRU order we built */
@@ -288,6 +278,9 @@ Test(sched_balance, offline_drain_and_online, .init = rcu_init, .fini = rcu_fini
 	/* back online: balancing moves tasks to it */
 	cr_assert_eq(cl_balance_cpu_online(s, 1, now), 0);
 	cr_assert_eq(cl_balance_cpu_online(s, 1, now), -1);
+	/* a cache-hot window later: the runnable root tasks take turns every tick
+	 * (a 0.75 ms slice), so the one put at the last tick is still hot */
+	now += 2 * CL_SCHED_MIGRATION_COST_NS;
 	for (int k = 0; k < 5; k++)
 		cl_balance_run(s, 1, now, NULL);
 	cr_assert_gt(rq1->nr_running, 0u);

@@ -200,7 +200,7 @@ Test(sched_rq, mru_order_after_picks, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
-/* Random operations; invariants after each; min_vruntime never goes back. */
+/* Random operations; invariants (tree, sums, counts) after each; min_vruntime never goes back. */
 Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 {
 	struct cl_sched *s = cl_sched_create(2, NULL);
@@ -279,36 +279,42 @@ Test(sched_rq, invariants_random_ops, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
-/* A sleeper that wakes far behind preempts; one barely behind does not. */
+/*
+ * EEVDF wakeup preemption: an equal-slice waker waits for the running
+ * task's protected slice (RUN_TO_PARITY); a shorter-slice, eligible waker
+ * with an earlier deadline cancels it and preempts.
+ */
 Test(sched_rq, wakeup_preemption, .init = rcu_init, .fini = rcu_fini)
 {
 	struct cl_sched *s = cl_sched_create(1, NULL);
 	struct cl_rq *rq = cl_sched_rq(s, 0);
-	struct cl_task a, b;
+	struct cl_task a, b, c;
 	uint64_t now = 0;
 
 	cl_task_init(&a, 0);
 	cl_task_init(&b, 0);
+	cl_task_init(&c, 0);
 	sim_enqueue(s, 0, &a, now);
 	sim_enqueue(s, 0, &b, now);
+	sim_enqueue(s, 0, &c, now);
 	cl_rq_lock(rq);
-	cr_assert_eq(cl_rq_pick_next(rq), &a);
-	/* b blocks right away: a keeps running 20 ms */
+	cr_assert_eq(cl_rq_pick_next(rq), &a); /* equal deadlines: first in, first picked */
 	cr_assert_eq(cl_rq_dequeue(rq, &b, CL_DEQUEUE_SLEEP), 0);
-	now += 20 * SIM_TICK_NS;
-	cl_rq_tick(rq, now);
-	cr_assert_eq(cl_rq_enqueue(rq, &b, CL_ENQUEUE_WAKEUP), 0);
-	cr_assert_eq(cl_rq_check_preempt_wakeup(rq, &b), 1);
-	/* sleeper credit is bounded: b lands at most half a period behind */
-	cr_assert_leq(a.se.vruntime - b.se.vruntime, CL_SCHED_LATENCY_NS / 2);
-	cr_assert_eq(cl_rq_pick_next(rq), &b);
-	now += SIM_TICK_NS / 10;
+	cr_assert_eq(cl_rq_dequeue(rq, &c, CL_DEQUEUE_SLEEP), 0);
+	now += SIM_TICK_NS / 10; /* a is inside its first (protected) slice */
 	cl_rq_update_clock(rq, now);
-	cr_assert_eq(cl_rq_check_preempt_wakeup(rq, &a), 0); /* a is far ahead */
-	cr_assert_eq(cl_rq_check_preempt_wakeup(rq, &b), 0); /* curr itself */
+	cr_assert_eq(cl_rq_enqueue(rq, &b, CL_ENQUEUE_WAKEUP), 0);
+	cr_assert_eq(cl_rq_check_preempt_wakeup(rq, &b), 0, "an equal slice waits for a's deadline");
+	cr_assert_eq(cl_task_set_slice_ns(&c, CL_SCHED_SLICE_MIN_NS), 0);
+	cr_assert_eq(cl_rq_enqueue(rq, &c, CL_ENQUEUE_WAKEUP), 0);
+	cr_assert_lt(cl__vdiff(c.se.deadline, a.se.deadline), 0);
+	cr_assert_eq(cl_rq_check_preempt_wakeup(rq, &c), 1, "a shorter slice with an earlier deadline preempts");
+	cr_assert_eq(cl_rq_pick_next(rq), &c);
+	cr_assert_eq(cl_rq_check_preempt_wakeup(rq, &c), 0); /* curr itself */
 	cl_rq_put_prev(rq);
 	cl_rq_dequeue(rq, &a, CL_DEQUEUE_SLEEP);
 	cl_rq_dequeue(rq, &b, CL_DEQUEUE_SLEEP);
+	cl_rq_dequeue(rq, &c, CL_DEQUEUE_SLEEP);
 	cr_assert_eq(rq->nr_running, 0u);
 	cl_rq_unlock(rq);
 	cr_assert_eq(cl_sched_destroy(s), 0);
@@ -337,8 +343,8 @@ Test(sched_rq, tick_preempts_after_slice, .init = rcu_init, .fini = rcu_fini)
 		now += SIM_TICK_NS;
 		ticks++;
 	} while (!cl_rq_tick(rq, now) && ticks < 100);
-	/* 2 equal tasks: 3 ms slice of the 6 ms period */
-	cr_assert_leq(ticks, 4);
+	/* a's slice ended long ago (it ran alone): the first tick with b queued reschedules */
+	cr_assert_leq(ticks, 1);
 	cr_assert_eq(cl_rq_pick_next(rq), &b);
 	cl_rq_put_prev(rq);
 	cl_rq_dequeue(rq, &a, CL_DEQUEUE_SLEEP);
@@ -383,10 +389,23 @@ Test(sched_rq, validate_detects_corruption, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_rq_validate(rq, &why), -1);
 	cr_assert_not_null(why);
 	rq->nr_running--;
-	t[0].se.vruntime += 1000000; /* t0 is first on the timeline: now out of order */
+	struct cl_sched_entity *root = rq->cfs.timeline.root;
+	root->deadline += 100000000; /* the root now sorts after its right child */
 	cr_assert_eq(cl_rq_validate(rq, &why), -1);
-	cr_assert_str_eq(why, "timeline not sorted by vruntime");
-	t[0].se.vruntime -= 1000000;
+	cr_assert_str_eq(why, "timeline not ordered by deadline");
+	root->deadline -= 100000000;
+	root->min_vruntime += 1; /* a planted wrong augmented value */
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_str_eq(why, "timeline node's subtree min_vruntime is wrong");
+	root->min_vruntime -= 1;
+	root->tl_height++;
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_str_eq(why, "timeline node height is wrong");
+	root->tl_height--;
+	rq->cfs.avg_vruntime += 1;
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_str_eq(why, "cfs_rq avg_vruntime does not match its timeline");
+	rq->cfs.avg_vruntime -= 1;
 	rq->cfs.load.weight++;
 	cr_assert_eq(cl_rq_validate(rq, NULL), -1);
 	rq->cfs.load.weight--;

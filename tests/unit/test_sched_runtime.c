@@ -800,6 +800,10 @@ struct share {
 
 static struct share share;
 
+/* Units of work in the share test: 200 ms of virtual time, ~270 base slices
+ * (EEVDF keeps each group within about one slice of its share). */
+#define SHARE_UNITS 200000
+
 static void *share_hog(void *p)
 {
 	int g = (int)(uintptr_t)p;
@@ -808,7 +812,7 @@ static void *share_hog(void *p)
 		burn(WORK);
 		share.units[g]++; /* one worker: no concurrent writer */
 		virt_work(VIRT_UNIT_NS);
-		if (share.units[0] + share.units[1] >= 40000)
+		if (share.units[0] + share.units[1] >= SHARE_UNITS)
 			__atomic_store_n(&share.stop, 1, __ATOMIC_RELEASE);
 		cl_yield();
 	}

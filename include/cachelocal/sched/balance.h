@@ -33,6 +33,7 @@
 #include "../compiler.h"
 #include "fair.h"
 #include "group.h"
+#include "internal.h"
 #include "rq.h"
 
 CL_BEGIN_DECLS
@@ -202,8 +203,8 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 		scanned++;
 		if (!cl__can_migrate_task(s, src, dst, p, st))
 			continue;
-		/* relative vruntime: rebased on the destination's queue */
-		cl_rq_dequeue(src, p, 0);
+		/* its lag goes with it: placed at the destination's V minus that lag */
+		cl__rq_dequeue(src, p, 0);
 		cds_list_add_tail(&p->se.group_node, &detached);
 		imbalance--;
 	}
@@ -428,7 +429,7 @@ CL_INLINE int cl_balance_cpu_offline(struct cl_sched *s, unsigned int cpu, uint6
 	cl_sched_rcu_read_unlock();
 	cds_list_for_each_safe(pos, next, &rq->cfs_tasks) {
 		p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
-		cl_rq_dequeue(rq, p, 0);
+		cl__rq_dequeue(rq, p, 0);
 		CL_ATOMIC_STORE(&p->on_rq, CL_TASK_ON_RQ_MIGRATING, CL_RELEASE);
 		cds_list_add_tail(&p->se.group_node, &drained);
 	}

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/bandwidth.h - CPU bandwidth of task groups on the runqueues
- * (cpu.max): throttling and unthrottling a group's queue on one CPU, the
- * per-CPU runtime check, cl_tg_set_bandwidth() and cl_rq_bandwidth_update().
- * The group-side pool and its refill are in group.h.
+ * cachelocal/sched/bandwidth.h - CPU bandwidth of task groups (cpu.max): the
+ * group's quota (cl_tg_set_bandwidth()), its pool and the refill at period
+ * boundaries (cl_tg_bandwidth_refill(), cl_sched_bandwidth_refill()), and
+ * unthrottling on a runqueue (cl_rq_bandwidth_update()). The mechanics the
+ * rq operations share (runtime assignment, throttle, unthrottle) are in
+ * internal.h; the range constants (CL_TG_*) with struct cl_task_group in
+ * fair.h.
  */
 #ifndef CACHELOCAL_SCHED_BANDWIDTH_H
 #define CACHELOCAL_SCHED_BANDWIDTH_H
@@ -14,6 +17,7 @@
 #include "../compiler.h"
 #include "fair.h"
 #include "group.h"
+#include "internal.h"
 #include "rq_core.h"
 
 CL_BEGIN_DECLS
@@ -24,87 +28,51 @@ CL_BEGIN_DECLS
 #pragma clang diagnostic ignored "-Wcast-align"
 #endif
 
-/*
- * cl__throttle_cfs_rq() - @cfs_rq ran out of runtime: take its group entity
- * (and ancestors that become empty) off the hierarchy; its tasks stay queued
- * in it. Marks the subtree (throttle_count) under RCU.
+/**
+ * cl_tg_bandwidth_refill() - start a new period if @period_ns has elapsed.
+ * @tg: a group.
+ * @now_ns: the current time (any clock shared by all CPUs' rqs).
+ *
+ * Context: any thread; takes @tg's bw_lock.
+ * Return: 1 if the pool was refilled, 0 if not (no quota or same period).
  */
-CL_INLINE void cl__throttle_cfs_rq(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
+CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now_ns)
 {
-	struct cl_sched_entity *se = cl_cfs_rq_se(cfs_rq);
-	unsigned int task_delta = cfs_rq->h_nr_running;
-	uint64_t now = rq->clock_task;
-	int dequeue = 1, stopped = 0;
+	int refilled = 0;
 
-	cl_sched_rcu_read_lock();
-	cl__tg_walk_throttle_count(cfs_rq->tg, rq->cpu, +1);
-	cl_sched_rcu_read_unlock();
-	for (; se; se = se->parent) {
-		struct cl_cfs_rq *qcfs = se->cfs_rq;
-
-		if (dequeue && se->on_rq)
-			cl__dequeue_entity(qcfs, se, CL_DEQUEUE_SLEEP, now);
-		else if (se->my_q)
-			cl__update_cfs_group(se);
-		CL_WRITE_ONCE(qcfs->h_nr_running, qcfs->h_nr_running - task_delta);
-		if (qcfs->throttled) {
-			stopped = 1;
-			break;
-		}
-		if (qcfs->nr_running)
-			dequeue = 0;
+	if (CL__BAD_ARG(tg == NULL))
+		return 0;
+	cl_spin_lock(&tg->bw_lock);
+	if (tg->quota_ns && now_ns - tg->period_start >= tg->period_ns) {
+		tg->period_start = now_ns - (now_ns - tg->period_start) % tg->period_ns;
+		tg->runtime = (int64_t)tg->quota_ns;
+		tg->nr_periods++;
+		refilled = 1;
 	}
-	if (!stopped)
-		CL_WRITE_ONCE(rq->nr_running, rq->nr_running - task_delta);
-	cfs_rq->throttled = 1;
-	cfs_rq->nr_throttled++;
+	cl_spin_unlock(&tg->bw_lock);
+	return refilled;
 }
 
-/* Undo cl__throttle_cfs_rq(): requeue the group entity and recount. */
-CL_INLINE void cl__unthrottle_cfs_rq(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
-{
-	struct cl_sched_entity *se = cl_cfs_rq_se(cfs_rq);
-	unsigned int task_delta = cfs_rq->h_nr_running;
-	uint64_t now = rq->clock_task;
-	int enqueue = 1, stopped = 0;
-
-	cfs_rq->throttled = 0;
-	cl_sched_rcu_read_lock();
-	cl__tg_walk_throttle_count(cfs_rq->tg, rq->cpu, -1);
-	cl_sched_rcu_read_unlock();
-	if (!cfs_rq->nr_running)
-		return;
-	for (; se; se = se->parent) {
-		struct cl_cfs_rq *qcfs = se->cfs_rq;
-
-		if (se->on_rq)
-			enqueue = 0;
-		if (se->my_q)
-			cl__update_cfs_group(se);
-		if (enqueue)
-			cl__enqueue_entity(qcfs, se, CL_ENQUEUE_WAKEUP, now);
-		CL_WRITE_ONCE(qcfs->h_nr_running, qcfs->h_nr_running + task_delta);
-		if (qcfs->throttled) {
-			stopped = 1;
-			break;
-		}
-	}
-	if (!stopped)
-		CL_WRITE_ONCE(rq->nr_running, rq->nr_running + task_delta);
-}
-
-/*
- * cl__check_cfs_rq_runtime() - @cfs_rq used up its local runtime: refill it
- * from the group's pool or throttle it. Returns 1 if it throttled.
+/**
+ * cl_sched_bandwidth_refill() - cl_tg_bandwidth_refill() for every group.
+ * @root: the root group.
+ * @now_ns: the current time.
+ *
+ * Context: any registered RCU reader thread; takes the RCU read lock.
+ * Return: how many groups were refilled.
  */
-CL_INLINE int cl__check_cfs_rq_runtime(struct cl_rq *rq, struct cl_cfs_rq *cfs_rq)
+CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, uint64_t now_ns)
 {
-	if (!cfs_rq->runtime_enabled || cfs_rq->runtime_remaining > 0 || cfs_rq->throttled)
+	struct cl_task_group *tg;
+	unsigned long n = 0;
+
+	if (CL__BAD_ARG(root == NULL))
 		return 0;
-	if (cl__assign_cfs_rq_runtime(cfs_rq))
-		return 0;
-	cl__throttle_cfs_rq(rq, cfs_rq);
-	return 1;
+	cl_sched_rcu_read_lock();
+	cl__tg_for_each_rcu(tg, root)
+		n += (unsigned long)cl_tg_bandwidth_refill(tg, now_ns);
+	cl_sched_rcu_read_unlock();
+	return n;
 }
 
 /**

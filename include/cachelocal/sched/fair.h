@@ -1,26 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/fair.h - fair-class entities, per-queue timelines and
- * load tracking of the reference userspace runqueue.
+ * cachelocal/sched/fair.h - the fair class's types: entities, per-queue
+ * timelines, tasks and task groups of the reference userspace runqueue, and
+ * their tunables. The class is EEVDF, as the kernel's since 6.6 (docs/sched.md
+ * "EEVDF" has the maths): each queue keeps the load-weighted average of its
+ * entities' vruntimes; an entity is eligible when its vruntime is not past
+ * that average (lag >= 0), and the pick is the eligible entity with the
+ * earliest virtual deadline (vruntime + slice * NICE_0_LOAD / weight).
  *
- * Types: struct cl_sched_entity (a task or a group as seen by its parent
- * queue), struct cl_cfs_rq (one fair queue: the root one embedded in each
- * struct cl_rq, one per task group per CPU), struct cl_task, and the task
- * group type (its operations are in group.h). The functions here act on one
- * queue at a time and take the time explicitly; rq.h composes them into the
- * hierarchical enqueue/dequeue/pick/tick.
+ * Timeline: each cfs_rq keeps its queued entities (not the running one, as
+ * in the kernel) in an AVL tree embedded in the entities (no allocation),
+ * ordered by virtual deadline (ties first-in first-out), each node carrying
+ * the smallest vruntime of its subtree, so the eligible entity with the
+ * earliest deadline is found in O(log n) (docs/sched.md "Timeline").
  *
- * Timeline choice: each cfs_rq keeps its queued entities (not the running
- * one, as in the kernel) on a cds_list sorted by vruntime, FIFO among equal
- * keys. Pick = first element, O(1); dequeue = list unlink, O(1), no
- * rebalancing; insert walks from the tail, because the entity re-inserted
- * most often is the one that just ran and whose vruntime is now the largest,
- * so the common insert costs O(1) and the worst case O(n). The queues of a
- * userspace runtime hold a handful to a few dozen entities per CPU per group,
- * where a list beats a tree on constant factors and needs no allocation and
- * no hand-written balancing code. A queue with thousands of runnable
- * entities per CPU would want a tree; the operations that touch the timeline
- * are the three cl__timeline_*() helpers below, the only place to change.
+ * The functions here only initialize; the operations are in queue.h (on an
+ * rq, lock held) and the helpers they share in internal.h (private).
  *
  * Layout (technique T2): the load-tracking average `avg` is written on every
  * update of the entity while other CPUs read `cfs_rq`/`my_q`/`parent` of the
@@ -48,21 +43,24 @@ CL_BEGIN_DECLS
 #define CL_NICE_0_LOAD 1024UL
 #define CL_NICE_MIN (-20)
 #define CL_NICE_MAX 19
-/* Scheduling period over which every runnable entity runs once. */
-#define CL_SCHED_LATENCY_NS 6000000ULL
-/* Shortest slice an entity gets however many share the period. */
-#define CL_SCHED_MIN_GRANULARITY_NS 750000ULL
-/* A waking entity preempts only when this much (weighted) vruntime ahead. */
-#define CL_SCHED_WAKEUP_GRANULARITY_NS 1000000ULL
+/* Base slice: the request size of an entity that did not ask for another
+ * (the kernel's sysctl_sched_base_slice, unscaled). */
+#define CL_SCHED_BASE_SLICE_NS 750000ULL
+/* Bounds of a per-task slice (cl_task_set_slice_ns()), the kernel's for a fair task. */
+#define CL_SCHED_SLICE_MIN_NS 100000ULL
+#define CL_SCHED_SLICE_MAX_NS 100000000ULL
+/* The lag an entity keeps is bounded by max(2 slices, one tick) of service. */
+#define CL_SCHED_TICK_NS 1000000ULL
 /* Group shares bounds. */
 #define CL_MIN_SHARES 2UL
 #define CL_MAX_SHARES (1UL << 18)
 
 /* Enqueue flags. */
-#define CL_ENQUEUE_WAKEUP 0x1 /* entity slept: place near min_vruntime (absolute vruntime kept) */
-#define CL_ENQUEUE_MIGRATED 0x2 /* set by cl_rq_enqueue(): vruntime was made relative to the old CPU */
+#define CL_ENQUEUE_WAKEUP 0x1 /* entity slept: its lag debt shrank while it slept (docs/sched.md) */
+#define CL_ENQUEUE_MIGRATED 0x2 /* set by cl_rq_enqueue(): woken on another CPU, lag carried over */
+#define CL_ENQUEUE_INITIAL 0x4 /* set by cl_rq_enqueue(): a new task, placed with half a slice */
 /* Dequeue flags. */
-#define CL_DEQUEUE_SLEEP 0x1 /* entity blocks: keep absolute vruntime (else made relative) */
+#define CL_DEQUEUE_SLEEP 0x1 /* entity blocks (else it leaves to migrate); its lag is kept either way */
 
 struct cl_rq;
 struct cl_cfs_rq;
@@ -85,18 +83,32 @@ struct cl_sched_avg {
 	uint32_t reserved;
 };
 
+/* A timeline link: the entity's children in its queue's tree. */
+struct cl_timeline_node {
+	struct cl_sched_entity *left, *right;
+};
+
+/* A queue's timeline: the root of its tree, and the FIFO tie-breaker. */
+struct cl_timeline {
+	struct cl_sched_entity *root;
+};
+
 /*
  * struct cl_sched_entity - what a cfs_rq queues: a task or a group.
  *
- * cl_se_read_pick: read by the pick path (owner CPU) and, without the lock,
- *   by other CPUs walking the hierarchy (balance, wake placement): the
- *   weight, the timeline link and key, and the hierarchy pointers. Written on
- *   enqueue/dequeue and when the entity runs (vruntime). One line.
+ * cl_se_read_pick: the tree node and what the pick's descent reads at each
+ *   node: the key (deadline, tl_seq), vruntime and the subtree minimum
+ *   (eligibility), the height (balance); and load/on_rq. Written on
+ *   enqueue/dequeue/put (tree updates) and when the entity runs. One line:
+ *   a pick at 100,000 entities touches one line per tree level.
+ * cl_se_read_walk: the hierarchy pointers, read by every enqueue/dequeue
+ *   walk and, without the lock, by other CPUs walking the hierarchy
+ *   (balance, wake placement). Written when a task changes CPU or group.
  * cl_se_write_exec: written by update_curr() on every tick and switch
- *   (exec_start, runtime sums) and by the MRU move on pick (group_node).
- *   Read by the same paths and by the balancer's cache-hot test.
+ *   (exec_start, runtime sums), by the MRU move on pick (group_node) and by
+ *   dequeue (vlag). Read by the same paths and by the balancer's cache-hot test.
  * cl_se_write_avg: load tracking, written on every update (T2): alone on its
- *   own line so that those stores do not invalidate cl_se_read_pick.
+ *   own line so that those stores do not invalidate the read lines.
  * Locking: all fields are protected by the lock of the rq whose hierarchy
  * queues the entity; remote readers without that lock only read pointers
  * and counters as hints.
@@ -104,34 +116,49 @@ struct cl_sched_avg {
  */
 struct cl_sched_entity {
 #ifdef CL_SE_AVG_INLINE
-	/* "before" (T2): exec fields first, pick fields after, avg inline. */
+	/* "before" (T2): exec fields first, then the hierarchy with avg inline. */
 	CL_GROUP_BEGIN(cl_se_write_exec);
 	struct cds_list_head group_node;  /* link in rq->cfs_tasks (tasks only), MRU order */
 	uint64_t exec_start;              /* clock when it last started or was accounted */
 	uint64_t sum_exec_runtime;        /* total ns run */
 	uint64_t prev_sum_exec_runtime;   /* sum_exec_runtime when last picked */
-	uint64_t slice;                   /* ns it may run before the tick preempts it (cl_rq_tick()) */
+	uint64_t slice;                   /* ns it asks to run per pick (the request size) */
 	uint64_t nr_migrations;
+	int64_t vlag;                     /* V - vruntime when it left its queue; while
+					   * running: its deadline at pick (RUN_TO_PARITY) */
 	CL_GROUP_END(cl_se_write_exec);
+	CL_GROUP_BEGIN(cl_se_read_walk);
+	struct cl_sched_entity *parent;   /* group entity one level up, NULL at the root */
+	struct cl_cfs_rq *cfs_rq;         /* queue this entity is (or will be) queued on */
+	struct cl_cfs_rq *my_q;           /* queue this entity owns: NULL for a task */
+	int depth;                        /* 0 for entities of the root cfs_rq */
+	CL_GROUP_END(cl_se_read_walk);
+	CL_GROUP_BEGIN(cl_se_write_avg);
+	struct cl_sched_avg avg;
+	CL_GROUP_END(cl_se_write_avg);
 	CL_GROUP_BEGIN(cl_se_read_pick);
 #else
 	CL_GROUP_BEGIN_ALIGNED(cl_se_read_pick);
 #endif
+	struct cl_timeline_node run_node; /* children in cfs_rq's tree while queued, not running */
+	uint64_t deadline;                /* virtual deadline: the tree key */
+	uint64_t vruntime;                /* weighted ns run */
+	uint64_t min_vruntime;            /* smallest vruntime in the subtree rooted here */
 	struct cl_load_weight load;       /* weight from the nice table or the group's shares */
-	struct cds_list_head run_node;    /* link in cfs_rq->tasks_timeline while queued, not running */
+	uint32_t tl_seq;                  /* insertion number: FIFO among equal deadlines */
+	int tl_height;                    /* height of the subtree rooted here (AVL) */
 	unsigned int on_rq;               /* 1 while queued (running or not) */
-	int depth;                        /* 0 for entities of the root cfs_rq */
-	uint64_t vruntime;                /* timeline key: weighted ns run */
-	struct cl_sched_entity *parent;   /* group entity one level up, NULL at the root */
-	struct cl_cfs_rq *cfs_rq;         /* queue this entity is (or will be) queued on */
-	struct cl_cfs_rq *my_q;           /* queue this entity owns: NULL for a task */
 #ifdef CL_SE_AVG_INLINE
 	CL_GROUP_END(cl_se_read_pick);
-	CL_GROUP_BEGIN(cl_se_write_avg);
-	struct cl_sched_avg avg;
-	CL_GROUP_END(cl_se_write_avg);
 #else
 	CL_GROUP_END_ALIGNED(cl_se_read_pick);
+
+	CL_GROUP_BEGIN_ALIGNED(cl_se_read_walk);
+	struct cl_sched_entity *parent;
+	struct cl_cfs_rq *cfs_rq;
+	struct cl_cfs_rq *my_q;
+	int depth;
+	CL_GROUP_END_ALIGNED(cl_se_read_walk);
 
 	CL_GROUP_BEGIN_ALIGNED(cl_se_write_exec);
 	struct cds_list_head group_node;
@@ -140,6 +167,7 @@ struct cl_sched_entity {
 	uint64_t prev_sum_exec_runtime;
 	uint64_t slice;
 	uint64_t nr_migrations;
+	int64_t vlag;
 	CL_GROUP_END_ALIGNED(cl_se_write_exec);
 
 	CL_GROUP_BEGIN_ALIGNED(cl_se_write_avg);
@@ -149,30 +177,40 @@ struct cl_sched_entity {
 };
 
 #ifndef __cplusplus
-CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, load);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, run_node);
-CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, on_rq);
-CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, depth);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, deadline);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, vruntime);
-CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, parent);
-CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, cfs_rq);
-CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, my_q);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, min_vruntime);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, load);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, tl_seq);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, tl_height);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_pick, on_rq);
 CL_ASSERT_GROUP_SIZE(struct cl_sched_entity, cl_se_read_pick, CL_CACHELINE_SIZE);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_walk, parent);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_walk, cfs_rq);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_walk, my_q);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_read_walk, depth);
+CL_ASSERT_GROUP_SIZE(struct cl_sched_entity, cl_se_read_walk, CL_CACHELINE_SIZE);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, group_node);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, exec_start);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, sum_exec_runtime);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, prev_sum_exec_runtime);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, slice);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, nr_migrations);
+CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_exec, vlag);
 CL_ASSERT_GROUP_SIZE(struct cl_sched_entity, cl_se_write_exec, CL_CACHELINE_SIZE);
 CL_ASSERT_GROUP_MEMBER(struct cl_sched_entity, cl_se_write_avg, avg);
 CL_ASSERT_GROUP_SIZE(struct cl_sched_entity, cl_se_write_avg, CL_CACHELINE_SIZE);
 #ifndef CL_SE_AVG_INLINE
 CL_ASSERT_ALIGNED(struct cl_sched_entity);
 CL_ASSERT_GROUP_ALIGNED(struct cl_sched_entity, cl_se_read_pick);
+CL_ASSERT_GROUP_ALIGNED(struct cl_sched_entity, cl_se_read_walk);
 CL_ASSERT_GROUP_ALIGNED(struct cl_sched_entity, cl_se_write_exec);
 CL_ASSERT_GROUP_ALIGNED(struct cl_sched_entity, cl_se_write_avg);
-CL_ASSERT_SAME_LINE(struct cl_sched_entity, vruntime, my_q);
+/* the descent reads the links, the key and the minima of a node: one line */
+CL_ASSERT_SAME_LINE(struct cl_sched_entity, run_node, min_vruntime);
+CL_ASSERT_SAME_LINE(struct cl_sched_entity, deadline, tl_height);
+CL_ASSERT_SAME_LINE(struct cl_sched_entity, parent, my_q);
 /* T2: the avg stores never touch the line (or the prefetch pair) of cfs_rq/my_q. */
 CL_ASSERT_APART(struct cl_sched_entity, avg, cfs_rq);
 CL_ASSERT_APART(struct cl_sched_entity, avg, my_q);
@@ -184,22 +222,30 @@ CL_ASSERT_APART_GUARD(struct cl_sched_entity, avg, cfs_rq);
  * struct cl_cfs_rq - one fair queue (root: in struct cl_rq; groups: one per
  * group per CPU, co-allocated with the group's entity, see group.h).
  * Protected by the lock of the rq it belongs to (`rq`).
+ *
+ * cl_cfs_rq_read_pick: what a pick reads besides the tree nodes: the tree
+ *   root, curr, and the two sums that give the average vruntime V:
+ *   avg_vruntime = sum of w * (vruntime - min_vruntime) and avg_load = sum
+ *   of w over the entities in the tree (curr is added when V is needed).
  */
 struct cl_cfs_rq {
 	CL_GROUP_BEGIN(cl_cfs_rq_read_pick);
 	struct cl_load_weight load;           /* sum of queued entities' weights (curr included) */
 	unsigned int nr_running;              /* entities queued here, curr included */
 	unsigned int h_nr_running;            /* tasks queued in this subtree, throttled parts excluded */
-	uint64_t min_vruntime;                /* monotonic floor of the timeline */
-	struct cds_list_head tasks_timeline;  /* entities sorted by vruntime; curr is not on it */
+	uint64_t min_vruntime;                /* monotonic floor, the base of avg_vruntime */
+	struct cl_timeline timeline;          /* entities by deadline; curr is not on it */
 	struct cl_sched_entity *curr;         /* entity running from this queue, or NULL */
+	int64_t avg_vruntime;                 /* sum of w * (vruntime - min_vruntime), tree only */
+	unsigned long avg_load;               /* sum of w, tree only */
 	struct cl_rq *rq;                     /* the CPU's rq */
-	struct cl_task_group *tg;             /* owning group (the root group for rq->cfs) */
 	CL_GROUP_END(cl_cfs_rq_read_pick);
+	struct cl_task_group *tg;             /* owning group (the root group for rq->cfs) */
+	uint32_t timeline_seq;                /* next tl_seq */
+	unsigned int cpu;                     /* rq's CPU */
 	struct cl_sched_avg avg;              /* queue load average (weighted) */
 	long tg_load_contrib;                 /* this queue's part of tg->load_weight */
 	long tg_load_avg_contrib;             /* this queue's part of tg->load_avg */
-	unsigned int cpu;                     /* rq's CPU */
 	int throttled;                        /* bandwidth: this queue is throttled */
 	int throttle_count;                   /* throttled queues on the path from here to the root */
 	int runtime_enabled;                  /* the group has a quota */
@@ -234,6 +280,20 @@ struct cl_task {
 	int on_rq;                         /* 0 (not queued), CL_TASK_ON_RQ_QUEUED or _MIGRATING */
 	void *data;                        /* caller's */
 };
+
+/* ---- task group constants (group.h, bandwidth.h) ---- */
+/* Default shares of a group (= one nice-0 task). */
+#define CL_TG_DEFAULT_SHARES CL_NICE_0_LOAD
+/* Default bandwidth period and the slice a CPU takes from the pool at once. */
+#define CL_TG_DEFAULT_PERIOD_NS 100000000ULL
+#define CL_TG_BW_SLICE_NS 1000000ULL
+/* cpu.max's ranges: period 1 ms..1 s; quota 1 ms..(2^44 - 1) us (the kernel's max_cfs_runtime). */
+#define CL_TG_MIN_PERIOD_NS 1000000ULL
+#define CL_TG_MAX_PERIOD_NS 1000000000ULL
+#define CL_TG_MIN_QUOTA_NS 1000000ULL
+#define CL_TG_MAX_QUOTA_NS (((1ULL << 44) - 1) * 1000ULL)
+/* Deepest group (the root is depth 0): every walk over the tree is bounded by it. */
+#define CL_TG_MAX_DEPTH 32
 
 /*
  * struct cl_task_group - a node of the group tree. Created and destroyed by
@@ -276,13 +336,25 @@ struct cl_task_group {
 	unsigned long nr_groups;
 };
 
-/* ---- small helpers ---- */
+/*
+ * struct cl_tg_percpu - one group's objects on one CPU (T5). The queue is
+ * written by enqueue/dequeue/pick on that CPU; the entity by its parent
+ * queue's paths; the entity starts on its own line so those two writers and
+ * the entity's read-mostly line do not share lines.
+ */
+struct cl_tg_percpu {
+	CL_GROUPED_MEMBER(struct cl_cfs_rq cfs_rq);
+	struct cl_sched_entity se CL_CACHELINE_ALIGNED;
+};
 
-/* cl_task_of() without the argument checks: the library's own callers. */
-CL_INLINE struct cl_task *cl__task_of(struct cl_sched_entity *se)
-{
-	return cl_container_of(se, struct cl_task, se);
-}
+#ifndef __cplusplus
+CL_ASSERT_ALIGNED(struct cl_tg_percpu);
+CL_STATIC_ASSERT(offsetof(struct cl_tg_percpu, se) % CL_CACHELINE_SIZE == 0,
+		 "cachelocal: struct cl_tg_percpu: se does not start on a cache line");
+CL_ASSERT_APART(struct cl_tg_percpu, cfs_rq, se);
+#endif
+
+/* ---- public helpers (the operations are in queue.h, the private ones in internal.h) ---- */
 
 /**
  * cl_task_of() - the task that embeds @se.
@@ -295,7 +367,7 @@ CL_INLINE struct cl_task *cl_task_of(struct cl_sched_entity *se)
 {
 	if (CL__BAD_ARG(se == NULL || se->my_q != NULL))
 		return NULL;
-	return cl__task_of(se);
+	return cl_container_of(se, struct cl_task, se);
 }
 
 /**
@@ -336,123 +408,6 @@ CL_INLINE unsigned long cl_nice_to_weight(int nice)
 	return w[nice - CL_NICE_MIN];
 }
 
-/* delta scaled by NICE_0_LOAD / weight: the vruntime an entity of @weight accrues. */
-CL_INLINE uint64_t cl__calc_delta_fair(uint64_t delta, unsigned long weight)
-{
-	if (weight == CL_NICE_0_LOAD || weight == 0)
-		return delta;
-	if (delta < (UINT64_MAX >> 11))
-		return delta * CL_NICE_0_LOAD / weight;
-	return delta / weight * CL_NICE_0_LOAD;
-}
-
-/* Signed vruntime comparison, robust to wrap-around. */
-CL_INLINE int64_t cl__vdiff(uint64_t a, uint64_t b)
-{
-	return (int64_t)(a - b);
-}
-
-/* ---- PELT-like load tracking ---- */
-
-#define CL_PELT_PERIOD 1024U      /* units of 1024 ns per period */
-#define CL_PELT_LOAD_AVG_MAX 47742UL /* limit of sum over n of 1024 * y^n */
-
-/* val * y^n with y^32 = 1/2, in 32-bit fixed point (y ~ 4202935003 / 2^32). */
-CL_INLINE uint64_t cl__pelt_decay(uint64_t val, uint64_t n)
-{
-	const uint64_t y = 4202935003ULL;
-
-	if (n >= 32 * 63)
-		return 0;
-	val >>= n / 32;
-	n %= 32;
-	while (n--)
-		val = (val >> 32) * y + (((val & 0xffffffffULL) * y) >> 32);
-	return val;
-}
-
-/*
- * cl__pelt_accumulate() - advance @sa to @now; the time since the last update
- * counts with weight @w (0 while blocked). Returns 1 if a period boundary
- * was crossed (the average changed by decay).
- */
-CL_INLINE int cl__pelt_accumulate(struct cl_sched_avg *sa, uint64_t now, unsigned long w)
-{
-	uint64_t delta, periods, contrib;
-
-	if (now <= sa->last_update_time) {
-		if (now < sa->last_update_time)
-			sa->last_update_time = now;
-		return 0;
-	}
-	delta = (now - sa->last_update_time) >> 10;
-	if (!delta)
-		return 0;
-	sa->last_update_time += delta << 10;
-
-	delta += sa->period_contrib;
-	periods = delta / CL_PELT_PERIOD;
-	if (periods) {
-		uint64_t d1 = CL_PELT_PERIOD - sa->period_contrib;
-		uint64_t d3 = delta % CL_PELT_PERIOD;
-		uint64_t full = CL_PELT_LOAD_AVG_MAX - cl__pelt_decay(CL_PELT_LOAD_AVG_MAX, periods) -
-				CL_PELT_PERIOD;
-
-		sa->load_sum = cl__pelt_decay(sa->load_sum, periods);
-		contrib = cl__pelt_decay(d1, periods) + full + d3;
-	} else {
-		contrib = delta - sa->period_contrib;
-	}
-	sa->period_contrib = (uint32_t)(delta % CL_PELT_PERIOD);
-	sa->load_sum += contrib * w;
-	return periods != 0;
-}
-
-/* Entity average: fraction of time runnable, scaled to its weight. */
-CL_INLINE void cl__update_se_avg(struct cl_sched_entity *se, uint64_t now)
-{
-	cl__pelt_accumulate(&se->avg, now, se->on_rq ? 1 : 0);
-	se->avg.load_avg = (unsigned long)(se->avg.load_sum * se->load.weight / CL_PELT_LOAD_AVG_MAX);
-}
-
-/* Queue average: decayed sum of the queued weight (blocked load decays). */
-CL_INLINE void cl__update_cfs_rq_avg(struct cl_cfs_rq *cfs_rq, uint64_t now)
-{
-	cl__pelt_accumulate(&cfs_rq->avg, now, cfs_rq->load.weight);
-	cfs_rq->avg.load_avg = (unsigned long)(cfs_rq->avg.load_sum / CL_PELT_LOAD_AVG_MAX);
-}
-
-/* ---- timeline (see the header comment for the choice) ---- */
-
-CL_INLINE void cl__timeline_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
-{
-	struct cds_list_head *pos;
-
-	/* from the tail: the just-run entity usually goes last; the loop ends
-	 * on the head (insert first) when every entity is later than @se */
-	cds_list_for_each_prev(pos, &cfs_rq->tasks_timeline) {
-		struct cl_sched_entity *o = cl_container_of(pos, struct cl_sched_entity, run_node);
-
-		if (cl__vdiff(o->vruntime, se->vruntime) <= 0)
-			break;
-	}
-	cds_list_add(&se->run_node, pos);
-}
-
-CL_INLINE void cl__timeline_remove(struct cl_sched_entity *se)
-{
-	cds_list_del_init(&se->run_node);
-}
-
-CL_INLINE struct cl_sched_entity *cl__timeline_first(struct cl_cfs_rq *cfs_rq)
-{
-	if (cds_list_empty(&cfs_rq->tasks_timeline))
-		return NULL;
-	return cl_container_of(cfs_rq->tasks_timeline.next, struct cl_sched_entity, run_node);
-}
-
-/* ---- per-queue operations (caller holds the rq lock) ---- */
-
 /**
  * cl_cfs_rq_init() - initialize an empty fair queue.
  * @cfs_rq: the queue.
@@ -468,14 +423,14 @@ CL_INLINE void cl_cfs_rq_init(struct cl_cfs_rq *cfs_rq, struct cl_rq *rq, struct
 	if (CL__BAD_ARG(cfs_rq == NULL))
 		return;
 	memset(cfs_rq, 0, sizeof(*cfs_rq));
-	CDS_INIT_LIST_HEAD(&cfs_rq->tasks_timeline);
 	cfs_rq->rq = rq;
 	cfs_rq->tg = tg;
 	cfs_rq->cpu = cpu;
 }
 
 /**
- * cl_sched_entity_init() - initialize an entity (not queued).
+ * cl_sched_entity_init() - initialize an entity (not queued), with the
+ * base slice.
  * @se: the entity.
  * @weight: its load weight (cl_nice_to_weight() for tasks, shares for groups).
  *
@@ -487,180 +442,26 @@ CL_INLINE void cl_sched_entity_init(struct cl_sched_entity *se, unsigned long we
 		return;
 	memset(se, 0, sizeof(*se));
 	se->load.weight = weight ? weight : CL_NICE_0_LOAD;
-	CDS_INIT_LIST_HEAD(&se->run_node);
+	se->slice = CL_SCHED_BASE_SLICE_NS;
 	CDS_INIT_LIST_HEAD(&se->group_node);
 }
 
-/* Add @delta to the queue's weight and, for a group queue, the group's sum. */
-CL_INLINE void cl__cfs_rq_add_load(struct cl_cfs_rq *cfs_rq, long delta)
-{
-	cfs_rq->load.weight = (unsigned long)((long)cfs_rq->load.weight + delta);
-	if (cfs_rq->tg && cfs_rq->tg->parent) {
-		cfs_rq->tg_load_contrib += delta;
-		CL_ATOMIC_FETCH_ADD(&cfs_rq->tg->load_weight, delta, CL_RELAXED);
-	}
-}
-
-/* Raise min_vruntime to the smallest of curr and the leftmost, never lower it. */
-CL_INLINE void cl__update_min_vruntime(struct cl_cfs_rq *cfs_rq)
-{
-	struct cl_sched_entity *curr = cfs_rq->curr, *left = cl__timeline_first(cfs_rq);
-	uint64_t v = cfs_rq->min_vruntime;
-	int have = 0;
-
-	if (curr && curr->on_rq) {
-		v = curr->vruntime;
-		have = 1;
-	}
-	if (left && (!have || cl__vdiff(left->vruntime, v) < 0)) {
-		v = left->vruntime;
-		have = 1;
-	}
-	/* written once: other CPUs read it racily when a task migrates on wakeup */
-	if (have && cl__vdiff(v, cfs_rq->min_vruntime) > 0)
-		CL_WRITE_ONCE(cfs_rq->min_vruntime, v);
-}
-
 /**
- * cl_sched_slice() - the wall-time slice of @se in @cfs_rq: its weight's share
- * of the period (CL_SCHED_LATENCY_NS, stretched to CL_SCHED_MIN_GRANULARITY_NS
- * per entity when many are queued).
- * @cfs_rq: the queue.
- * @se: an entity of it (queued or about to be).
+ * cl_sched_slice() - the request size of @se: the wall time it asks to run
+ * each time it is picked (its virtual deadline is vruntime + slice scaled by
+ * NICE_0_LOAD / weight). CL_SCHED_BASE_SLICE_NS unless
+ * cl_task_set_slice_ns() chose another.
+ * @cfs_rq: the queue @se is (or will be) on.
+ * @se: the entity.
  *
  * Context: rq lock held.
- * Return: the slice in ns.
+ * Return: the slice in ns; 0 with errno EINVAL for a NULL argument.
  */
 CL_INLINE uint64_t cl_sched_slice(const struct cl_cfs_rq *cfs_rq, const struct cl_sched_entity *se)
 {
-	uint64_t period = CL_SCHED_LATENCY_NS;
-	unsigned long total;
-	unsigned int nr;
-
 	if (CL__BAD_ARG(cfs_rq == NULL || se == NULL))
 		return 0;
-	total = cfs_rq->load.weight;
-	nr = cfs_rq->nr_running + !se->on_rq;
-
-	if (nr > CL_SCHED_LATENCY_NS / CL_SCHED_MIN_GRANULARITY_NS)
-		period = (uint64_t)nr * CL_SCHED_MIN_GRANULARITY_NS;
-	if (!se->on_rq)
-		total += se->load.weight;
-	if (!total)
-		return period;
-	return period * se->load.weight / total;
-}
-
-/*
- * cl__update_curr() - charge the running entity of @cfs_rq for the time
- * since its exec_start. Returns the ns charged.
- */
-CL_INLINE uint64_t cl__update_curr(struct cl_cfs_rq *cfs_rq, uint64_t now)
-{
-	struct cl_sched_entity *curr = cfs_rq->curr;
-	uint64_t delta;
-
-	if (!curr)
-		return 0;
-	if (cl__vdiff(now, curr->exec_start) <= 0)
-		return 0;
-	delta = now - curr->exec_start;
-	curr->exec_start = now;
-	curr->sum_exec_runtime += delta;
-	curr->vruntime += cl__calc_delta_fair(delta, curr->load.weight);
-	cl__update_min_vruntime(cfs_rq);
-	if (cfs_rq->runtime_enabled)
-		cfs_rq->runtime_remaining -= (int64_t)delta;
-	return delta;
-}
-
-/*
- * cl__place_entity() - vruntime for an entity being queued: a sleeper gets
- * at most half a period of credit; a relative (migrated or new) vruntime is
- * rebased on this queue's min_vruntime.
- */
-CL_INLINE void cl__place_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, int flags)
-{
-	if (!(flags & CL_ENQUEUE_WAKEUP) || (flags & CL_ENQUEUE_MIGRATED))
-		se->vruntime += cfs_rq->min_vruntime;
-	if (flags & CL_ENQUEUE_WAKEUP) {
-		uint64_t floor = cfs_rq->min_vruntime - CL_SCHED_LATENCY_NS / 2;
-
-		if (cl__vdiff(se->vruntime, floor) < 0)
-			se->vruntime = floor;
-	}
-}
-
-/* Queue @se on @cfs_rq (not as curr). */
-CL_INLINE void cl__enqueue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, int flags,
-				  uint64_t now)
-{
-	cl__update_curr(cfs_rq, now);
-	cl__update_cfs_rq_avg(cfs_rq, now);
-	cl__update_se_avg(se, now);
-	cl__place_entity(cfs_rq, se, flags);
-	cl__cfs_rq_add_load(cfs_rq, (long)se->load.weight);
-	cfs_rq->nr_running++;
-	se->on_rq = 1;
-	se->cfs_rq = cfs_rq;
-	if (se != cfs_rq->curr)
-		cl__timeline_insert(cfs_rq, se);
-	cl__update_min_vruntime(cfs_rq);
-}
-
-/* Remove @se from @cfs_rq; a curr entity stays curr (off the queue) until put. */
-CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, int flags,
-				  uint64_t now)
-{
-	cl__update_curr(cfs_rq, now);
-	cl__update_cfs_rq_avg(cfs_rq, now);
-	cl__update_se_avg(se, now);
-	if (se != cfs_rq->curr)
-		cl__timeline_remove(se);
-	se->on_rq = 0;
-	cl__cfs_rq_add_load(cfs_rq, -(long)se->load.weight);
-	cfs_rq->nr_running--;
-	cl__update_min_vruntime(cfs_rq);
-	if (!(flags & CL_DEQUEUE_SLEEP))
-		se->vruntime -= cfs_rq->min_vruntime;
-}
-
-/* Make @se the running entity of @cfs_rq. */
-CL_INLINE void cl__set_next_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, uint64_t now)
-{
-	if (se->on_rq)
-		cl__timeline_remove(se);
-	CL_WRITE_ONCE(cfs_rq->curr, se);
-	se->exec_start = now;
-	se->prev_sum_exec_runtime = se->sum_exec_runtime;
-	/* se->slice is computed by the tick, its only reader: a 64-bit
-	 * division on every enqueue and pick cost ~4 ns each in the M:N
-	 * runtime's switch path (bench/pipe) */
-}
-
-/* The running entity of @cfs_rq stops running; requeue it if still queued. */
-CL_INLINE void cl__put_prev_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *prev, uint64_t now)
-{
-	cl__update_curr(cfs_rq, now);
-	if (prev->on_rq) {
-		cl__update_se_avg(prev, now);
-		cl__timeline_insert(cfs_rq, prev);
-	}
-	CL_WRITE_ONCE(cfs_rq->curr, (struct cl_sched_entity *)NULL);
-}
-
-/*
- * cl__reweight_entity() - change the weight of @se in @cfs_rq (group
- * shares). vruntime is kept: the change applies from now on.
- */
-CL_INLINE void cl__reweight_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se,
-				   unsigned long weight)
-{
-	if (se->load.weight == weight)
-		return;
-	if (se->on_rq)
-		cl__cfs_rq_add_load(cfs_rq, (long)weight - (long)se->load.weight);
-	se->load.weight = weight;
+	return se->slice;
 }
 
 CL_END_DECLS

@@ -29,6 +29,8 @@
  * urcu_memb_register_thread()). Destroyed groups are freed by call_rcu after
  * a grace period; call rcu_barrier() (urcu_memb_barrier()) before freeing
  * the pool and before exit (liburcu 0.13.2 leaks its call_rcu thread).
+ *
+ * CPU bandwidth (quota, refill, throttling) is bandwidth.h.
  */
 #ifndef CACHELOCAL_SCHED_GROUP_H
 #define CACHELOCAL_SCHED_GROUP_H
@@ -45,6 +47,7 @@
 #include "../compiler.h"
 #include "../percpu.h"
 #include "fair.h"
+#include "internal.h"
 
 CL_BEGIN_DECLS
 
@@ -56,37 +59,6 @@ CL_BEGIN_DECLS
 #if defined(__clang__)
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wcast-align"
-#endif
-
-/* Default shares of a group (= one nice-0 task). */
-#define CL_TG_DEFAULT_SHARES CL_NICE_0_LOAD
-/* Default bandwidth period and the slice a CPU takes from the pool at once. */
-#define CL_TG_DEFAULT_PERIOD_NS 100000000ULL
-#define CL_TG_BW_SLICE_NS 1000000ULL
-/* cpu.max's ranges: period 1 ms..1 s; quota 1 ms..(2^44 - 1) us (the kernel's max_cfs_runtime). */
-#define CL_TG_MIN_PERIOD_NS 1000000ULL
-#define CL_TG_MAX_PERIOD_NS 1000000000ULL
-#define CL_TG_MIN_QUOTA_NS 1000000ULL
-#define CL_TG_MAX_QUOTA_NS (((1ULL << 44) - 1) * 1000ULL)
-/* Deepest group (the root is depth 0): every walk over the tree is bounded by it. */
-#define CL_TG_MAX_DEPTH 32
-
-/*
- * struct cl_tg_percpu - one group's objects on one CPU (T5). The queue is
- * written by enqueue/dequeue/pick on that CPU; the entity by its parent
- * queue's paths; the entity starts on its own line so those two writers and
- * the entity's read-mostly line do not share lines.
- */
-struct cl_tg_percpu {
-	CL_GROUPED_MEMBER(struct cl_cfs_rq cfs_rq);
-	struct cl_sched_entity se CL_CACHELINE_ALIGNED;
-};
-
-#ifndef __cplusplus
-CL_ASSERT_ALIGNED(struct cl_tg_percpu);
-CL_STATIC_ASSERT(offsetof(struct cl_tg_percpu, se) % CL_CACHELINE_SIZE == 0,
-		 "cachelocal: struct cl_tg_percpu: se does not start on a cache line");
-CL_ASSERT_APART(struct cl_tg_percpu, cfs_rq, se);
 #endif
 
 /*
@@ -116,30 +88,6 @@ CL_ASSERT_APART(struct cl_tg_percpu, cfs_rq, se);
 #define CL_SCHED_DEFINE_TSAN_SUPPRESSIONS() extern int cl__sched_tsan_suppressions_defined
 #endif
 
-#ifdef CL_HAVE_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-/* Every read-side section "releases" here; reclamation "acquires": a grace period. */
-CL_WEAK int cl__rcu_tsan_gp;
-#define CL__TSAN_RELEASE(a) __tsan_release((void *)(a))
-#define CL__TSAN_ACQUIRE(a) __tsan_acquire((void *)(a))
-#else
-#define CL__TSAN_RELEASE(a) ((void)0)
-#define CL__TSAN_ACQUIRE(a) ((void)0)
-#endif
-
-/*
- * Under CL_DEBUG, RCU readers assert that their thread is registered with
- * urcu-memb (an unregistered reader "works" until a grace period frees
- * what it reads). The flag is liburcu's own, from its static header.
- */
-#ifdef CL_DEBUG
-#include <urcu/static/urcu-memb.h>
-#define CL__ASSERT_RCU_REGISTERED() CL_DEBUG_ASSERT(URCU_TLS(urcu_memb_reader).registered)
-#else
-#define CL__ASSERT_RCU_REGISTERED() ((void)0)
-#endif
-
 /**
  * cl_sched_rcu_read_lock() - enter an RCU read-side section (urcu-memb).
  *
@@ -148,8 +96,7 @@ CL_WEAK int cl__rcu_tsan_gp;
  */
 CL_INLINE void cl_sched_rcu_read_lock(void)
 {
-	CL__ASSERT_RCU_REGISTERED();
-	urcu_memb_read_lock();
+	cl__rcu_read_lock();
 }
 
 /**
@@ -160,51 +107,10 @@ CL_INLINE void cl_sched_rcu_read_lock(void)
  */
 CL_INLINE void cl_sched_rcu_read_unlock(void)
 {
-	CL__ASSERT_RCU_REGISTERED();
-#ifdef CL_HAVE_TSAN
-	CL__TSAN_RELEASE(&cl__rcu_tsan_gp);
-#endif
-	urcu_memb_read_unlock();
-}
-
-/*
- * List publication. liburcu 0.13 publishes with a volatile store that TSan
- * takes for a plain one; under TSan the same two link updates are done with
- * release stores. Otherwise these are exactly cds_list_add_rcu/del_rcu.
- */
-CL_INLINE void cl__list_add_rcu(struct cds_list_head *newp, struct cds_list_head *head)
-{
-#ifdef CL_HAVE_TSAN
-	newp->next = head->next;
-	newp->prev = head;
-	head->next->prev = newp;
-	CL_ATOMIC_STORE(&head->next, newp, CL_RELEASE);
-#else
-	cds_list_add_rcu(newp, head);
-#endif
-}
-
-CL_INLINE void cl__list_del_rcu(struct cds_list_head *elem)
-{
-#ifdef CL_HAVE_TSAN
-	elem->next->prev = elem->prev;
-	CL_ATOMIC_STORE(&elem->prev->next, elem->next, CL_RELEASE);
-#else
-	cds_list_del_rcu(elem);
-#endif
+	cl__rcu_read_unlock();
 }
 
 /* ---- per-CPU accessors ---- */
-
-/* cl_tg_cfs_rq() without the argument checks: the library's own callers. */
-CL_INLINE struct cl_cfs_rq *cl__tg_cfs_rq(const struct cl_task_group *tg, unsigned int cpu)
-{
-#ifdef CL_GROUP_POINTER_ARRAYS
-	return tg->cfs_rq_arr[cpu];
-#else
-	return cl_percpu_ptr(tg->cfs_rq, cpu);
-#endif
-}
 
 /**
  * cl_tg_cfs_rq() - group @tg's queue on @cpu.
@@ -220,24 +126,6 @@ CL_INLINE struct cl_cfs_rq *cl_tg_cfs_rq(const struct cl_task_group *tg, unsigne
 	if (CL__BAD_ARG(tg == NULL || cpu >= tg->nr_cpus))
 		return NULL;
 	return cl__tg_cfs_rq(tg, cpu);
-}
-
-/* cl_tg_se() for a group known not to be the root. */
-CL_INLINE struct cl_sched_entity *cl__tg_se_nonroot(const struct cl_task_group *tg, unsigned int cpu)
-{
-#ifdef CL_GROUP_POINTER_ARRAYS
-	return tg->se_arr[cpu];
-#else
-	return CL_SIBLING(cl__tg_cfs_rq(tg, cpu), struct cl_tg_percpu, cfs_rq, se);
-#endif
-}
-
-/* cl_tg_se() without the argument checks: the library's own callers. */
-CL_INLINE struct cl_sched_entity *cl__tg_se(const struct cl_task_group *tg, unsigned int cpu)
-{
-	if (!tg->parent)
-		return NULL;
-	return cl__tg_se_nonroot(tg, cpu);
 }
 
 /**
@@ -267,85 +155,10 @@ CL_INLINE struct cl_sched_entity *cl_cfs_rq_se(const struct cl_cfs_rq *cfs_rq)
 {
 	if (CL__BAD_ARG(cfs_rq == NULL))
 		return NULL;
-	if (!cfs_rq->tg->parent)
-		return NULL;
-#ifdef CL_GROUP_POINTER_ARRAYS
-	return cfs_rq->tg->se_arr[cfs_rq->cpu];
-#else
-	return CL_SIBLING((struct cl_cfs_rq *)(uintptr_t)cfs_rq, struct cl_tg_percpu, cfs_rq, se);
-#endif
+	return cl__cfs_rq_se(cfs_rq);
 }
 
 /* ---- creation and destruction ---- */
-
-/*
- * cl__task_group_init_root() - set up @root over the rq root queues whose
- * CPU 0 copy is @root_cfs_rq0 (CPU n's at the per-CPU stride). In the
- * pointer-array variant, also fills the root's queue array. Used by rq.h.
- */
-CL_INLINE int cl__task_group_init_root(struct cl_task_group *root, struct cl_percpu_pool *pool,
-				       unsigned int nr_cpus, struct cl_cfs_rq *root_cfs_rq0)
-{
-	memset(root, 0, sizeof(*root));
-	root->root = root;
-	root->pool = pool;
-	root->nr_cpus = nr_cpus;
-	root->shares = CL_TG_DEFAULT_SHARES;
-	root->period_ns = CL_TG_DEFAULT_PERIOD_NS;
-	CDS_INIT_LIST_HEAD(&root->list);
-	CDS_INIT_LIST_HEAD(&root->siblings);
-	CDS_INIT_LIST_HEAD(&root->children);
-	CDS_INIT_LIST_HEAD(&root->groups);
-	cl_spin_init(&root->groups_lock);
-	cl_spin_init(&root->bw_lock);
-#ifdef CL_GROUP_POINTER_ARRAYS
-	root->cfs_rq_arr = (struct cl_cfs_rq **)calloc(nr_cpus, sizeof(*root->cfs_rq_arr));
-	root->se_arr = (struct cl_sched_entity **)calloc(nr_cpus, sizeof(*root->se_arr));
-	if (!root->cfs_rq_arr || !root->se_arr) {
-		free(root->cfs_rq_arr);
-		free(root->se_arr);
-		errno = ENOMEM;
-		return -1;
-	}
-	for (unsigned int cpu = 0; cpu < nr_cpus; cpu++)
-		root->cfs_rq_arr[cpu] = cl_percpu_ptr(root_cfs_rq0, cpu);
-#else
-	root->cfs_rq = root_cfs_rq0;
-#endif
-	return 0;
-}
-
-/* Release what cl__task_group_init_root() allocated. */
-CL_INLINE void cl__task_group_fini_root(struct cl_task_group *root)
-{
-#ifdef CL_GROUP_POINTER_ARRAYS
-	free(root->cfs_rq_arr);
-	free(root->se_arr);
-	root->cfs_rq_arr = NULL;
-	root->se_arr = NULL;
-#else
-	(void)root;
-#endif
-}
-
-/* Free a group's memory (after a grace period, or on a failed create). */
-CL_INLINE void cl__task_group_free(struct cl_task_group *tg)
-{
-#ifdef CL_GROUP_POINTER_ARRAYS
-	for (unsigned int cpu = 0; cpu < tg->nr_cpus; cpu++) {
-		if (tg->cfs_rq_arr)
-			free(tg->cfs_rq_arr[cpu]);
-		if (tg->se_arr)
-			free(tg->se_arr[cpu]);
-	}
-	free(tg->cfs_rq_arr);
-	free(tg->se_arr);
-#else
-	if (tg->cfs_rq)
-		cl_percpu_free(tg->pool, cl_container_of(tg->cfs_rq, struct cl_tg_percpu, cfs_rq));
-#endif
-	free(tg);
-}
 
 CL_INLINE void cl__task_group_free_rcu(struct rcu_head *head)
 {
@@ -510,26 +323,6 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 
 /* ---- walks (one CPU, under RCU) ---- */
 
-/*
- * cl__list_for_each_entry_rcu(pos, head, member) - liburcu's
- * cds_list_for_each_entry_rcu(); under TSan each link is read with an
- * acquire load instead (the reader side of cl__list_add_rcu(): liburcu's
- * rcu_dereference is a volatile load TSan does not order).
- * cl__tg_for_each_rcu(tg, root): every non-root group of @root's tree,
- * newest first (children before parents). Both: inside an RCU read section.
- */
-#ifdef CL_HAVE_TSAN
-#define cl__list_for_each_entry_rcu(pos, head, member)                                              \
-	for ((pos) = cds_list_entry(CL_ATOMIC_LOAD(&(head)->next, CL_ACQUIRE), __typeof__(*(pos)),   \
-				    member);                                                         \
-	     &(pos)->member != (head);                                                               \
-	     (pos) = cds_list_entry(CL_ATOMIC_LOAD(&(pos)->member.next, CL_ACQUIRE), __typeof__(*(pos)), \
-				    member))
-#else
-#define cl__list_for_each_entry_rcu(pos, head, member) cds_list_for_each_entry_rcu(pos, head, member)
-#endif
-#define cl__tg_for_each_rcu(tg, root) cl__list_for_each_entry_rcu(tg, &(root)->groups, list)
-
 /**
  * cl_tg_update_blocked_load() - decay every group queue's load average on
  * @cpu, bottom-up (children before parents), and fold the change into each
@@ -555,7 +348,7 @@ CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, un
 	cl_sched_rcu_read_lock();
 	cl__tg_for_each_rcu(tg, root) {
 		struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu);
-		struct cl_sched_entity *se = cl_cfs_rq_se(cfs_rq);
+		struct cl_sched_entity *se = cl__cfs_rq_se(cfs_rq);
 		long delta;
 
 		cl__update_cfs_rq_avg(cfs_rq, now_ns);
@@ -572,21 +365,6 @@ CL_INLINE unsigned long cl_tg_update_blocked_load(struct cl_task_group *root, un
 	return n;
 }
 
-/*
- * Add @delta to throttle_count of @tg's queue on @cpu and of all its
- * descendants'. Recursion depth is bounded by CL_TG_MAX_DEPTH (refused at
- * create). Inside an RCU read section, @cpu's rq lock held.
- */
-CL_INLINE void cl__tg_walk_throttle_count(struct cl_task_group *tg, unsigned int cpu, int delta)
-{
-	struct cl_task_group *child;
-	struct cl_cfs_rq *cfs_rq = cl__tg_cfs_rq(tg, cpu);
-
-	CL_WRITE_ONCE(cfs_rq->throttle_count, CL_READ_ONCE(cfs_rq->throttle_count) + delta);
-	cl__list_for_each_entry_rcu(child, &tg->children, siblings)
-		cl__tg_walk_throttle_count(child, cpu, delta);
-}
-
 /**
  * cl_cfs_rq_throttled_hierarchy() - is @cfs_rq or an ancestor throttled?
  * @cfs_rq: a queue.
@@ -599,79 +377,6 @@ CL_INLINE int cl_cfs_rq_throttled_hierarchy(const struct cl_cfs_rq *cfs_rq)
 	if (CL__BAD_ARG(cfs_rq == NULL))
 		return 0;
 	return CL_READ_ONCE(cfs_rq->throttle_count) != 0;
-}
-
-/* ---- bandwidth ---- */
-
-/**
- * cl_tg_bandwidth_refill() - start a new period if @period_ns has elapsed.
- * @tg: a group.
- * @now_ns: the current time (any clock shared by all CPUs' rqs).
- *
- * Context: any thread; takes @tg's bw_lock.
- * Return: 1 if the pool was refilled, 0 if not (no quota or same period).
- */
-CL_INLINE int cl_tg_bandwidth_refill(struct cl_task_group *tg, uint64_t now_ns)
-{
-	int refilled = 0;
-
-	if (CL__BAD_ARG(tg == NULL))
-		return 0;
-	cl_spin_lock(&tg->bw_lock);
-	if (tg->quota_ns && now_ns - tg->period_start >= tg->period_ns) {
-		tg->period_start = now_ns - (now_ns - tg->period_start) % tg->period_ns;
-		tg->runtime = (int64_t)tg->quota_ns;
-		tg->nr_periods++;
-		refilled = 1;
-	}
-	cl_spin_unlock(&tg->bw_lock);
-	return refilled;
-}
-
-/**
- * cl_sched_bandwidth_refill() - cl_tg_bandwidth_refill() for every group.
- * @root: the root group.
- * @now_ns: the current time.
- *
- * Context: any registered RCU reader thread; takes the RCU read lock.
- * Return: how many groups were refilled.
- */
-CL_INLINE unsigned long cl_sched_bandwidth_refill(struct cl_task_group *root, uint64_t now_ns)
-{
-	struct cl_task_group *tg;
-	unsigned long n = 0;
-
-	if (CL__BAD_ARG(root == NULL))
-		return 0;
-	cl_sched_rcu_read_lock();
-	cl__tg_for_each_rcu(tg, root)
-		n += (unsigned long)cl_tg_bandwidth_refill(tg, now_ns);
-	cl_sched_rcu_read_unlock();
-	return n;
-}
-
-/*
- * cl__assign_cfs_rq_runtime() - top @cfs_rq's local runtime up to one slice
- * from its group's pool. Returns 1 if it has runtime left afterwards.
- */
-CL_INLINE int cl__assign_cfs_rq_runtime(struct cl_cfs_rq *cfs_rq)
-{
-	struct cl_task_group *tg = cfs_rq->tg;
-	int64_t want, got;
-	uint64_t slice;
-
-	if (!cfs_rq->runtime_enabled)
-		return 1;
-	cl_spin_lock(&tg->bw_lock);
-	slice = tg->quota_ns < CL_TG_BW_SLICE_NS ? tg->quota_ns : CL_TG_BW_SLICE_NS;
-	want = (int64_t)slice - cfs_rq->runtime_remaining;
-	got = want < tg->runtime ? want : tg->runtime;
-	if (got > 0) {
-		tg->runtime -= got;
-		cfs_rq->runtime_remaining += got;
-	}
-	cl_spin_unlock(&tg->bw_lock);
-	return cfs_rq->runtime_remaining > 0;
 }
 
 #if defined(__clang__)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cachelocal/sched/queue.h - the runqueue operations, all with the rq lock
- * held: hierarchical enqueue/dequeue, put/pick (with the MRU run list, T4),
- * the tick and wakeup preemption.
+ * held: hierarchical enqueue/dequeue, put/pick (EEVDF at every level, the
+ * MRU run list, T4), the tick, wakeup preemption, and the per-task slice.
  *
  * -DCL_PICK_NO_MRU_MOVE builds the "before" of T4's pick path: the picked
  * task stays where it is on cfs_tasks (enqueue order, newest first), so the
@@ -18,9 +18,8 @@
 #include <urcu/list.h>
 
 #include "../compiler.h"
-#include "bandwidth.h"
 #include "fair.h"
-#include "group.h"
+#include "internal.h"
 #include "rq_core.h"
 
 CL_BEGIN_DECLS
@@ -36,65 +35,19 @@ CL_BEGIN_DECLS
 		if ((q)->curr != (pos)) { \
 		} else
 
-/* cl_rq_enqueue() without the checks (also the offline drain's, for a migrating @p). */
-CL_INLINE void cl__rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
-{
-	struct cl_sched_entity *se = &p->se;
-	uint64_t now = rq->clock_task;
-	int throttled = 0;
-
-	if ((flags & CL_ENQUEUE_WAKEUP) && p->cpu >= 0 && p->cpu != (int)rq->cpu && p->se.cfs_rq) {
-		/* woke on another CPU: rebase from the old queue's floor (its lock is held) */
-		p->se.vruntime -= p->se.cfs_rq->min_vruntime;
-		flags |= CL_ENQUEUE_MIGRATED;
-		p->se.nr_migrations++;
-	}
-	cl__set_task_rq(rq, p);
-	for (; se; se = se->parent) {
-		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
-
-		if (se->on_rq)
-			break;
-		if (se->my_q)
-			cl__update_cfs_group(se);
-		cl__enqueue_entity(cfs_rq, se, flags, now);
-		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running + 1);
-		if (cfs_rq->throttled) {
-			throttled = 1;
-			goto out;
-		}
-		flags = CL_ENQUEUE_WAKEUP; /* group entities keep absolute vruntime */
-	}
-	for (; se; se = se->parent) {
-		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
-
-		if (se->my_q)
-			cl__update_cfs_group(se);
-		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running + 1);
-		if (cfs_rq->throttled) {
-			throttled = 1;
-			break;
-		}
-	}
-out:
-	if (!throttled)
-		CL_WRITE_ONCE(rq->nr_running, rq->nr_running + 1);
-	cds_list_add(&p->se.group_node, &rq->cfs_tasks);
-	CL_ATOMIC_STORE(&p->on_rq, CL_TASK_ON_RQ_QUEUED, CL_RELEASE);
-}
-
-
 /**
  * cl_rq_enqueue() - make @p runnable on @rq.
  * @rq: the rq (its clock updated by the caller), online.
  * @p: a task not queued anywhere, allowed on @rq's CPU.
- * @flags: CL_ENQUEUE_WAKEUP if @p slept (its vruntime is absolute and gets
- *         at most half a period of credit); 0 for a new or migrating task
- *         (vruntime relative, rebased on this queue's min_vruntime).
+ * @flags: CL_ENQUEUE_WAKEUP if @p slept (the debt of a negative lag was
+ *         repaid while it slept, up to zero); 0 for a new task (placed at
+ *         the queue's average vruntime V with half a slice) or a migrating
+ *         one (placed with the lag it left with).
  *
- * Queues @p's entity and every group entity above it that was not queued;
- * counts it in nr_running unless a group on the way is throttled; adds it
- * at the head of the MRU list.
+ * Queues @p's entity and every group entity above it that was not queued,
+ * each at v = V - lag (lag scaled so that it survives the placement) with
+ * deadline v + slice / weight; counts @p in nr_running unless a group on
+ * the way is throttled; adds it at the head of the MRU list.
  *
  * Context: @rq's lock held; if @p last ran on another CPU, that CPU's rq
  * lock too (cl_rq_lock_two(); @p->cpu changes only under both, which is
@@ -140,58 +93,24 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
  * @rq: @p's rq (clock updated).
  * @p: a task queued on @rq; may be @rq's curr (then call cl_rq_put_prev()
  *     or cl_rq_pick_next() next, which will not requeue it).
- * @flags: CL_DEQUEUE_SLEEP if it blocks (vruntime kept absolute); 0 to
- *         migrate (vruntime made relative to this queue).
+ * @flags: CL_DEQUEUE_SLEEP if it blocks; 0 to migrate. Either way its lag
+ *         (V - vruntime, bounded by two slices) is kept for its next enqueue.
  *
  * Context: @rq's lock held.
- * Return: 0, or -1 with errno EINVAL if @p is not queued on @rq.
+ * Return: 0, or -1 with errno EINVAL if @rq or @p is NULL or @p is not
+ * queued on @rq (including a task of another instance whose rq has the
+ * same CPU number: nothing is changed).
  */
 CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 {
-	struct cl_sched_entity *se;
-	uint64_t now;
-	int throttled = 0;
-
 	if (CL__BAD_ARG(rq == NULL || p == NULL))
 		return -1;
-	se = &p->se;
-	now = rq->clock_task;
 	CL__RQ_ASSERT_HELD(rq);
-	if (!se->on_rq || p->cpu != (int)rq->cpu || p->on_rq != CL_TASK_ON_RQ_QUEUED) {
+	if (!cl__task_queued_on(rq, p)) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (; se; se = se->parent) {
-		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
-
-		cl__dequeue_entity(cfs_rq, se, flags, now);
-		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running - 1);
-		if (cfs_rq->throttled) {
-			throttled = 1;
-			goto out;
-		}
-		if (cfs_rq->nr_running) {
-			se = se->parent;
-			break;
-		}
-		flags |= CL_DEQUEUE_SLEEP;
-	}
-	for (; se; se = se->parent) {
-		struct cl_cfs_rq *cfs_rq = se->cfs_rq;
-
-		if (se->my_q)
-			cl__update_cfs_group(se);
-		CL_WRITE_ONCE(cfs_rq->h_nr_running, cfs_rq->h_nr_running - 1);
-		if (cfs_rq->throttled) {
-			throttled = 1;
-			break;
-		}
-	}
-out:
-	if (!throttled)
-		CL_WRITE_ONCE(rq->nr_running, rq->nr_running - 1);
-	cds_list_del_init(&p->se.group_node);
-	CL_ATOMIC_STORE(&p->on_rq, 0, CL_RELEASE);
+	cl__rq_dequeue(rq, p, flags);
 	return 0;
 }
 
@@ -235,35 +154,55 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
  * @rq: the rq (clock updated).
  *
  * Puts the running task back first (cl_rq_put_prev()). Descends from the
- * root queue taking the smallest vruntime at each level (a group entity
- * leads to its queue) and moves the chosen task to the head of cfs_tasks
- * (T4: the list stays ordered most recently run first; not with
- * -DCL_PICK_NO_MRU_MOVE).
+ * root queue taking, at each level, the eligible entity (lag >= 0) with the
+ * earliest virtual deadline, in O(log n) (a group entity leads to its
+ * queue); the previous task's entity at a level keeps the CPU while its
+ * slice is protected (RUN_TO_PARITY: until it reaches its deadline, or a
+ * shorter-slice waker cancelled that, cl_rq_check_preempt_wakeup()). Moves
+ * the chosen task to the head of cfs_tasks (T4: the list stays ordered most
+ * recently run first; not with -DCL_PICK_NO_MRU_MOVE).
  *
  * Context: @rq's lock held.
  * Return: the task, or NULL (idle: nothing runnable).
  */
 CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 {
+	struct cl_sched_entity *prev_at[CL_TG_MAX_DEPTH + 1];
 	struct cl_cfs_rq *cfs_rq;
 	struct cl_sched_entity *se = NULL;
-	uint64_t now;
 	struct cl_task *p;
+	uint64_t now;
+	int have_prev = 0;
 
 	if (CL__BAD_ARG(rq == NULL))
 		return NULL;
 	cfs_rq = &rq->cfs;
 	now = rq->clock_task;
+	if (rq->curr) {
+		/* the previous task's entity at each depth, to honour its protected slice */
+		for (se = &rq->curr->se; se; se = se->parent)
+			if (se->depth >= 0 && se->depth <= CL_TG_MAX_DEPTH)
+				prev_at[se->depth] = se;
+		have_prev = rq->curr->se.depth;
+		have_prev = have_prev >= 0 && have_prev <= CL_TG_MAX_DEPTH ? have_prev + 1 : 0;
+	}
 	cl_rq_put_prev(rq);
 	if (!rq->nr_running || !rq->online)
 		return NULL; /* idle, or going offline: the worker's acknowledgment */
-	do {
-		se = cl__timeline_first(cfs_rq);
+	for (int depth = 0;; depth++) {
+		struct cl_sched_entity *pe = depth < have_prev ? prev_at[depth] : NULL;
+
+		if (pe && pe->cfs_rq == cfs_rq && pe->on_rq && cl__protect_slice(pe))
+			se = pe;
+		else
+			se = cl__pick_eevdf(cfs_rq);
 		if (CL_UNLIKELY(!se))
 			return NULL; /* inconsistent counts; cl_rq_validate() tells why */
 		cl__set_next_entity(cfs_rq, se, now);
 		cfs_rq = se->my_q;
-	} while (cfs_rq);
+		if (!cfs_rq)
+			break;
+	}
 	p = cl__task_of(se);
 #ifndef CL_PICK_NO_MRU_MOVE
 	cds_list_move(&p->se.group_node, &rq->cfs_tasks);
@@ -286,7 +225,7 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
  *
  * Context: @rq's lock held.
  * Return: 0, or -1 with errno EINVAL (NULL argument, @rq has a running
- * task, @p not queued on @rq).
+ * task, @p not queued on @rq, e.g. a task of another instance).
  */
 CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
 {
@@ -297,7 +236,7 @@ CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
 		return -1;
 	}
 	CL__RQ_ASSERT_HELD(rq);
-	if (rq->curr || !p->se.on_rq || p->on_rq != CL_TASK_ON_RQ_QUEUED || p->cpu != (int)rq->cpu) {
+	if (rq->curr || !cl__task_queued_on(rq, p)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -311,23 +250,32 @@ CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
 	return 0;
 }
 
-/* Should @curr (running from @cfs_rq) give way now? */
-CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *curr)
+/**
+ * cl_rq_yield() - @rq's running task gives up the rest of its slice: its
+ * virtual deadline moves one slice later (the kernel's yield_task_fair()),
+ * which also ends its protected slice, so the next cl_rq_pick_next() runs
+ * the eligible task with the earliest deadline, maybe itself again.
+ * @rq: the rq (clock updated).
+ *
+ * Context: @rq's lock held.
+ * Return: 0 (also when nothing runs), or -1 with errno EINVAL for a NULL @rq.
+ */
+CL_INLINE int cl_rq_yield(struct cl_rq *rq)
 {
-	uint64_t ideal = curr->slice; /* set by cl_rq_tick() just before */
-	uint64_t ran = curr->sum_exec_runtime - curr->prev_sum_exec_runtime;
-	struct cl_sched_entity *first;
-	int64_t d;
+	struct cl_task *p;
+	struct cl_sched_entity *se;
+	struct cl_cfs_rq *cfs_rq;
 
-	if (ran > ideal)
-		return 1;
-	if (ran < CL_SCHED_MIN_GRANULARITY_NS)
+	if (CL__BAD_ARG(rq == NULL))
+		return -1;
+	CL__RQ_ASSERT_HELD(rq);
+	p = rq->curr;
+	if (!p || !p->se.on_rq)
 		return 0;
-	first = cl__timeline_first(cfs_rq);
-	if (!first)
-		return 0;
-	d = cl__vdiff(curr->vruntime, first->vruntime);
-	return d > 0 && (uint64_t)d > ideal;
+	cl__for_each_curr_level(p, se, cfs_rq)
+		cl__update_curr(cfs_rq, rq->clock_task);
+	p->se.deadline += cl__calc_delta_fair(p->se.slice, p->se.load.weight);
+	return 0;
 }
 
 /**
@@ -335,9 +283,13 @@ CL_INLINE int cl__check_preempt_tick(struct cl_cfs_rq *cfs_rq, struct cl_sched_e
  * @rq: the rq.
  * @now_ns: current time (ns); updates the rq clock.
  *
- * Charges the running task at every level, updates load averages and group
- * weights, takes bandwidth runtime, and decides whether it should be
- * preempted (it used its slice, or another entity is far enough behind).
+ * Charges the running task at every level (its vruntime; a new virtual
+ * deadline once it passed the old one), updates load averages and group
+ * weights, takes bandwidth runtime, and asks for a reschedule when, at a
+ * level with another entity queued, the running entity's slice is no
+ * longer protected (it reached its deadline), or when it blocked, ran out
+ * of bandwidth or its CPU is going offline. The pick that follows may
+ * choose it again (it is still the eligible one with the earliest deadline).
  *
  * Context: @rq's lock held.
  * Return: 1 if the caller should reschedule (cl_rq_pick_next()), else 0.
@@ -367,8 +319,7 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
 		if (cfs_rq->runtime_enabled && cfs_rq->runtime_remaining <= 0 &&
 		    !cl__assign_cfs_rq_runtime(cfs_rq))
 			resched = 1;
-		se->slice = cl_sched_slice(cfs_rq, se);
-		if (cfs_rq->nr_running > 1 && cl__check_preempt_tick(cfs_rq, se))
+		if (cfs_rq->nr_running > 1 && !cl__protect_slice(se))
 			resched = 1;
 	}
 	return resched;
@@ -380,23 +331,24 @@ CL_INLINE int cl_rq_tick(struct cl_rq *rq, uint64_t now_ns)
  * @rq: the rq (clock updated).
  * @p: a task queued on @rq.
  *
- * Compares the two at the first level where they share a queue: @p wins if
- * the running one is more than the wakeup granularity (scaled to @p's
- * weight) of vruntime ahead.
+ * At the first level where the two share a queue: if @p's entity asks for
+ * a shorter slice than the running one's, is eligible, and has the earlier
+ * deadline (or the running one is no longer eligible), the running one's
+ * protected slice is cancelled (the kernel's PREEMPT_SHORT); then @p
+ * preempts if it is what the EEVDF pick of that queue chooses now (a
+ * protected running entity chooses itself: RUN_TO_PARITY).
  *
  * Context: @rq's lock held.
  * Return: 1 (reschedule) or 0; -1 with errno EINVAL if @rq or @p is NULL or
- * @p is not queued on @rq.
+ * @p is not queued on @rq (including another instance's task).
  */
 CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 {
 	struct cl_task *curr;
 	struct cl_sched_entity *se, *cse;
 	struct cl_cfs_rq *cfs_rq;
-	uint64_t gran;
-	int64_t d;
 
-	if (!rq || !p || !p->se.on_rq || p->cpu != (int)rq->cpu) {
+	if (!rq || !p || !cl__task_queued_on(rq, p)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -420,9 +372,11 @@ CL_INLINE int cl_rq_check_preempt_wakeup(struct cl_rq *rq, struct cl_task *p)
 	}
 	if (se == cse)
 		return 0;
-	d = cl__vdiff(cse->vruntime, se->vruntime);
-	gran = cl__calc_delta_fair(CL_SCHED_WAKEUP_GRANULARITY_NS, se->load.weight);
-	return d > 0 && (uint64_t)d > gran;
+	cfs_rq = se->cfs_rq;
+	if (se->slice < cse->slice && cl__entity_eligible(cfs_rq, se) &&
+	    (cl__vdiff(se->deadline, cse->deadline) < 0 || !cse->on_rq || !cl__entity_eligible(cfs_rq, cse)))
+		cl__cancel_protect_slice(cse);
+	return cl__pick_eevdf(cfs_rq) == se;
 }
 
 CL_END_DECLS

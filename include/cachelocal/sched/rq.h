@@ -3,12 +3,14 @@
  * cachelocal/sched/rq.h - the per-CPU runqueue of the reference scheduler:
  * the instance and task API. Include this one; it brings the rest:
  *
- *	rq_core.h     struct cl_rq (layout T1), struct cl_sched, rq locks, clock
+ *	rq_core.h     struct cl_rq (layout T1), struct cl_sched
  *	queue.h       enqueue/dequeue/put/pick/tick/wakeup preemption (rq lock held)
- *	bandwidth.h   throttling, cl_tg_set_bandwidth(), cl_rq_bandwidth_update()
+ *	bandwidth.h   quota, refill, cl_rq_bandwidth_update()
  *	validate.h    cl_rq_validate()
- *	rq.h          cl_sched_create/destroy, cl_task_*: init, weight, group,
- *	              affinity, cl_task_rq_lock(), cl_task_wake()
+ *	rq.h          cl_sched_create/destroy, cl_sched_rq(), rq locks and clock,
+ *	              cl_task_*: init, weight, slice, group, affinity,
+ *	              cl_task_rq_lock(), cl_task_wake()
+ *	internal.h    what they share (private)
  *
  * A scheduler instance (struct cl_sched) owns one struct cl_rq per CPU,
  * allocated as one per-CPU object: rq(cpu) = cl_percpu_ptr(rqs, cpu), and
@@ -42,6 +44,7 @@
 #include "bandwidth.h"
 #include "fair.h"
 #include "group.h"
+#include "internal.h"
 #include "queue.h"
 #include "rq_core.h"
 #include "validate.h"
@@ -57,6 +60,99 @@ CL_BEGIN_DECLS
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wcast-align"
 #endif
+
+/**
+ * cl_sched_rq() - CPU @cpu's runqueue.
+ * @s: the instance.
+ * @cpu: below cl_sched_nr_cpus(@s).
+ *
+ * Context: any; no memory load beyond @s->rqs (per-CPU stride arithmetic).
+ * Return: the rq; NULL with errno EINVAL for a NULL @s or @cpu out of range.
+ */
+CL_INLINE struct cl_rq *cl_sched_rq(const struct cl_sched *s, unsigned int cpu)
+{
+	if (CL__BAD_ARG(s == NULL || cpu >= s->nr_cpus))
+		return NULL;
+	return cl__sched_rq(s, cpu);
+}
+
+/** cl_sched_nr_cpus() - number of rqs. @s: the instance. Return: the count (0, EINVAL: NULL @s). Context: any. */
+CL_INLINE unsigned int cl_sched_nr_cpus(const struct cl_sched *s)
+{
+	if (CL__BAD_ARG(s == NULL))
+		return 0;
+	return s->nr_cpus;
+}
+
+/** cl_sched_root_group() - the root task group. @s: the instance. Return: it (NULL, EINVAL: NULL @s). Context: any. */
+CL_INLINE struct cl_task_group *cl_sched_root_group(struct cl_sched *s)
+{
+	if (CL__BAD_ARG(s == NULL))
+		return NULL;
+	return &s->root;
+}
+
+/* ---- locking and clock ---- */
+
+/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it (not recursive). */
+CL_INLINE void cl_rq_lock(struct cl_rq *rq)
+{
+	if (!CL__BAD_ARG(rq == NULL))
+		cl__rq_lock(rq);
+}
+
+/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: the holder. */
+CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
+{
+	if (!CL__BAD_ARG(rq == NULL))
+		cl__rq_unlock(rq);
+}
+
+/**
+ * cl_rq_lock_two() - take two rq locks in address order (no deadlock with
+ * another CPU taking the same pair).
+ * @a: one rq.
+ * @b: another (or the same) rq.
+ *
+ * Context: holding neither.
+ */
+CL_INLINE void cl_rq_lock_two(struct cl_rq *a, struct cl_rq *b)
+{
+	if (CL__BAD_ARG(a == NULL || b == NULL))
+		return; /* neither taken */
+	if (a == b) {
+		cl__rq_lock(a);
+	} else if ((uintptr_t)a < (uintptr_t)b) {
+		cl__rq_lock(a);
+		cl__rq_lock(b);
+	} else {
+		cl__rq_lock(b);
+		cl__rq_lock(a);
+	}
+}
+
+/** cl_rq_unlock_two() - release what cl_rq_lock_two() took. @a: rq. @b: rq. Context: holder. */
+CL_INLINE void cl_rq_unlock_two(struct cl_rq *a, struct cl_rq *b)
+{
+	if (CL__BAD_ARG(a == NULL || b == NULL))
+		return;
+	cl__rq_unlock(a);
+	if (a != b)
+		cl__rq_unlock(b);
+}
+
+/**
+ * cl_rq_update_clock() - set @rq's clock to @now_ns (ignored if it would go back).
+ * @rq: the rq.
+ * @now_ns: ns, from the caller's clock (cl__now_ns() or a simulated one).
+ *
+ * Context: @rq's lock held.
+ */
+CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
+{
+	if (!CL__BAD_ARG(rq == NULL))
+		cl__rq_update_clock(rq, now_ns);
+}
 
 /**
  * cl_sched_create() - a scheduler instance with @nr_cpus runqueues.
@@ -250,8 +346,9 @@ CL_INLINE void cl_task_rq_unlock(struct cl_rq *rq, struct cl_task *p)
  * @p: the task.
  * @nice: -20..19 (clamped); weight from cl_nice_to_weight().
  *
- * The task starts in the root group, allowed on every CPU, vruntime 0
- * relative (it lands at min_vruntime of the queue it is first put on).
+ * The task starts in the root group, allowed on every CPU, with the base
+ * slice and no lag (it lands at the average vruntime of the queue it is
+ * first put on, with half a slice to its first deadline).
  *
  * Context: before first use; no lock.
  */
@@ -284,7 +381,36 @@ CL_INLINE int cl_task_set_weight(struct cl_task *p, unsigned long weight)
 		errno = EBUSY;
 		return -1;
 	}
+	/* the real lag w * vlag is what the task keeps */
+	p->se.vlag = p->se.vlag * (int64_t)p->se.load.weight / (int64_t)weight;
 	p->se.load.weight = weight;
+	return 0;
+}
+
+/**
+ * cl_task_set_slice_ns() - the request size of @p: how long it asks to run
+ * each time it is picked. A shorter slice gives an earlier virtual deadline
+ * (vruntime + slice * 1024 / weight), so the task is picked sooner, and
+ * more often, for the same share of CPU: the latency knob of EEVDF, instead
+ * of a nicer nice (the kernel's sched_attr.sched_runtime for a fair task).
+ * @p: the task.
+ * @slice_ns: CL_SCHED_SLICE_MIN_NS..CL_SCHED_SLICE_MAX_NS (0.1 ms..100 ms);
+ *            0 = CL_SCHED_BASE_SLICE_NS again.
+ *
+ * A queued task uses it from its next deadline on.
+ *
+ * Context: @p's rq lock held (cl_task_rq_lock()), or @p never queued.
+ * Return: 0, or -1 with errno EINVAL (@p NULL, @slice_ns out of range).
+ */
+CL_INLINE int cl_task_set_slice_ns(struct cl_task *p, uint64_t slice_ns)
+{
+	if (!p || (slice_ns && (slice_ns < CL_SCHED_SLICE_MIN_NS || slice_ns > CL_SCHED_SLICE_MAX_NS))) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (p->cpu >= 0 && p->se.cfs_rq)
+		CL__RQ_ASSERT_HELD(p->se.cfs_rq->rq);
+	p->se.slice = slice_ns ? slice_ns : CL_SCHED_BASE_SLICE_NS;
 	return 0;
 }
 
@@ -296,9 +422,9 @@ CL_INLINE int cl_task_set_weight(struct cl_task *p, unsigned long weight)
  * Counts @p in @tg's attached tasks (cl_task_group_destroy() refuses a
  * group with attached tasks) and out of its old group's. A task that has
  * been queued before has its entity re-pointed at @tg's queue of its CPU
- * right away, its vruntime carried over relative to the queues' floors (as
- * the kernel's task_move_group): it never keeps a pointer into a group it
- * left, which may then be destroyed while it sleeps. Before freeing a task
+ * right away, its lag carried over (what is left of a debt as of now, or its
+ * credit): it never keeps a pointer into a group it left, which may then be
+ * destroyed while it sleeps. Before freeing a task
  * that is in a group, detach it with cl_task_set_group(p, NULL).
  *
  * Context: @p's rq lock held (cl_task_rq_lock()), or @p never queued;
@@ -348,11 +474,9 @@ CL_INLINE int cl_task_set_group(struct cl_task *p, struct cl_task_group *tg)
 	cl_spin_unlock(&root->groups_lock);
 	if (oq) {
 		/* detach from the old queue, attach to the new one on the same CPU */
-		uint64_t rel = p->se.vruntime - oq->min_vruntime;
-
 		p->tg = tg;
 		cl__set_task_rq(oq->rq, p);
-		p->se.vruntime = rel + p->se.cfs_rq->min_vruntime;
+		cl__move_sleeper(oq, p->se.cfs_rq, &p->se);
 	} else {
 		p->tg = tg;
 	}

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/rq_core.h - the runqueue's types and locking: struct cl_rq
- * (layout T1), struct cl_sched, the rq locks (with their CL_DEBUG ownership
- * checks), the rq clock and the helpers every rq operation shares.
- * Included by sched/rq.h; not meant to be included alone by users.
+ * cachelocal/sched/rq_core.h - the runqueue's types: struct cl_rq (layout
+ * T1) and struct cl_sched. Their operations are in rq.h (instance, locks,
+ * clock) and queue.h; included by both.
  */
 #ifndef CACHELOCAL_SCHED_RQ_CORE_H
 #define CACHELOCAL_SCHED_RQ_CORE_H
@@ -20,7 +19,6 @@
 #include "../percpu.h"
 #include "../spinlock.h"
 #include "fair.h"
-#include "group.h"
 
 CL_BEGIN_DECLS
 
@@ -175,201 +173,9 @@ struct cl_sched {
 	struct cl_task_group root;     /* the root group: its queue on CPU n is rq(n)->cfs */
 };
 
-/*
- * ---- CL_DEBUG lock ownership ----
- * Under CL_DEBUG each rq records the thread holding its lock, and each
- * thread counts the rq locks it holds, so that every cl_rq_*() can assert
- * that its caller holds the lock and every balancing/hotplug call that it
- * holds none (a cl_balance_run() under an rq lock would spin forever).
- */
-#ifdef CL_DEBUG
-CL_WEAK __thread unsigned int cl__sched_rq_locks_held;
-/* A per-thread address: identifies the calling thread. */
-CL_INLINE const void *cl__sched_self(void)
-{
-	return (const void *)&cl__sched_rq_locks_held;
-}
-#define CL__RQ_ASSERT_HELD(rq) CL_DEBUG_ASSERT(CL_READ_ONCE((rq)->lock_owner) == cl__sched_self())
-#define CL__ASSERT_NO_RQ_LOCK() CL_DEBUG_ASSERT(cl__sched_rq_locks_held == 0)
-#else
-#define CL__RQ_ASSERT_HELD(rq) ((void)0)
-#define CL__ASSERT_NO_RQ_LOCK() ((void)0)
-#endif
-
 /* Defaults of the balancing knobs (the kernel's). */
 #define CL_SCHED_MIGRATION_COST_NS 500000ULL
 #define CL_SCHED_NR_MIGRATE 32U
-
-/* cl_sched_rq() without the argument checks: the library's own callers. */
-CL_INLINE struct cl_rq *cl__sched_rq(const struct cl_sched *s, unsigned int cpu)
-{
-	return cl_percpu_ptr(s->rqs, cpu);
-}
-
-/**
- * cl_sched_rq() - CPU @cpu's runqueue.
- * @s: the instance.
- * @cpu: below cl_sched_nr_cpus(@s).
- *
- * Context: any; no memory load beyond @s->rqs (per-CPU stride arithmetic).
- * Return: the rq; NULL with errno EINVAL for a NULL @s or @cpu out of range.
- */
-CL_INLINE struct cl_rq *cl_sched_rq(const struct cl_sched *s, unsigned int cpu)
-{
-	if (CL__BAD_ARG(s == NULL || cpu >= s->nr_cpus))
-		return NULL;
-	return cl__sched_rq(s, cpu);
-}
-
-/** cl_sched_nr_cpus() - number of rqs. @s: the instance. Return: the count (0, EINVAL: NULL @s). Context: any. */
-CL_INLINE unsigned int cl_sched_nr_cpus(const struct cl_sched *s)
-{
-	if (CL__BAD_ARG(s == NULL))
-		return 0;
-	return s->nr_cpus;
-}
-
-/** cl_sched_root_group() - the root task group. @s: the instance. Return: it (NULL, EINVAL: NULL @s). Context: any. */
-CL_INLINE struct cl_task_group *cl_sched_root_group(struct cl_sched *s)
-{
-	if (CL__BAD_ARG(s == NULL))
-		return NULL;
-	return &s->root;
-}
-
-/* ---- locking ---- */
-
-/* cl_rq_lock() and cl_rq_unlock() without the NULL check, for callers that made it. */
-CL_INLINE void cl__rq_lock(struct cl_rq *rq)
-{
-#ifdef CL_DEBUG
-	CL_DEBUG_ASSERT(CL_READ_ONCE(rq->lock_owner) != cl__sched_self());
-	cl_spin_lock(&rq->lock);
-	CL_WRITE_ONCE(rq->lock_owner, cl__sched_self());
-	cl__sched_rq_locks_held++;
-#else
-	cl_spin_lock(&rq->lock);
-#endif
-}
-
-CL_INLINE void cl__rq_unlock(struct cl_rq *rq)
-{
-#ifdef CL_DEBUG
-	CL__RQ_ASSERT_HELD(rq);
-	CL_WRITE_ONCE(rq->lock_owner, (const void *)NULL);
-	cl__sched_rq_locks_held--;
-#endif
-	cl_spin_unlock(&rq->lock);
-}
-
-/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it (not recursive). */
-CL_INLINE void cl_rq_lock(struct cl_rq *rq)
-{
-	if (!CL__BAD_ARG(rq == NULL))
-		cl__rq_lock(rq);
-}
-
-/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: the holder. */
-CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
-{
-	if (!CL__BAD_ARG(rq == NULL))
-		cl__rq_unlock(rq);
-}
-
-/**
- * cl_rq_lock_two() - take two rq locks in address order (no deadlock with
- * another CPU taking the same pair).
- * @a: one rq.
- * @b: another (or the same) rq.
- *
- * Context: holding neither.
- */
-CL_INLINE void cl_rq_lock_two(struct cl_rq *a, struct cl_rq *b)
-{
-	if (CL__BAD_ARG(a == NULL || b == NULL))
-		return; /* neither taken */
-	if (a == b) {
-		cl__rq_lock(a);
-	} else if ((uintptr_t)a < (uintptr_t)b) {
-		cl__rq_lock(a);
-		cl__rq_lock(b);
-	} else {
-		cl__rq_lock(b);
-		cl__rq_lock(a);
-	}
-}
-
-/** cl_rq_unlock_two() - release what cl_rq_lock_two() took. @a: rq. @b: rq. Context: holder. */
-CL_INLINE void cl_rq_unlock_two(struct cl_rq *a, struct cl_rq *b)
-{
-	if (CL__BAD_ARG(a == NULL || b == NULL))
-		return;
-	cl__rq_unlock(a);
-	if (a != b)
-		cl__rq_unlock(b);
-}
-
-/* Point @p's entity at its group's queue and entity on @rq's CPU; @p->cpu
- * is written here only (with the locks of the old and the new rq held). */
-CL_INLINE void cl__set_task_rq(struct cl_rq *rq, struct cl_task *p)
-{
-	const struct cl_task_group *tg = p->tg ? p->tg : &rq->sched->root;
-
-	p->se.cfs_rq = cl__tg_cfs_rq(tg, rq->cpu);
-	p->se.parent = cl__tg_se(tg, rq->cpu);
-	p->se.depth = tg->depth;
-	CL_ATOMIC_STORE(&p->cpu, (int)rq->cpu, CL_RELEASE);
-}
-
-/* cl_rq_update_clock() without the NULL check, for the library's own callers. */
-CL_INLINE void cl__rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
-{
-	CL__RQ_ASSERT_HELD(rq);
-	if ((int64_t)(now_ns - rq->clock) > 0 || !(rq->clock_update_flags & CL_RQCF_UPDATED)) {
-		rq->clock = now_ns;
-		rq->clock_task = now_ns;
-	}
-	rq->clock_update_flags |= CL_RQCF_UPDATED;
-}
-
-/**
- * cl_rq_update_clock() - set @rq's clock to @now_ns (ignored if it would go back).
- * @rq: the rq.
- * @now_ns: ns, from the caller's clock (cl__now_ns() or a simulated one).
- *
- * Context: @rq's lock held.
- */
-CL_INLINE void cl_rq_update_clock(struct cl_rq *rq, uint64_t now_ns)
-{
-	if (!CL__BAD_ARG(rq == NULL))
-		cl__rq_update_clock(rq, now_ns);
-}
-
-/* ---- hierarchy (rq lock held) ---- */
-
-/* Recompute a group entity's weight: the group's shares split by this CPU's part of its load. */
-CL_INLINE void cl__update_cfs_group(struct cl_sched_entity *se)
-{
-	struct cl_cfs_rq *gcfs = se->my_q;
-	const struct cl_task_group *tg;
-	unsigned long shares;
-	long tg_w, local;
-
-	if (!gcfs)
-		return;
-	tg = gcfs->tg;
-	local = (long)gcfs->load.weight;
-	tg_w = CL_ATOMIC_LOAD(&tg->load_weight, CL_RELAXED);
-	if (tg_w < local)
-		tg_w = local;
-	shares = tg_w > 0 ? (unsigned long)((uint64_t)tg->shares * (uint64_t)local / (uint64_t)tg_w)
-			  : tg->shares;
-	if (shares < CL_MIN_SHARES)
-		shares = CL_MIN_SHARES;
-	if (shares > tg->shares)
-		shares = tg->shares;
-	cl__reweight_entity(se->cfs_rq, se, shares);
-}
 
 CL_END_DECLS
 

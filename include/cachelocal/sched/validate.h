@@ -8,9 +8,11 @@
 
 #include <urcu/list.h>
 
+#include <string.h>
+
 #include "../compiler.h"
 #include "fair.h"
-#include "group.h"
+#include "internal.h"
 #include "rq_core.h"
 
 CL_BEGIN_DECLS
@@ -20,22 +22,80 @@ CL_BEGIN_DECLS
 CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_rq *cfs_rq,
 					  unsigned int *tasks);
 
+/* What a walk of one queue's tree adds up (checked against the queue's fields). */
+struct cl__validate_sums {
+	unsigned int nr;          /* entities */
+	unsigned int h;           /* tasks below them */
+	unsigned long w;          /* weights */
+	int64_t avg;              /* sum of w * (v - min_vruntime) */
+	const struct cl_sched_entity *prev; /* in-order predecessor */
+};
+
 /* Count queued entity @se of a queue: weight, tasks below it (recursing into a group). */
 CL_INLINE const char *cl__validate_count(const struct cl_rq *rq, struct cl_sched_entity *se,
-					 unsigned long *w, unsigned int *h, unsigned int *tasks)
+					 struct cl__validate_sums *sum, unsigned int *tasks)
 {
-	*w += se->load.weight;
+	sum->nr++;
+	sum->w += se->load.weight;
 	if (se->my_q) {
 		const char *why = cl__validate_cfs_rq(rq, se->my_q, tasks);
 
 		if (why)
 			return why;
-		*h += se->my_q->h_nr_running;
+		sum->h += se->my_q->h_nr_running;
 	} else {
-		(*h)++;
+		sum->h++;
 		(*tasks)++;
 	}
 	return NULL;
+}
+
+/*
+ * In-order walk of the subtree at @se (recursion bounded by its height,
+ * itself checked against CL__TL_MAX_HEIGHT): order, AVL balance, stored
+ * heights and subtree minima, and each entity's state.
+ */
+CL_INLINE const char *cl__validate_tree(const struct cl_rq *rq, struct cl_cfs_rq *cfs_rq,
+					struct cl_sched_entity *se, int depth,
+					struct cl__validate_sums *sum, unsigned int *tasks)
+{
+	struct cl_sched_entity *l, *r;
+	const char *why;
+	int hl, hr;
+
+	if (!se)
+		return NULL;
+	if (depth > CL__TL_MAX_HEIGHT)
+		return "timeline deeper than an AVL tree can be";
+	l = se->run_node.left;
+	r = se->run_node.right;
+	why = cl__validate_tree(rq, cfs_rq, l, depth + 1, sum, tasks);
+	if (why)
+		return why;
+	if (!se->on_rq)
+		return "entity on a timeline but not on_rq";
+	if (se->cfs_rq != cfs_rq)
+		return "entity's cfs_rq is not the queue it is on";
+	if (se == cfs_rq->curr)
+		return "curr is on its timeline";
+	if (se->my_q && se->my_q->throttled)
+		return "throttled group entity still queued";
+	if (sum->prev && !cl__tl_before(sum->prev, se))
+		return "timeline not ordered by deadline";
+	sum->prev = se;
+	hl = cl__tl_height(l);
+	hr = cl__tl_height(r);
+	if (se->tl_height != 1 + (hl > hr ? hl : hr))
+		return "timeline node height is wrong";
+	if (hl - hr > 1 || hr - hl > 1)
+		return "timeline not balanced";
+	if (se->min_vruntime != cl__tl_min(se))
+		return "timeline node's subtree min_vruntime is wrong";
+	sum->avg += (int64_t)se->load.weight * cl__vdiff(se->vruntime, cfs_rq->min_vruntime);
+	why = cl__validate_count(rq, se, sum, tasks);
+	if (why)
+		return why;
+	return cl__validate_tree(rq, cfs_rq, r, depth + 1, sum, tasks);
 }
 
 /*
@@ -45,50 +105,34 @@ CL_INLINE const char *cl__validate_count(const struct cl_rq *rq, struct cl_sched
 CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_rq *cfs_rq,
 					  unsigned int *tasks)
 {
-	struct cl_sched_entity *se, *prev = NULL;
-	struct cds_list_head *pos;
-	unsigned int nr = 0, h = 0;
-	unsigned long w = 0;
+	struct cl__validate_sums sum;
+	struct cl_sched_entity *se;
 	const char *why;
 
 	if (cfs_rq->rq != rq)
 		return "queue of another rq in the hierarchy";
-	cds_list_for_each(pos, &cfs_rq->tasks_timeline) {
-		se = cl_container_of(pos, struct cl_sched_entity, run_node);
-		if (!se->on_rq)
-			return "entity on a timeline but not on_rq";
-		if (se->cfs_rq != cfs_rq)
-			return "entity's cfs_rq is not the queue it is on";
-		if (se == cfs_rq->curr)
-			return "curr is on its timeline";
-		if (prev && cl__vdiff(se->vruntime, prev->vruntime) < 0)
-			return "timeline not sorted by vruntime";
-		if (se->my_q && se->my_q->throttled)
-			return "throttled group entity still queued";
-		prev = se;
-	}
-	cds_list_for_each(pos, &cfs_rq->tasks_timeline) {
-		nr++;
-		why = cl__validate_count(rq, cl_container_of(pos, struct cl_sched_entity, run_node), &w, &h,
-					 tasks);
-		if (why)
-			return why;
-	}
+	memset(&sum, 0, sizeof(sum));
+	why = cl__validate_tree(rq, cfs_rq, cfs_rq->timeline.root, 0, &sum, tasks);
+	if (why)
+		return why;
+	if (sum.avg != cfs_rq->avg_vruntime)
+		return "cfs_rq avg_vruntime does not match its timeline";
+	if (sum.w != cfs_rq->avg_load)
+		return "cfs_rq avg_load does not match its timeline";
 	se = cfs_rq->curr;
 	if (se && se->on_rq) {
-		nr++;
-		why = cl__validate_count(rq, se, &w, &h, tasks);
+		why = cl__validate_count(rq, se, &sum, tasks);
 		if (why)
 			return why;
 	}
-	if (nr != cfs_rq->nr_running)
+	if (sum.nr != cfs_rq->nr_running)
 		return "cfs_rq nr_running does not match its queued entities";
-	if (w != cfs_rq->load.weight)
+	if (sum.w != cfs_rq->load.weight)
 		return "cfs_rq load does not match its queued entities' weights";
-	if (h != cfs_rq->h_nr_running)
+	if (sum.h != cfs_rq->h_nr_running)
 		return "cfs_rq h_nr_running does not match the tasks below it";
 	if (cfs_rq->tg->parent && cfs_rq->nr_running && !cfs_rq->throttled &&
-	    !cl_cfs_rq_se(cfs_rq)->on_rq)
+	    !cl__cfs_rq_se(cfs_rq)->on_rq)
 		return "non-empty unthrottled group queue whose entity is not queued";
 	return NULL;
 }
@@ -98,9 +142,12 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
  * @rq: the rq.
  * @why: set to a description of the first violation (may be NULL).
  *
- * Checks: each timeline sorted and holding only queued entities of that
- * queue (curr excluded); nr_running, load and h_nr_running of each queue
- * equal to what is queued under it; rq->nr_running equal to the tasks
+ * Checks: each timeline's tree ordered by virtual deadline, AVL-balanced,
+ * with every node's height and subtree minimum vruntime (the augmented
+ * value the pick relies on) right, and holding only queued entities of
+ * that queue (curr excluded); the queue's avg_vruntime and avg_load equal
+ * to the sums over its tree; nr_running, load and h_nr_running of each
+ * queue equal to what is queued under it; rq->nr_running equal to the tasks
  * reachable from the root queue; every task on cfs_tasks queued on this
  * rq; no more tasks reachable than on cfs_tasks.
  *

@@ -749,6 +749,8 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	cl__rt_flush_wakes(w);
 	if (mode != CL__RT_YIELD)
 		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
+	else
+		cl_rq_yield(rq);
 	next = cl_rq_pick_next(rq);
 	if (next == &self->task) {
 		cl__rq_unlock(rq);
@@ -1032,7 +1034,8 @@ CL_INLINE int cl_worker_id(void)
 
 /**
  * cl_yield() - let the worker run another runnable task first, if the fair
- * class says one is due (its vruntime is behind).
+ * class says one is due: the caller gives up the rest of its slice
+ * (cl_rq_yield(): its virtual deadline moves one slice later).
  *
  * Context: a runtime task.
  * Return: 0, or -1 with errno EPERM outside a runtime task.
