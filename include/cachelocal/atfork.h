@@ -55,14 +55,20 @@ CL_BEGIN_DECLS
 
 /**
  * struct cl_atfork - one registration; embed it in the structure it guards.
- * Fields are private: set them with cl_atfork_register() only.
+ * @entry: the registry's link (internal/fork.h).
+ * @child: NULL, or run in the child.
+ * @own_lock: held across fork() when no lock was given.
+ * @registered: 1 between register and unregister.
+ * @own: @own_lock is initialised.
+ *
+ * The fields are private: set them with cl_atfork_register() only.
  */
 struct cl_atfork {
-	struct cl__fork_entry entry;          /* the registry's link (internal/fork.h) */
-	void (*child)(struct cl_atfork *f);   /* NULL, or run in the child */
-	pthread_mutex_t own_lock;             /* held across fork() when no lock was given */
-	int registered;                       /* 1 between register and unregister */
-	int own;                              /* own_lock initialised */
+	struct cl__fork_entry entry;
+	void (*child)(struct cl_atfork *f);
+	pthread_mutex_t own_lock;
+	int registered;
+	int own;
 };
 
 /* The registry's child hook: the user's, through the embedding struct. */
@@ -75,8 +81,7 @@ CL_INLINE void cl__atfork_child(struct cl__fork_entry *e)
 }
 
 /**
- * cl_atfork_register() - hold @lock across every fork() from now on, and run
- * @child in the child process.
+ * cl_atfork_register() - hold @lock across every fork(), run @child after it.
  * @f: the registration, inside the object it guards: zero-initialised
  *	storage (or one unregistered since); it must stay at this address
  *	until cl_atfork_unregister().

@@ -4,7 +4,7 @@
  * copy away from its critical sections, or make a fast path's plain stores
  * visible to a rare slow side.
  *
- * Two jobs, one header (docs/structures.md, steps 4 and 5):
+ * Two jobs, one header (docs/structures.md, steps 6 and 7):
  *
  *   cl_percpu_fence(kind, index)   after a thread on CPU a stored a mark in
  *       CPU b's copy of per-CPU data (a value the structure's operations
@@ -20,36 +20,26 @@
  * How cl_percpu_fence() works, by cl_percpu_fence_method(kind), decided once
  * per process:
  *
- *   method                        when                          guarantees
- *   CL_PERCPU_FENCE_MEMBARRIER    rseq operations, and the      membarrier(MEMBARRIER_CMD_
- *                                 kernel has membarrier's RSEQ  PRIVATE_EXPEDITED_RSEQ) on CPU
- *                                 command (Linux >= 5.10)       b (every CPU for mm_cid data or
- *                                                               index < 0): sections there are
- *                                                               aborted, and each target CPU ran
- *                                                               a full barrier
- *   CL_PERCPU_FENCE_MIGRATE       rseq operations, cpu_id data, the caller runs on CPU b once
- *                                 no RSEQ command (or built     (cl_percpu_fence_visit()):
- *                                 with CL_PERCPU_FENCE_NO_      whatever ran there was
- *                                 MEMBARRIER)                   preempted, which aborts a
- *                                                               section in flight; the same
- *                                                               guarantee for CPU b only, at the
- *                                                               price of two affinity changes,
- *                                                               and only if the caller may run
- *                                                               on b (else the errno of
- *                                                               sched_setaffinity)
- *   CL_PERCPU_FENCE_ATOMIC        the atomic fallback of        nothing to abort: returns 0.
- *                                 percpu_ops.h (no rseq,        Store the mark with an
- *                                 seccomp, TSan,                operation that excludes the
- *                                 CL_NO_RSEQ_ASM)               fallback's: an atomic
- *                                                               read-modify-write on a word only
- *                                                               add touches (add is an atomic
- *                                                               add), cl_rseq_cmpstore() on any
- *                                                               other commit word (it takes
- *                                                               the same striped lock)
- *   CL_PERCPU_FENCE_NONE          rseq operations, mm_cid data  no fence: -1, ENOSYS (an mm_cid
- *                                 (or index < 0), no RSEQ       copy may be in use on any CPU,
- *                                 command                       including ones the caller may
- *                                                               not run on)
+ *   CL_PERCPU_FENCE_MEMBARRIER  rseq operations, and the kernel has
+ *       MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ (Linux >= 5.10): that command on
+ *       CPU b (on every CPU for mm_cid data or index -1) aborts the sections
+ *       running there, and each target CPU runs a full barrier.
+ *   CL_PERCPU_FENCE_MIGRATE     the fallback for cpu_id data without that
+ *       command (or built with CL_PERCPU_FENCE_NO_MEMBARRIER): the caller runs
+ *       on CPU b once (cl_percpu_fence_visit()). To run there the scheduler
+ *       preempted whatever ran on b, and a section preempted is aborted: the
+ *       same guarantee, for CPU b only, at the price of two affinity changes,
+ *       and only if the caller may run on b (else the sched_setaffinity()
+ *       errno).
+ *   CL_PERCPU_FENCE_ATOMIC      the atomic fallback of percpu_ops.h (no rseq,
+ *       seccomp, TSan, CL_NO_RSEQ_ASM): no section exists, it returns 0. The
+ *       mark must then be stored with an operation that excludes the
+ *       fallback's: an atomic read-modify-write on a word only add touches
+ *       (the fallback add is an atomic add), cl_rseq_cmpstore() on any other
+ *       commit word (it takes the fallback's striped lock).
+ *   CL_PERCPU_FENCE_NONE        mm_cid data without the RSEQ command: no fence,
+ *       -1 with ENOSYS (an mm_cid copy may be in use on any CPU, including
+ *       ones the caller may not run on).
  *
  * A thread without an rseq area in a process that uses rseq never runs a
  * critical section (its operations fail with ENOSYS), so no fence concerns
@@ -57,8 +47,8 @@
  * and again in a fork() child (the kernel drops it there).
  *
  * Synchronization: every function may run in any thread, concurrently with
- * anything, also in a fork() child. None is async-signal-safe in the
- * migrate method (it allocates).
+ * anything, also in a fork() child. cl_percpu_fence_visit() (the migrate
+ * method) is not async-signal-safe: it allocates.
  */
 #ifndef CACHELOCAL_FENCE_H
 #define CACHELOCAL_FENCE_H
@@ -141,10 +131,10 @@ CL_INLINE const char *cl_percpu_fence_method_name(int m)
 }
 
 /**
- * cl_percpu_fence_visit() - run the calling thread on CPU @cpu once, then
- * give it back its affinity.
+ * cl_percpu_fence_visit() - run the calling thread on CPU @cpu once.
  * @cpu: a CPU number below cl_nr_possible_cpus().
  *
+ * The thread then gets its own affinity back.
  * The migrate method's fence for one CPU: to run there, the scheduler
  * preempted whatever ran on @cpu, and a thread preempted inside an rseq
  * critical section is aborted before it runs again. Usable on its own
@@ -202,12 +192,14 @@ CL_INLINE int cl_percpu_fence_visit(int cpu)
 }
 
 /**
- * cl_percpu_fence() - wait until no rseq critical section that may have read
- * copy @index of @kind data before this call is still running.
+ * cl_percpu_fence() - wait out the critical sections that may act on one copy.
  * @kind: the index kind of the data (CL_RSEQ_INDEX_CPU_ID or _MM_CID).
  * @index: the copy (a CPU number for cpu_id data, a concurrency ID for
  *	mm_cid data), below cl_nr_possible_cpus(); or -1: every copy.
  *
+ * When it returns, no rseq critical section that may have read copy @index
+ * of @kind data before the call is still running: each committed (its store
+ * is visible to the caller) or was aborted (it restarts).
  * Use after storing a mark in another index's copy, then check the mark:
  *	old = xchg(copy(b), MARK);  cl_percpu_fence(kind, b);
  *	if (copy(b) != MARK) a section committed before the fence: start over.
@@ -260,9 +252,10 @@ CL_INLINE int cl__fence_all_memb_ready(void)
 }
 
 /**
- * cl_fence_all_threads_available() - whether cl_fence_all_threads() can
- * stand in for a fence on the fast side.
+ * cl_fence_all_threads_available() - whether cl_fence_all_threads() works here.
  *
+ * If it does, it can stand in for the fence of an asymmetric pairing's fast
+ * side.
  * Registers the process for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
  * on first use (call it at set-up). When it returns 0 (kernel < 4.14,
  * seccomp, or built with CL_PERCPU_FENCE_NO_MEMBARRIER) the fast side must
@@ -277,10 +270,10 @@ CL_INLINE int cl_fence_all_threads_available(void)
 }
 
 /**
- * cl_fence_all_threads() - a full memory barrier in every running thread of
- * the process (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)).
+ * cl_fence_all_threads() - a full memory barrier in every running thread.
  *
- * The slow side of an asymmetric pairing: a fast side that stores X, then
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) on the calling process:
+ * the slow side of an asymmetric pairing. A fast side that stores X, then
  * loads Y with only a compiler barrier in between, and a slow side that
  * stores Y, calls this, then loads X, never both miss the other's store.
  * Registers again in a fork() child. Without membarrier it does a full
