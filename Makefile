@@ -202,6 +202,10 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(HEADERS) tests/unit/cl_test.h tests/unit
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) $(TEST_CPPFLAGS) -Itests/unit -o $@ $< $(TEST_LIBS) $(LDLIBS_PROG)
 
+# The worked example of docs/structures.md, tested by including it.
+$(BUILD)/tests/unit/test_example_histogram $(BUILD)/tests/unit/test_example_histogram.v1 \
+	$(BUILD)/tests/unit/test_example_histogram.v2: examples/histogram.c
+
 # Variant N of a unit test: flags from line N of NAME.variants.
 define VARIANT_RULE
 $$(BUILD)/tests/unit/%.v$(1): tests/unit/%.c tests/unit/%.variants $$(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h \

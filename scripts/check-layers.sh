@@ -52,7 +52,7 @@ layer_of() {
 	cacheline.h | spinlock.h) echo 2 ;;
 	topology.h | rseq.h | arch/*) echo 4 ;;
 	percpu.h | cid.h) echo 6 ;;
-	percpu_ops.h | counter.h | counter_cid.h | objcache.h | brlock.h) echo 8 ;;
+	percpu_ops.h | counter.h | counter_cid.h | objcache.h | brlock.h | fence.h | atfork.h) echo 8 ;;
 	cachelocal.h) echo 9 ;;
 	sched/*) echo 10 ;;
 	*/*)

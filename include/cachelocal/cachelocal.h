@@ -16,6 +16,8 @@
 #include "percpu.h"
 #include "cid.h"
 #include "percpu_ops.h"
+#include "fence.h"
+#include "atfork.h"
 #include "counter.h"
 #include "counter_cid.h"
 #include "objcache.h"

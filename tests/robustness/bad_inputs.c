@@ -851,6 +851,82 @@ static void l4_struct_cases(void)
 	}
 }
 
+/* ---- L4: fence.h, atfork.h (the rare sides of a per-CPU structure) ---- */
+static void l4_fence_cases(void)
+{
+	CASE("cl_percpu_fence_method", "kind outside the enum (42)")
+	{
+		RB_INT(cl_percpu_fence_method(BADKIND), -1, EINVAL);
+	}
+	CASE("cl_percpu_fence_method_name", "value outside the enum (999)")
+	{
+		RB_STR(cl_percpu_fence_method_name(999), "?");
+	}
+	CASE("cl_percpu_fence_method_name", "negative value (-1)")
+	{
+		RB_STR(cl_percpu_fence_method_name(-1), "?");
+	}
+	CASE("cl_percpu_fence", "kind outside the enum (42)")
+	{
+		RB_INT(cl_percpu_fence(BADKIND, 0), -1, EINVAL);
+	}
+	CASE("cl_percpu_fence", "index -2")
+	{
+		RB_INT(cl_percpu_fence(CL_RSEQ_INDEX_CPU_ID, -2), -1, EINVAL);
+	}
+	CASE("cl_percpu_fence", "index INT_MAX")
+	{
+		RB_INT(cl_percpu_fence(CL_RSEQ_INDEX_CPU_ID, 0x7fffffff), -1, EINVAL);
+	}
+	CASE("cl_percpu_fence_visit", "cpu -1")
+	{
+		RB_INT(cl_percpu_fence_visit(-1), -1, EINVAL);
+	}
+	CASE("cl_percpu_fence_visit", "cpu INT_MAX")
+	{
+		RB_INT(cl_percpu_fence_visit(0x7fffffff), -1, EINVAL);
+	}
+	CASE("cl_fence_all_threads_available", "(no argument: nothing can be bad)")
+	{
+		int r = cl_fence_all_threads_available();
+		RB_THEN(r == 0 || r == 1, "0 or 1");
+	}
+	CASE("cl_fence_all_threads", "(no argument: nothing can be bad)")
+	{
+		int avail = cl_fence_all_threads_available();
+		errno = 0;
+		int r = cl_fence_all_threads();
+		RB_THEN(avail ? r == 0 : (r == -1 && errno == ENOSYS), "0, or -1 with ENOSYS when unavailable");
+	}
+	CASE("cl_atfork_register", "f NULL")
+	{
+		static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+		RB_INT(cl_atfork_register(NIL, &m, NULL), -1, EINVAL);
+	}
+	CASE("cl_atfork_register", "lock and child both NULL")
+	{
+		static struct cl_atfork f;
+		RB_INT(cl_atfork_register(&f, NIL, NULL), -1, EINVAL);
+	}
+	CASE("cl_atfork_register", "registered twice")
+	{
+		static struct cl_atfork f;
+		static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+		cl_atfork_register(&f, &m, NULL);
+		RB_INT(cl_atfork_register(&f, &m, NULL), -1, EINVAL);
+		RB_THEN(cl_atfork_unregister(&f) == 0, "still registered once (unregister works)");
+	}
+	CASE("cl_atfork_unregister", "f NULL")
+	{
+		RB_INT(cl_atfork_unregister(NIL), -1, EINVAL);
+	}
+	CASE("cl_atfork_unregister", "not registered")
+	{
+		static struct cl_atfork f;
+		RB_INT(cl_atfork_unregister(&f), -1, EINVAL);
+	}
+}
+
 /* ---- L5: sched/ (runqueue) ---- */
 static struct cl_sched *sched2(void)
 {
@@ -1750,6 +1826,7 @@ int main(void)
 	l3_cid_cases();
 	l4_ops_cases();
 	l4_struct_cases();
+	l4_fence_cases();
 	l5_sched_cases();
 	l5_runtime_cases();
 	printf("# bad_inputs: %d rows, %d failed\n", rb_nrows, rb_nfail);
