@@ -140,7 +140,7 @@ static int run_once(enum lock_kind kind, int threads, int ms, double *ns_per_op,
 			w = res[i].worst_ns;
 	}
 	if (total != sh.counter) {
-		fprintf(stderr, "locks: %s lost updates: %ld acquisitions, counter %ld\n", lock_name[kind],
+		fprintf(stderr, "peer_locks: %s lost updates: %ld acquisitions, counter %ld\n", lock_name[kind],
 			total, sh.counter);
 		return -1;
 	}
@@ -156,8 +156,8 @@ int main(int argc, char **argv)
 	struct bench b;
 	int counts[3], ms;
 
-	bench_only_shared_args("locks", argc, argv);
-	bench_init(&b, "locks", argc, argv);
+	bench_only_shared_args("peer_locks", argc, argv);
+	bench_init(&b, "peer_locks", argc, argv);
 	ms = b.smoke ? 10 : b.quick ? 100 : 300;
 	counts[0] = 1;
 	counts[1] = 2;

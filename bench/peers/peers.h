@@ -98,12 +98,6 @@ static inline double peer_emit(struct bench *b, const char *structure, const cha
 	return gain;
 }
 
-/* Start barrier + stop flag shared by the threaded workloads. */
-struct peer_run {
-	pthread_barrier_t start;
-	int stop; /* atomic */
-};
-
 /* Run @fn on @threads threads, thread i pinned to allowed CPU i (wrapping);
  * each gets @arg and its index. Return: 0, or -1 if a thread could not start. */
 struct peer_thread {
@@ -136,6 +130,53 @@ static inline int peer_run_threads(int threads, void *(*fn)(void *, int), void *
 	for (int i = 0; i < threads; i++)
 		pthread_join(th[i].tid, NULL);
 	return 0;
+}
+
+/*
+ * peer_timed_run() - run @body(@arg, id) on @threads pinned threads twice,
+ * a warm-up pass then a timed one, the threads meeting at a barrier before
+ * each. Return: the slowest thread's wall time of the timed pass in ns, or
+ * 0 if a thread could not start. @threads <= PEER_MAX_THREADS.
+ */
+#define PEER_MAX_THREADS 64
+
+struct peer_timed {
+	pthread_barrier_t start;
+	void (*body)(void *arg, int id);
+	void *arg;
+	unsigned long long ns[PEER_MAX_THREADS];
+};
+
+static inline void *peer_timed_thread(void *p, int id)
+{
+	struct peer_timed *t = (struct peer_timed *)p;
+	unsigned long long t0;
+
+	pthread_barrier_wait(&t->start);
+	t->body(t->arg, id);
+	pthread_barrier_wait(&t->start);
+	t0 = bench_now_ns();
+	t->body(t->arg, id);
+	t->ns[id] = bench_now_ns() - t0;
+	return NULL;
+}
+
+static inline unsigned long long peer_timed_run(int threads, void (*body)(void *, int), void *arg)
+{
+	static struct peer_timed t;
+	struct peer_thread th[PEER_MAX_THREADS];
+	unsigned long long worst = 0;
+
+	t.body = body;
+	t.arg = arg;
+	pthread_barrier_init(&t.start, NULL, (unsigned)threads);
+	if (peer_run_threads(threads, peer_timed_thread, &t, th) != 0)
+		return 0;
+	pthread_barrier_destroy(&t.start);
+	for (int i = 0; i < threads; i++)
+		if (t.ns[i] > worst)
+			worst = t.ns[i];
+	return worst;
 }
 
 #endif /* CACHELOCAL_BENCH_PEERS_H */
