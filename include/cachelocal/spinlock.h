@@ -53,10 +53,11 @@
  *
  * Preemption: a fair lock hands the lock to a definite next waiter; when that
  * thread is not running (more threads than CPUs) everyone waits for it to be
- * scheduled. So the ticket and MCS waiters call sched_yield() every
- * CL_FAIR_SPIN_YIELD spins (default 256; 0: never), which lets a preempted
- * holder or next-in-line run on an oversubscribed CPU. The TTAS lock does
- * not yield (a waiter is never owed the lock). None of the three is
+ * scheduled. So the ticket and MCS waiters wait as every cachelocal wait
+ * does (internal/backoff.h): they spin CL__BACKOFF_SPINS pauses, then call
+ * sched_yield() at every further step, which lets a preempted holder or
+ * next-in-line run on an oversubscribed CPU. The TTAS lock does not yield
+ * (a waiter is never owed the lock). None of the three is
  * recursive; never sleep, block or call unknown code while holding one.
  * Where a holder may be descheduled for long, use a pthread mutex.
  *
@@ -87,14 +88,10 @@
 #ifndef CACHELOCAL_SPINLOCK_H
 #define CACHELOCAL_SPINLOCK_H
 
-#include "compiler.h"
-#include "sys.h"
+#include <stdint.h>
 
-/* Spins between two sched_yield() calls of a ticket or MCS waiter
- * (0: spin only). See "Preemption" above. */
-#ifndef CL_FAIR_SPIN_YIELD
-#define CL_FAIR_SPIN_YIELD 256
-#endif
+#include "compiler.h"
+#include "internal/backoff.h"
 
 CL_BEGIN_DECLS
 
@@ -189,20 +186,6 @@ CL_INLINE int cl_spin_is_locked(const struct cl_spinlock *l)
 	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0;
 }
 
-/* ---- fair-lock waiting: spin, yielding every CL_FAIR_SPIN_YIELD spins ---- */
-
-/* cl__fair_relax() - one spin of a ticket or MCS waiter; @spins counts them. */
-CL_INLINE void cl__fair_relax(unsigned *spins)
-{
-	CL_CPU_RELAX();
-#if CL_FAIR_SPIN_YIELD > 0
-	if (++*spins % CL_FAIR_SPIN_YIELD == 0)
-		sched_yield();
-#else
-	(void)spins;
-#endif
-}
-
 /* ---------------------------------------------------------------- ticket lock */
 
 /**
@@ -263,8 +246,8 @@ CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
  * cl_ticket_lock() - take @l, in the order the callers arrived.
  * @l: the lock (NULL: errno EINVAL, nothing done).
  *
- * Takes a ticket and spins until it is served, yielding the CPU every
- * CL_FAIR_SPIN_YIELD spins.
+ * Takes a ticket and spins until it is served, yielding the CPU once the
+ * wait is long (see "Preemption" above).
  *
  * Context: any thread; not recursive (a holder that locks again waits
  * forever); keep the critical section short.
@@ -278,7 +261,7 @@ CL_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 		return;
 	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
 	while (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me)
-		cl__fair_relax(&spins);
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
 }
 
 /**
@@ -401,7 +384,7 @@ CL_INLINE int cl_mcs_trylock(struct cl_mcslock *l, struct cl_mcs_node *node)
  *        cl_mcs_unlock(@l, @node) returns (NULL: errno EINVAL, nothing done).
  *
  * Context: any thread; not recursive; keep the critical section short. A
- * waiter spins on @node->locked only, yielding every CL_FAIR_SPIN_YIELD spins.
+ * waiter spins on @node->locked only, yielding once the wait is long.
  */
 CL_INLINE void cl_mcs_lock(struct cl_mcslock *l, struct cl_mcs_node *node)
 {
@@ -419,7 +402,7 @@ CL_INLINE void cl_mcs_lock(struct cl_mcslock *l, struct cl_mcs_node *node)
 		return;
 	CL_ATOMIC_STORE(&prev->next, node, CL_RELEASE);
 	while (CL_ATOMIC_LOAD(&node->locked, CL_ACQUIRE) != 0)
-		cl__fair_relax(&spins);
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
 }
 
 /**
@@ -450,7 +433,7 @@ CL_INLINE int cl_mcs_unlock(struct cl_mcslock *l, struct cl_mcs_node *node)
 				  CL_RELAXED))
 			return 0;
 		while ((next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE)) == NULL)
-			cl__fair_relax(&spins);
+			cl__backoff(&spins, CL__BACKOFF_SPINS);
 	}
 	CL_ATOMIC_STORE(&next->locked, 0, CL_RELEASE);
 	return 0;
