@@ -80,10 +80,14 @@
  * whichever thread holds that node; the node must stay valid (not go out of
  * scope) from cl_mcs_lock() until cl_mcs_unlock() returns.
  *
- * Misuse the ticket and MCS locks detect: unlocking a lock that nobody holds
- * (errno EINVAL, return -1, nothing changed). The check reads the lock once:
- * it catches the unlock of a free lock, not an unlock by a non-holder while
- * someone else holds it. The TTAS lock's unlock cannot tell (one bit).
+ * Misuse detected (errno EINVAL, return -1, nothing changed): the ticket
+ * lock's unlock of a lock nobody holds; the MCS lock's unlock of a free lock
+ * with a node that has no successor linked (the second unlock of a node
+ * whose first found nobody waiting); neither catches an unlock by a
+ * non-holder while someone else holds the lock. The MCS check costs
+ * nothing on the handover path (it never reads the lock word there: a
+ * load of that line on every unlock would add a cache-line transfer per
+ * handover). The TTAS lock's unlock cannot tell (one bit).
  */
 #ifndef CACHELOCAL_SPINLOCK_H
 #define CACHELOCAL_SPINLOCK_H
@@ -415,8 +419,11 @@ CL_INLINE void cl_mcs_lock(struct cl_mcslock *l, struct cl_mcs_node *node)
  * successor's; it yields like a waiter if the successor is preempted).
  *
  * Context: the holder of @node.
- * Return: 0; -1 with errno EINVAL if an argument is NULL or @l is not held
- * (nothing changed).
+ * Return: 0; -1 with errno EINVAL if an argument is NULL, or if @l is free
+ * and @node has no successor linked (a second unlock with a node whose
+ * previous unlock found nobody waiting; nothing changed). A node that was
+ * never used, or whose previous unlock handed the lock on, is not checked:
+ * releasing a lock not held through @node is undefined.
  */
 CL_INLINE int cl_mcs_unlock(struct cl_mcslock *l, struct cl_mcs_node *node)
 {
@@ -425,13 +432,16 @@ CL_INLINE int cl_mcs_unlock(struct cl_mcslock *l, struct cl_mcs_node *node)
 
 	if (CL__BAD_ARG(l == NULL || node == NULL))
 		return -1;
-	if (CL__BAD_ARG(CL_ATOMIC_LOAD(&l->tail, CL_RELAXED) == NULL))
-		return -1;
+	/* A handover touches our node and the successor's only: the lock word
+	 * is read (by the CAS) only when nobody is linked behind us, which is
+	 * also where an unlock of a free lock is told apart at no cost. */
 	next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE);
 	if (next == NULL) {
 		if (CL_ATOMIC_CAS(&l->tail, &expect, (struct cl_mcs_node *)NULL, CL_RELEASE,
 				  CL_RELAXED))
 			return 0;
+		if (CL__BAD_ARG(expect == NULL))
+			return -1; /* the lock is free: not held through @node */
 		while ((next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE)) == NULL)
 			cl__backoff(&spins, CL__BACKOFF_SPINS);
 	}

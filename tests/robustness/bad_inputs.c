@@ -176,10 +176,12 @@ static void l1_cases(void)
 		RB_INT(cl_mcs_unlock(&l, NIL), -1, EINVAL);
 		RB_THEN(cl_mcs_is_locked(&l), "lock still held");
 	}
-	CASE("cl_mcs_unlock", "lock not held")
+	CASE("cl_mcs_unlock", "lock not held (second unlock of a node)")
 	{
 		struct cl_mcslock l = CL_MCSLOCK_INIT;
 		struct cl_mcs_node n;
+		cl_mcs_lock(&l, &n);
+		cl_mcs_unlock(&l, &n);
 		RB_INT(cl_mcs_unlock(&l, &n), -1, EINVAL);
 		RB_THEN(cl_mcs_trylock(&l, &n) == 1, "lock still usable");
 	}
