@@ -709,6 +709,9 @@ def main():
         progress("%s: %d peer comparisons in %.1f s" % (
             os.path.basename(path), sum(1 for r in recs if r.get("kind") == "peer"), secs))
         peer_recs += recs
+        for r in recs:
+            if r.get("id_mode") and doc["machine"]["id_mode"] == "unknown":
+                doc["machine"]["id_mode"] = r["id_mode"]
     doc["peers"] = collect_peers(peer_recs, judge=o.mode != "smoke")
     doc["peers_skipped"] = sorted(set(o.peer_skipped))
     for pkg in doc["peers_skipped"]:
