@@ -81,6 +81,25 @@ BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sche
 # bench/pipe.c without T4's move to the head of cfs_tasks on pick (E4m)
 BENCH_LAYOUT_BIN += $(BUILD)/bench/pipe_no_mru
 BENCH_BIN += $(BENCH_LAYOUT_BIN)
+# bench/peers/: cachelocal beside the libraries a user would pick instead
+# (jemalloc, tcmalloc, Concurrency Kit; benchmark-only packages of
+# scripts/deps.txt). A peer is built only when its package is installed
+# (header found); otherwise `make bench` and `make bench-peers` say
+# "skipped: <package> not installed" and report nothing for it.
+PEERS := $(BUILD)/bench/peers
+HAVE_HEADER = $(shell printf '\043include <$(1)>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
+PEER_HAVE_CK := $(call HAVE_HEADER,ck_spinlock.h)
+PEER_HAVE_JEMALLOC := $(call HAVE_HEADER,jemalloc/jemalloc.h)
+PEER_HAVE_TCMALLOC := $(call HAVE_HEADER,gperftools/tcmalloc.h)
+# ck has no version macro: its Debian package's version, at build time.
+PEER_CK_VERSION := $(shell dpkg-query -W -f='$${Version}' libck-dev 2>/dev/null)
+PEER_BIN := $(PEERS)/peer_alloc_glibc \
+	$(if $(PEER_HAVE_JEMALLOC),$(PEERS)/peer_alloc_jemalloc) \
+	$(if $(PEER_HAVE_TCMALLOC),$(PEERS)/peer_alloc_tcmalloc) \
+	$(if $(PEER_HAVE_CK),$(PEERS)/peer_locks $(PEERS)/peer_rwlock $(PEERS)/peer_counter)
+PEER_SKIPPED := $(if $(PEER_HAVE_JEMALLOC),,libjemalloc-dev) \
+	$(if $(PEER_HAVE_TCMALLOC),,libgoogle-perftools-dev) $(if $(PEER_HAVE_CK),,libck-dev)
+BENCH_BIN += $(PEER_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
 # Test id modes (scripts/run-tests.sh): the sanitizer runs skip the seccomp one.
@@ -128,7 +147,7 @@ STRESS_ENV ?= DURATION=1 ITERATIONS=20000
 .PHONY: all help deps check check-cc check-headers check-compile-fail check-unit check-stress \
 	check-asan check-tsan stress examples bench-smoke bench install uninstall install-check layout \
 	build-tests clean
-.PHONY: librseq check-interop bench-librseq bench-long check-bench-report FORCE
+.PHONY: librseq check-interop bench-librseq bench-long check-bench-report bench-peers FORCE
 
 all: build-tests $(EXAMPLE_BIN)
 
@@ -150,6 +169,7 @@ help:
 	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
 	@echo "  bench          run the benchmark suite (quick, <= 5 min) and write report.md/report.json/plots"
 	@echo "  bench-long     the same with the long sizes (both E5 trees)"
+	@echo "  bench-peers    only the bench/peers/ comparisons (jemalloc, tcmalloc, ck, glibc), quick, as a table"
 	@echo "  check-bench-report  report tests + the suite in --smoke mode, report.json validated (part of check)"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
@@ -248,6 +268,22 @@ $(BUILD)/bench/refill_head: BENCH_LAYOUT_DEF := -DCL_DETACH_FROM_HEAD
 $(BUILD)/bench/refill_head: bench/refill.c bench/rtbench.h
 $(BUILD)/bench/pipe_no_mru: BENCH_LAYOUT_DEF := -DCL_PICK_NO_MRU_MOVE
 $(BUILD)/bench/pipe_no_mru: bench/pipe.c bench/rtbench.h
+
+PEER_CFLAGS := $(CFLAGS_PROG) -Ibench -Ibench/peers \
+	$(if $(PEER_CK_VERSION),-DPEER_CK_VERSION='"$(PEER_CK_VERSION)"')
+$(PEERS)/peer_%: bench/peers/%.c bench/peers/peers.h bench/bench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PEER_CFLAGS) -o $@ $< -lck $(LDLIBS_PROG)
+$(PEERS)/peer_alloc_glibc $(PEERS)/peer_alloc_jemalloc $(PEERS)/peer_alloc_tcmalloc: \
+		bench/peers/alloc.c bench/peers/peers.h bench/bench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PEER_CFLAGS) $(PEER_ALLOC_DEF) -o $@ $< $(PEER_ALLOC_LIB) $(LDLIBS_PROG)
+$(PEERS)/peer_alloc_jemalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_JEMALLOC
+$(PEERS)/peer_alloc_jemalloc: PEER_ALLOC_LIB := -ljemalloc
+$(PEERS)/peer_alloc_tcmalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_TCMALLOC
+$(PEERS)/peer_alloc_tcmalloc: PEER_ALLOC_LIB := -ltcmalloc_minimal
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)
@@ -485,7 +521,8 @@ bench-smoke:
 
 # The report (scripts/bench_report.py, docs/benchmarks.md): report.md,
 # report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.
-BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_report.py
+BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_report.py \
+	$(foreach p,$(strip $(PEER_SKIPPED)),--peer-skipped $(p))
 
 bench: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
@@ -494,6 +531,13 @@ bench: deps librseq
 bench-long: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)$(BENCH_REPORT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
+
+# Only the peer comparisons (quick sizes), their table on stdout; the same
+# binaries `make bench` runs into report.json's "peers" array.
+bench-peers:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(PEER_BIN)
+	$(Q)for p in $(PEER_SKIPPED); do echo "skipped: $$p not installed"; done
+	$(Q)for b in $(PEER_BIN); do echo "== $$b --quick"; $$b --quick || exit 1; done
 
 # Part of check: the report generator's and cache model's unit tests, every
 # benchmark's --help / unknown option (exit 2), then the whole suite in

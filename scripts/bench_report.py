@@ -23,6 +23,14 @@ Benchmarks built once per variant (GROUPS) run interleaved: each binary in
 turn, A B A B ..., ROUNDS invocations each (each invocation does its usual
 >= 5 runs); a case's median and min-max are over the invocations' medians
 (aggregate()). Cachegrind counts (DETERMINISTIC) run each binary once.
+
+Peers (bench/peers/, docs/benchmarks.md): every binary under a peers/
+directory runs once after the experiments (each measures ours and theirs
+interleaved, >= 5 runs, itself); every line with "kind": "peer", from any
+binary, becomes one entry of report.json's "peers" array and one row of
+report.md's Peers section, judged against PEER_GOALS where the issue names
+a goal. --peer-skipped PACKAGE (repeatable) records a peer not built
+because its package is missing: listed as skipped, nothing measured.
 """
 import argparse
 import json
@@ -189,6 +197,53 @@ def goal_of(eid, gain, verdict):
     if need <= 1.0:
         return text, verdict != "contrary"
     return text, verdict == "reproduced" and gain >= need
+
+# Peer goals: (structure, peer name prefix, workload prefix, minimum gain,
+# text). gain = theirs/ours for lower-is-better units (> 1: cachelocal ahead).
+PEER_GOALS = [
+    ("objcache", "jemalloc", "cross-CPU", 2.0, "gain >= 2x"),
+    ("objcache", "tcmalloc", "cross-CPU", 2.0, "gain >= 2x"),
+    ("objcache", "jemalloc", "", 1.5, "gain >= 1.5x"),
+    ("objcache", "tcmalloc", "", 1.5, "gain >= 1.5x"),
+    ("brlock", "ck_brlock", "read pair", 3.0, "gain >= 3x"),
+    ("ticket lock", "ck_spinlock_mcs", "acquire+release", 1 / 1.2, "within 1.2x (gain >= 0.83x)"),
+    ("MCS lock", "ck_spinlock_mcs", "acquire+release", 1 / 1.2, "within 1.2x (gain >= 0.83x)"),
+]
+PEER_FIELDS = ("structure", "peer", "workload", "ours", "theirs", "unit", "gain")
+
+
+def peer_goal(rec):
+    """(goal text, minimum gain) of a peer comparison, or (None, None)."""
+    for structure, peer, workload, need, text in PEER_GOALS:
+        if (rec.get("structure") == structure and str(rec.get("peer", "")).startswith(peer)
+                and str(rec.get("workload", "")).startswith(workload)):
+            return text, need
+    return None, None
+
+
+def collect_peers(recs, judge=True):
+    """The kind == "peer" records -> report.json's "peers" entries, in order,
+    each with its goal and goal_met (None: no goal, or not judged)."""
+    out = []
+    for r in recs:
+        if r.get("kind") != "peer" or not all(k in r for k in PEER_FIELDS):
+            continue
+        e = {k: r[k] for k in PEER_FIELDS}
+        for k in ("bench", "ours_variant", "higher_is_better", "runs", "min", "max", "threads",
+                  "ours_min", "ours_max", "theirs_min", "theirs_max"):
+            if k in r:
+                e[k] = r[k]
+        e.setdefault("runs", 1)
+        text, need = peer_goal(r)
+        e["goal"] = text
+        e["goal_met"] = (r["gain"] >= need) if (judge and need is not None) else None
+        out.append(e)
+    return out
+
+
+def is_peer_binary(path):
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) == "peers"
+
 
 # Benchmarks built more than once from one source (one binary per layout):
 # run one after the other, their results read as one benchmark's.
@@ -496,6 +551,65 @@ def plot(outdir, exp, have_gnuplot):
     return svg if r.returncode == 0 else None
 
 
+def plot_peers(outdir, peers, have_gnuplot):
+    """One SVG per structure: the gain of each comparison (log scale, 1 =
+    even, bars from the per-run gain min to max). Returns {structure: svg}."""
+    if not have_gnuplot:
+        return {}
+    out = {}
+    for structure in dict.fromkeys(p["structure"] for p in peers):
+        rows = [p for p in peers if p["structure"] == structure and p["gain"] > 0]
+        if not rows:
+            continue
+        tag = "".join(c if c.isalnum() else "-" for c in structure)
+        dat = os.path.join(outdir, "peers-%s.dat" % tag)
+        svg = "peers-%s.svg" % tag
+        with open(dat, "w") as f:
+            for i, p in enumerate(rows):
+                label = ("%s: %s" % (p["peer"].split(" (")[0], p["workload"])).replace('"', "")
+                lo = p.get("min") or p["gain"]
+                hi = p.get("max") or p["gain"]
+                f.write('%d "%s" %g %g %g\n' % (i, label, p["gain"], max(lo, 1e-3), max(hi, 1e-3)))
+        gp = ('set terminal svg size %d,420; set output "%s"; set title "%s vs peers: gain '
+              '(theirs/ours, > 1 = cachelocal ahead)"; set logscale y; set ylabel "gain"; '
+              'set xtics rotate by -60 font ",8"; set style fill solid 0.5; set boxwidth 0.6; '
+              'set xrange [-0.5:%g]; plot "%s" using 1:3:xtic(2) with boxes notitle, '
+              '"" using 1:3:4:5 with yerrorbars lc rgb "black" notitle, 1 with lines lc rgb "red" notitle'
+              % (max(480, 40 * len(rows)), os.path.join(outdir, svg), structure,
+                 len(rows) - 0.5, dat))
+        r = subprocess.run(["gnuplot", "-e", gp], capture_output=True, text=True)
+        if r.returncode == 0:
+            out[structure] = svg
+    return out
+
+
+def write_peers_md(L, doc):
+    peers = doc.get("peers", [])
+    L += ["", "## Peers: cachelocal beside what users pick instead", "",
+          "- each row: one comparison measured in one process, ours and theirs back to back run "
+          "by run (order alternating), median of the runs; gain = theirs/ours for lower-is-better "
+          "units (> 1: cachelocal ahead), its min-max the gains of single runs; the peer's "
+          "version from its header or its Debian package"]
+    for pkg in doc.get("peers_skipped", []):
+        L.append("- skipped: %s not installed (nothing measured for it)" % pkg)
+    if not peers:
+        L += ["", "No peer comparison ran."]
+        return
+    L += ["", "| structure | ours | peer | workload | ours | theirs | unit | gain (min-max) | runs | goal |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for p in peers:
+        goal = "-"
+        if p.get("goal"):
+            goal = "%s: %s" % ({True: "met", False: "**missed**", None: "not judged"}[p["goal_met"]],
+                               p["goal"])
+        rng = (" (%.2f-%.2f)" % (p["min"], p["max"])) if "min" in p and "max" in p else ""
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %.2fx%s | %s | %s |" % (
+            p["structure"], p.get("ours_variant", "cachelocal"), p["peer"], p["workload"],
+            fmt(p["ours"]), fmt(p["theirs"]), p["unit"], p["gain"], rng, p.get("runs", "-"), goal))
+    for structure, svg in doc.get("peer_plots", {}).items():
+        L += ["", "![%s vs peers](%s)" % (structure, svg)]
+
+
 def write_md(path, doc, plots_note):
     m = doc["machine"]
     L = ["# cachelocal benchmark report", ""]
@@ -549,6 +663,7 @@ def write_md(path, doc, plots_note):
                     fmt(r["median"]), fmt(r["min"]), fmt(r["max"]), r["unit"]))
         if e.get("plot"):
             L += ["", "![%s](%s)" % (e["id"], e["plot"])]
+    write_peers_md(L, doc)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -557,6 +672,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--mode", choices=("quick", "long", "smoke"), default="quick")
+    ap.add_argument("--peer-skipped", action="append", default=[], metavar="PACKAGE",
+                    help="a peer's package that is not installed (listed as skipped)")
     ap.add_argument("bins", nargs="*")
     o = ap.parse_args()
     os.makedirs(o.out, exist_ok=True)
@@ -610,6 +727,27 @@ def main():
         if e["id"] == "E3":
             progress("E3 cache model")
             doc["experiments"].append(model_experiment(o.mode))
+    peer_recs = [r for recs in results.values() for r in recs]
+    peer_bins = [b for b in o.bins if is_peer_binary(b)]
+    for i, path in enumerate(peer_bins):
+        progress("[peer %d/%d] %s %s (load %.2f)" % (i + 1, len(peer_bins), os.path.basename(path),
+                                                     " ".join(args), os.getloadavg()[0]))
+        recs, rc, secs, err = run_bench(path, args, jsonl)
+        if rc == 77:
+            progress("%s: %s" % (os.path.basename(path), (err.strip() or "skipped")))
+        elif rc != 0:
+            failed.append(os.path.basename(path))
+            progress("%s failed (exit %d): %s" % (path, rc, err.strip().splitlines()[-1:] or ""))
+        progress("%s: %d peer comparisons in %.1f s" % (
+            os.path.basename(path), sum(1 for r in recs if r.get("kind") == "peer"), secs))
+        peer_recs += recs
+        for r in recs:
+            if r.get("id_mode") and doc["machine"]["id_mode"] == "unknown":
+                doc["machine"]["id_mode"] = r["id_mode"]
+    doc["peers"] = collect_peers(peer_recs, judge=o.mode != "smoke")
+    doc["peers_skipped"] = sorted(set(o.peer_skipped))
+    for pkg in doc["peers_skipped"]:
+        progress("skipped: %s not installed" % pkg)
     if o.mode == "smoke":  # tiny sizes: the numbers mean nothing, no goal is judged
         for e in doc["experiments"]:
             e["goal_met"] = None
@@ -617,6 +755,7 @@ def main():
     have_gnuplot = shutil.which("gnuplot") is not None and o.mode != "smoke"
     for e in doc["experiments"]:
         e["plot"] = plot(o.out, e, have_gnuplot)
+    doc["peer_plots"] = plot_peers(o.out, doc["peers"], have_gnuplot)
     note = None if have_gnuplot else ("plots skipped (gnuplot not installed)" if o.mode != "smoke"
                                       else "plots skipped (smoke mode)")
     with open(os.path.join(o.out, "report.json"), "w") as f:

@@ -6,7 +6,8 @@ Checks: one JSON document; schema_version 1; machine/commit/compiler present;
 every experiment of bench_report.EXPERIMENTS (and the cache model E3m)
 present once; each experiment's fields typed; a verdict from the rule's set;
 a measured experiment has before/after/gain numbers, min <= median <= max on
-each side, and a gain that matches before/after in the stated direction.
+each side, and a gain that matches before/after in the stated direction;
+the "peers" array (check_peers()).
 Exit 0 when valid, 1 with one line per problem otherwise.
 """
 import json
@@ -77,6 +78,38 @@ def check(doc):
             g = e["after"] / e["before"] if e["higher_is_better"] else e["before"] / e["after"]
             if not math.isclose(g, e["gain"], rel_tol=1e-6):
                 errs.append("%s: gain %g is not %g" % (name, e["gain"], g))
+    return errs + check_peers(doc)
+
+
+def check_peers(doc):
+    """The "peers" array: each entry typed, gain matching ours/theirs in the
+    stated direction, goal_met a boolean only where a goal is named."""
+    errs = []
+    peers = doc.get("peers")
+    if not isinstance(peers, list):
+        return ["peers is not a list"]
+    if not isinstance(doc.get("peers_skipped", []), list):
+        errs.append("peers_skipped is not a list")
+    for i, p in enumerate(peers):
+        name = "peers[%d]" % i
+        if not isinstance(p, dict):
+            errs.append("%s is not an object" % name)
+            continue
+        for k in ("structure", "peer", "workload", "unit"):
+            if not isinstance(p.get(k), str) or not p.get(k):
+                errs.append("%s.%s not a string" % (name, k))
+        if not all(isinstance(p.get(k), NUM) and not isinstance(p.get(k), bool)
+                   for k in ("ours", "theirs", "gain")):
+            errs.append("%s: ours, theirs and gain must be numbers" % name)
+            continue
+        if p["ours"] > 0 and p["theirs"] > 0:
+            g = p["ours"] / p["theirs"] if p.get("higher_is_better") else p["theirs"] / p["ours"]
+            if not math.isclose(g, p["gain"], rel_tol=1e-3):
+                errs.append("%s: gain %g is not %g" % (name, p["gain"], g))
+        if p.get("goal") is None and p.get("goal_met") is not None:
+            errs.append("%s: goal_met without a goal" % name)
+        if p.get("goal_met") not in (True, False, None):
+            errs.append("%s.goal_met not a boolean or null" % name)
     return errs
 
 

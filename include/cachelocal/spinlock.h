@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/spinlock.h - a test-and-test-and-set (TTAS) spinlock on one int
- * (layer L1).
+ * cachelocal/spinlock.h - three spin locks (layer L1): a test-and-test-and-set
+ * lock (struct cl_spinlock), a ticket lock (struct cl_ticketlock) and an MCS
+ * queue lock (struct cl_mcslock).
  *
  *	static struct cl_spinlock lock = CL_SPINLOCK_INIT;
  *
@@ -9,44 +10,92 @@
  *	... a few dozen instructions, no blocking call ...
  *	cl_spin_unlock(&lock);
  *
- * Algorithm: lock = atomic exchange of 1 (acquire); while that returns 1,
- * spin on plain (relaxed) loads until the word reads 0, then exchange again.
- * Waiters spin on a shared copy of the lock's line and only the exchange
- * writes it, so the holder's line is not bounced between waiters while it
- * is held. Unlock = a release store of 0.
+ *	static struct cl_ticketlock tl = CL_TICKETLOCK_INIT;   // FIFO
+ *	cl_ticket_lock(&tl); ... cl_ticket_unlock(&tl);
  *
- * Chosen over pthread_spinlock_t: the same size and the same algorithm as
- * glibc's, but visible to the compiler (inlined, no PLT call), usable from
- * C++, modelled by ThreadSanitizer through the __atomic builtins, and the
- * same code on every libc. The reference runqueue (sched/) uses it for its
- * runqueue and group locks.
+ *	static struct cl_mcslock ml = CL_MCSLOCK_INIT;         // FIFO, local spinning
+ *	struct cl_mcs_node me;                                 // one per acquisition
+ *	cl_mcs_lock(&ml, &me); ... cl_mcs_unlock(&ml, &me);
  *
- * What it is not: fair (a waiter may starve under contention), recursive,
- * or preemption-aware (a waiter spins while a preempted holder is off-CPU:
- * keep sections short and never sleep, block or call back into unknown code
- * while holding it). Where a holder may be descheduled for long, use a
- * pthread mutex.
+ * Which one:
  *
- * Memory ordering: everything the holder did before cl_spin_unlock() is
- * visible to the next thread whose cl_spin_lock()/cl_spin_trylock()
- * succeeds (release store / acquire exchange). A failed cl_spin_trylock()
- * and cl_spin_is_locked() order nothing.
+ *   lock          fair   waiters spin on              size     pick it when
+ *   cl_spinlock   no     the lock word (shared line)  4 B      uncontended or 2 CPUs;
+ *                                                              the cheapest handover
+ *   cl_ticketlock FIFO   the owner word (shared)      8 B      a waiter must not starve,
+ *                                                              few waiters
+ *   cl_mcslock    FIFO   its own node (local line)    8 B +    many waiters on many
+ *                                                     a node   cores or sockets
+ *
+ * Algorithms.
+ * TTAS: lock = atomic exchange of 1 (acquire); while that returns 1, spin on
+ * plain (relaxed) loads until the word reads 0, then exchange again. Waiters
+ * spin on a shared copy of the lock's line and only the exchange writes it.
+ * Unlock = a release store of 0. Not fair: a thread that just unlocked, or
+ * one that arrives while the line is in its cache, wins the exchange far
+ * more often than a waiter that has spun for long (a waiter may starve).
+ *
+ * Ticket: two counters, next (the ticket dispenser) and owner (the ticket
+ * being served). lock = fetch_add(next, 1) takes ticket t, then spins until
+ * owner == t (acquire); unlock = a release store of owner + 1 (only the
+ * holder writes owner). Tickets are served in the order fetch_add() handed
+ * them out: FIFO. Every waiter reads owner, so each unlock invalidates the
+ * line in every waiter's cache.
+ *
+ * MCS (Mellor-Crummey and Scott): a queue of nodes, one per waiter, the lock
+ * word pointing at the last one. lock = exchange tail with my node; if there
+ * was a predecessor, link myself as its successor and spin on my own node's
+ * flag until the predecessor clears it. unlock = if no successor is linked,
+ * CAS tail from my node to NULL (done if it succeeds); else (or once the
+ * late successor links itself) clear the successor's flag (release). FIFO,
+ * and each waiter spins on a line nobody else reads: one cache-line transfer
+ * per handover however many wait.
+ *
+ * Preemption: a fair lock hands the lock to a definite next waiter; when that
+ * thread is not running (more threads than CPUs) everyone waits for it to be
+ * scheduled. So the ticket and MCS waiters wait as every cachelocal wait
+ * does (internal/backoff.h): they spin CL__BACKOFF_SPINS pauses, then call
+ * sched_yield() at every further step, which lets a preempted holder or
+ * next-in-line run on an oversubscribed CPU. The TTAS lock does not yield
+ * (a waiter is never owed the lock). None of the three is
+ * recursive; never sleep, block or call unknown code while holding one.
+ * Where a holder may be descheduled for long, use a pthread mutex.
+ *
+ * Memory ordering (all three): everything the holder did before its unlock
+ * is visible to the next thread whose lock/trylock succeeds (release store /
+ * acquire read-modify-write or load). A failed trylock and the is_locked
+ * snapshots order nothing.
  *
  * Synchronization:
  *
- *   call                  may run concurrently with
- *   cl_spin_lock/trylock  everything except cl_spin_init on the same lock
- *   cl_spin_unlock        everything except cl_spin_init; only by the holder
- *   cl_spin_is_locked     everything (a racy snapshot, for asserts and stats)
- *   cl_spin_init          nothing on that lock
+ *   call                       may run concurrently with
+ *   *_lock / *_trylock         everything except *_init on the same lock
+ *   *_unlock                   everything except *_init; only by the holder
+ *   *_is_locked                everything (a racy snapshot, for asserts and stats)
+ *   *_init                     nothing on that lock
  *
- * The lock is not tied to a thread: another thread than the one that locked
- * it may unlock it (as the runqueue does when a task migrates).
+ * The TTAS and ticket locks are not tied to a thread: another thread than
+ * the one that locked one may unlock it (as the runqueue does when a task
+ * migrates). An MCS lock is released with the node it was taken with, by
+ * whichever thread holds that node; the node must stay valid (not go out of
+ * scope) from cl_mcs_lock() until cl_mcs_unlock() returns.
+ *
+ * Misuse detected (errno EINVAL, return -1, nothing changed): the ticket
+ * lock's unlock of a lock nobody holds; the MCS lock's unlock of a free lock
+ * with a node that has no successor linked (the second unlock of a node
+ * whose first found nobody waiting); neither catches an unlock by a
+ * non-holder while someone else holds the lock. The MCS check costs
+ * nothing on the handover path (it never reads the lock word there: a
+ * load of that line on every unlock would add a cache-line transfer per
+ * handover). The TTAS lock's unlock cannot tell (one bit).
  */
 #ifndef CACHELOCAL_SPINLOCK_H
 #define CACHELOCAL_SPINLOCK_H
 
+#include <stdint.h>
+
 #include "compiler.h"
+#include "internal/backoff.h"
 
 CL_BEGIN_DECLS
 
@@ -139,6 +188,279 @@ CL_INLINE int cl_spin_is_locked(const struct cl_spinlock *l)
 	if (CL__BAD_ARG(l == NULL))
 		return 0;
 	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0;
+}
+
+/* ---------------------------------------------------------------- ticket lock */
+
+/**
+ * struct cl_ticketlock - a FIFO ticket lock: free when @next == @owner.
+ * @next: the next ticket to hand out (fetch_add by lockers).
+ * @owner: the ticket being served (written by the holder only).
+ *
+ * Both words share a line: a locker writes @next, every waiter reads @owner.
+ * Touch them only through the functions below. Wraps after 2^32 tickets,
+ * harmlessly (ticket arithmetic is modular).
+ */
+struct cl_ticketlock {
+	uint32_t next;
+	uint32_t owner;
+};
+
+/* Static initializer: an unlocked ticket lock (same as cl_ticket_init()). */
+#define CL_TICKETLOCK_INIT { 0, 0 }
+
+/**
+ * cl_ticket_init() - initialize @l unlocked.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Context: before any other thread can see @l.
+ */
+CL_INLINE void cl_ticket_init(struct cl_ticketlock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	CL_ATOMIC_STORE(&l->next, 0, CL_RELAXED);
+	CL_ATOMIC_STORE(&l->owner, 0, CL_RELAXED);
+}
+
+/**
+ * cl_ticket_trylock() - take @l if it is free and nobody waits, without spinning.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Takes the next ticket only if it would be served at once (a CAS of @next
+ * from @owner to @owner + 1), so a failed attempt leaves no ticket behind
+ * and never jumps the queue.
+ *
+ * Context: any thread; never spins or blocks.
+ * Return: 1 if taken (acquire ordering), 0 if it was held.
+ */
+CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
+{
+	uint32_t owner;
+
+	if (CL__BAD_ARG(l == NULL))
+		return 0;
+	/* acquire here: the previous holder's release store was to owner, not
+	 * to next, so the CAS on next alone would order nothing. */
+	owner = CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE);
+	return CL_ATOMIC_CAS(&l->next, &owner, owner + 1, CL_RELAXED, CL_RELAXED);
+}
+
+/**
+ * cl_ticket_lock() - take @l, in the order the callers arrived.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Takes a ticket and spins until it is served, yielding the CPU once the
+ * wait is long (see "Preemption" above).
+ *
+ * Context: any thread; not recursive (a holder that locks again waits
+ * forever); keep the critical section short.
+ */
+CL_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
+{
+	uint32_t me;
+	unsigned spins = 0;
+
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
+	while (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me)
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
+}
+
+/**
+ * cl_ticket_unlock() - release @l to the next ticket.
+ * @l: the lock, held (by any thread: the lock has no owner thread).
+ *
+ * Context: the current holder.
+ * Return: 0; -1 with errno EINVAL if @l is NULL or not held (nothing
+ * changed: see "Misuse" above for what this cannot tell).
+ */
+CL_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
+{
+	uint32_t owner;
+
+	if (CL__BAD_ARG(l == NULL))
+		return -1;
+	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
+	if (CL__BAD_ARG(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
+		return -1;
+	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
+	return 0;
+}
+
+/**
+ * cl_ticket_is_locked() - is @l held right now?
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Context: any thread; a racy snapshot (no ordering).
+ * Return: 1 if held at the time of the loads, else 0.
+ */
+CL_INLINE int cl_ticket_is_locked(const struct cl_ticketlock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return 0;
+	return CL_ATOMIC_LOAD(&l->owner, CL_RELAXED) != CL_ATOMIC_LOAD(&l->next, CL_RELAXED);
+}
+
+/**
+ * cl_ticket_waiters() - how many threads hold or wait for @l right now.
+ * @l: the lock (NULL: errno EINVAL, 0).
+ *
+ * Context: any thread; a racy snapshot (for statistics, and tests that must
+ * see a waiter queued before they go on).
+ * Return: tickets handed out and not yet released (holder included).
+ */
+CL_INLINE unsigned cl_ticket_waiters(const struct cl_ticketlock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return 0;
+	return CL_ATOMIC_LOAD(&l->next, CL_RELAXED) - CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
+}
+
+/* ---------------------------------------------------------------- MCS lock */
+
+/**
+ * struct cl_mcs_node - one acquisition's place in an MCS queue.
+ * @next: the waiter queued behind this one (written by that waiter).
+ * @locked: 1 while this node's owner must wait (cleared by the predecessor).
+ *
+ * Caller-provided (usually on the stack), valid from cl_mcs_lock() or a
+ * successful cl_mcs_trylock() until cl_mcs_unlock() returns; no
+ * initialisation needed. Aligned to a cache line so that two threads' nodes
+ * never share the line their owners spin on.
+ */
+struct cl_mcs_node {
+	struct cl_mcs_node *next;
+	int locked;
+} CL_ALIGNED(CL_CACHELINE_SIZE);
+
+/**
+ * struct cl_mcslock - an MCS queue lock: free when @tail is NULL.
+ * @tail: the last node queued (the holder's when nobody waits).
+ */
+struct cl_mcslock {
+	struct cl_mcs_node *tail;
+};
+
+/* Static initializer: an unlocked MCS lock (same as cl_mcs_init()). */
+#define CL_MCSLOCK_INIT { NULL }
+
+/**
+ * cl_mcs_init() - initialize @l unlocked.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Context: before any other thread can see @l.
+ */
+CL_INLINE void cl_mcs_init(struct cl_mcslock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	CL_ATOMIC_STORE(&l->tail, (struct cl_mcs_node *)NULL, CL_RELAXED);
+}
+
+/**
+ * cl_mcs_trylock() - take @l with @node if nobody holds it, without spinning.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ * @node: this acquisition's node (NULL: errno EINVAL, nothing done).
+ *
+ * Context: any thread; never spins or blocks.
+ * Return: 1 if taken (acquire ordering; release with the same @node), 0 if
+ * it was held or an argument was NULL.
+ */
+CL_INLINE int cl_mcs_trylock(struct cl_mcslock *l, struct cl_mcs_node *node)
+{
+	struct cl_mcs_node *expect = NULL;
+
+	if (CL__BAD_ARG(l == NULL || node == NULL))
+		return 0;
+	if (CL_ATOMIC_LOAD(&l->tail, CL_RELAXED) != NULL)
+		return 0;
+	CL_ATOMIC_STORE(&node->next, (struct cl_mcs_node *)NULL, CL_RELAXED);
+	CL_ATOMIC_STORE(&node->locked, 0, CL_RELAXED);
+	return CL_ATOMIC_CAS(&l->tail, &expect, node, CL_ACQ_REL, CL_RELAXED);
+}
+
+/**
+ * cl_mcs_lock() - take @l with @node, in the order the callers arrived.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ * @node: this acquisition's node, unused by any other acquisition until
+ *        cl_mcs_unlock(@l, @node) returns (NULL: errno EINVAL, nothing done).
+ *
+ * Context: any thread; not recursive; keep the critical section short. A
+ * waiter spins on @node->locked only, yielding once the wait is long.
+ */
+CL_INLINE void cl_mcs_lock(struct cl_mcslock *l, struct cl_mcs_node *node)
+{
+	struct cl_mcs_node *prev;
+	unsigned spins = 0;
+
+	if (CL__BAD_ARG(l == NULL || node == NULL))
+		return;
+	CL_ATOMIC_STORE(&node->next, (struct cl_mcs_node *)NULL, CL_RELAXED);
+	CL_ATOMIC_STORE(&node->locked, 1, CL_RELAXED);
+	/* release: the predecessor that reads our node sees it initialised;
+	 * acquire: the previous holder's section, when it released to NULL. */
+	prev = CL_ATOMIC_XCHG(&l->tail, node, CL_ACQ_REL);
+	if (prev == NULL)
+		return;
+	CL_ATOMIC_STORE(&prev->next, node, CL_RELEASE);
+	while (CL_ATOMIC_LOAD(&node->locked, CL_ACQUIRE) != 0)
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
+}
+
+/**
+ * cl_mcs_unlock() - release @l, handing it to the next queued node if any.
+ * @l: the lock, held through @node.
+ * @node: the node it was taken with.
+ *
+ * When a successor has swapped itself into the tail but not yet linked
+ * itself behind @node, waits for that link (a few instructions of the
+ * successor's; it yields like a waiter if the successor is preempted).
+ *
+ * Context: the holder of @node.
+ * Return: 0; -1 with errno EINVAL if an argument is NULL, or if @l is free
+ * and @node has no successor linked (a second unlock with a node whose
+ * previous unlock found nobody waiting; nothing changed). A node that was
+ * never used, or whose previous unlock handed the lock on, is not checked:
+ * releasing a lock not held through @node is undefined.
+ */
+CL_INLINE int cl_mcs_unlock(struct cl_mcslock *l, struct cl_mcs_node *node)
+{
+	struct cl_mcs_node *next, *expect = node;
+	unsigned spins = 0;
+
+	if (CL__BAD_ARG(l == NULL || node == NULL))
+		return -1;
+	/* A handover touches our node and the successor's only: the lock word
+	 * is read (by the CAS) only when nobody is linked behind us, which is
+	 * also where an unlock of a free lock is told apart at no cost. */
+	next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE);
+	if (next == NULL) {
+		if (CL_ATOMIC_CAS(&l->tail, &expect, (struct cl_mcs_node *)NULL, CL_RELEASE,
+				  CL_RELAXED))
+			return 0;
+		if (CL__BAD_ARG(expect == NULL))
+			return -1; /* the lock is free: not held through @node */
+		while ((next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE)) == NULL)
+			cl__backoff(&spins, CL__BACKOFF_SPINS);
+	}
+	CL_ATOMIC_STORE(&next->locked, 0, CL_RELEASE);
+	return 0;
+}
+
+/**
+ * cl_mcs_is_locked() - is @l held right now?
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Context: any thread; a racy snapshot (no ordering).
+ * Return: 1 if held at the time of the load, else 0.
+ */
+CL_INLINE int cl_mcs_is_locked(const struct cl_mcslock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return 0;
+	return CL_ATOMIC_LOAD(&l->tail, CL_RELAXED) != NULL;
 }
 
 CL_END_DECLS

@@ -93,6 +93,102 @@ static void l1_cases(void)
 	{
 		RB_INT(cl_spin_is_locked(NIL), 0, EINVAL);
 	}
+	CASE("cl_ticket_init", "l NULL")
+	{
+		RB_VOID(cl_ticket_init(NIL), EINVAL);
+	}
+	CASE("cl_ticket_trylock", "l NULL")
+	{
+		RB_INT(cl_ticket_trylock(NIL), 0, EINVAL);
+	}
+	CASE("cl_ticket_trylock", "lock already held")
+	{
+		struct cl_ticketlock l = CL_TICKETLOCK_INIT;
+		cl_ticket_lock(&l);
+		RB_INT(cl_ticket_trylock(&l), 0, 0);
+		RB_THEN(cl_ticket_waiters(&l) == 1, "no ticket left behind");
+	}
+	CASE("cl_ticket_lock", "l NULL")
+	{
+		RB_VOID(cl_ticket_lock(NIL), EINVAL);
+	}
+	CASE("cl_ticket_unlock", "l NULL")
+	{
+		RB_INT(cl_ticket_unlock(NIL), -1, EINVAL);
+	}
+	CASE("cl_ticket_unlock", "lock not held")
+	{
+		struct cl_ticketlock l = CL_TICKETLOCK_INIT;
+		RB_INT(cl_ticket_unlock(&l), -1, EINVAL);
+		RB_THEN(cl_ticket_trylock(&l) == 1, "lock still usable");
+	}
+	CASE("cl_ticket_is_locked", "l NULL")
+	{
+		RB_INT(cl_ticket_is_locked(NIL), 0, EINVAL);
+	}
+	CASE("cl_ticket_waiters", "l NULL")
+	{
+		RB_INT(cl_ticket_waiters(NIL), 0, EINVAL);
+	}
+	CASE("cl_mcs_init", "l NULL")
+	{
+		RB_VOID(cl_mcs_init(NIL), EINVAL);
+	}
+	CASE("cl_mcs_trylock", "l NULL")
+	{
+		struct cl_mcs_node n;
+		RB_INT(cl_mcs_trylock(NIL, &n), 0, EINVAL);
+	}
+	CASE("cl_mcs_trylock", "node NULL")
+	{
+		struct cl_mcslock l = CL_MCSLOCK_INIT;
+		RB_INT(cl_mcs_trylock(&l, NIL), 0, EINVAL);
+		RB_THEN(!cl_mcs_is_locked(&l), "lock still free");
+	}
+	CASE("cl_mcs_trylock", "lock already held")
+	{
+		struct cl_mcslock l = CL_MCSLOCK_INIT;
+		struct cl_mcs_node a, b;
+		cl_mcs_lock(&l, &a);
+		RB_INT(cl_mcs_trylock(&l, &b), 0, 0);
+	}
+	CASE("cl_mcs_lock", "l NULL")
+	{
+		struct cl_mcs_node n;
+		RB_VOID(cl_mcs_lock(NIL, &n), EINVAL);
+	}
+	CASE("cl_mcs_lock", "node NULL")
+	{
+		struct cl_mcslock l = CL_MCSLOCK_INIT;
+		RB_VOID(cl_mcs_lock(&l, NIL), EINVAL);
+		RB_THEN(!cl_mcs_is_locked(&l), "lock still free");
+	}
+	CASE("cl_mcs_unlock", "l NULL")
+	{
+		struct cl_mcs_node n;
+		RB_INT(cl_mcs_unlock(NIL, &n), -1, EINVAL);
+	}
+	CASE("cl_mcs_unlock", "node NULL")
+	{
+		struct cl_mcslock l = CL_MCSLOCK_INIT;
+		struct cl_mcs_node n;
+		cl_mcs_lock(&l, &n);
+		RB_INT(cl_mcs_unlock(&l, NIL), -1, EINVAL);
+		RB_THEN(cl_mcs_is_locked(&l), "lock still held");
+	}
+	CASE("cl_mcs_unlock", "lock not held (second unlock of a node)")
+	{
+		struct cl_mcslock l = CL_MCSLOCK_INIT;
+		struct cl_mcs_node n;
+		cl_mcs_lock(&l, &n);
+		cl_mcs_unlock(&l, &n);
+		RB_INT(cl_mcs_unlock(&l, &n), -1, EINVAL);
+		RB_THEN(cl_mcs_trylock(&l, &n) == 1, "lock still usable");
+	}
+	CASE("cl_mcs_is_locked", "l NULL")
+	{
+		RB_INT(cl_mcs_is_locked(NIL), 0, EINVAL);
+	}
 }
 
 /* ---- L2: topology.h, rseq.h ---- */

@@ -100,7 +100,7 @@ def valid_doc():
             "machine": {"cpu_model": "x", "cpus": 2, "kernel": "6", "glibc": "2.36",
                         "compiler": "gcc", "id_mode": "mm_cid", "rseq_ops_mode": "x",
                         "load_before": 0.5, "load_after": 0.5, "mode": "smoke"},
-            "experiments": exps}
+            "experiments": exps, "peers": [], "peers_skipped": []}
 
 
 class Validator(unittest.TestCase):
@@ -188,3 +188,77 @@ class DeterministicVerdict(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def peer(structure, peer_name, workload, ours, theirs, **kw):
+    return dict({"kind": "peer", "bench": "peer_x", "structure": structure, "peer": peer_name,
+                 "workload": workload, "ours": ours, "theirs": theirs, "unit": "ns/op",
+                 "higher_is_better": False, "gain": theirs / ours, "runs": 5,
+                 "min": theirs / ours * 0.9, "max": theirs / ours * 1.1}, **kw)
+
+
+class Peers(unittest.TestCase):
+    RECS = [peer("objcache", "jemalloc 5.3.0", "pair 64 B, 1 thread", 4.0, 6.4),
+            peer("objcache", "tcmalloc (gperftools 2.10)", "cross-CPU free 64 B", 10.0, 18.0),
+            peer("objcache", "glibc malloc 2.36", "pair 64 B, 1 thread", 4.0, 10.0),
+            peer("brlock", "ck_brlock (ck 0.7.1-10)", "read pair, 1 reader", 2.0, 4.0),
+            peer("MCS lock", "ck_spinlock_mcs (ck 0.7.1-10)", "acquire+release, 2 threads", 10.0, 9.0),
+            peer("MCS lock", "ck_spinlock_mcs (ck 0.7.1-10)", "worst wait, 2 threads", 10.0, 1.0),
+            rec("counter", "rseq", 1.0),
+            {"kind": "peer", "structure": "incomplete"}]
+
+    def test_peer_lines_become_entries_and_other_lines_are_left_out(self):
+        got = bench_report.collect_peers(self.RECS)
+        self.assertEqual([p["structure"] for p in got],
+                         ["objcache", "objcache", "objcache", "brlock", "MCS lock", "MCS lock"])
+        self.assertEqual(got[0]["peer"], "jemalloc 5.3.0")
+        self.assertAlmostEqual(got[0]["gain"], 1.6)
+
+    def test_goals_of_the_issue_are_judged_on_the_gain(self):
+        got = bench_report.collect_peers(self.RECS)
+        # jemalloc pair 1.6x >= 1.5x: met; tcmalloc cross-CPU 1.8x < 2x: missed
+        self.assertEqual((got[0]["goal"], got[0]["goal_met"]), ("gain >= 1.5x", True))
+        self.assertEqual((got[1]["goal"], got[1]["goal_met"]), ("gain >= 2x", False))
+        # glibc: no goal named
+        self.assertEqual((got[2]["goal"], got[2]["goal_met"]), (None, None))
+        # brlock read pair 2x < 3x ck_brlock: missed
+        self.assertIs(got[3]["goal_met"], False)
+        # MCS at 0.9x of ck_spinlock_mcs: within 1.2x, met; worst wait has no goal
+        self.assertIs(got[4]["goal_met"], True)
+        self.assertIsNone(got[5]["goal"])
+
+    def test_smoke_mode_judges_no_goal(self):
+        got = bench_report.collect_peers(self.RECS, judge=False)
+        self.assertTrue(all(p["goal_met"] is None for p in got))
+
+    def test_validator_accepts_peers_and_rejects_a_gain_in_the_wrong_direction(self):
+        doc = valid_doc()
+        doc["peers"] = bench_report.collect_peers(self.RECS)
+        self.assertEqual(check_report.check(doc), [])
+        doc["peers"][0]["gain"] = doc["peers"][0]["ours"] / doc["peers"][0]["theirs"]
+        self.assertTrue(any("peers[0]: gain" in e for e in check_report.check(doc)))
+
+    def test_validator_rejects_a_verdict_without_a_goal_and_a_missing_array(self):
+        doc = valid_doc()
+        doc["peers"] = bench_report.collect_peers(self.RECS)
+        doc["peers"][2]["goal_met"] = True
+        self.assertTrue(any("goal_met without a goal" in e for e in check_report.check(doc)))
+        del doc["peers"]
+        self.assertIn("peers is not a list", check_report.check(doc))
+
+    def test_report_md_has_a_row_per_comparison_and_names_skipped_packages(self):
+        import tempfile
+        doc = valid_doc()
+        doc["peers"] = bench_report.collect_peers(self.RECS)
+        doc["peers_skipped"] = ["libck-dev"]
+        doc["experiments"] = []  # the Peers section alone
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.md")
+            doc["machine"]["cflags"] = ""
+            bench_report.write_md(path, doc, None)
+            md = open(path).read()
+        self.assertIn("## Peers", md)
+        self.assertIn("skipped: libck-dev not installed", md)
+        self.assertEqual(md.count("| objcache | "), 3)
+        self.assertIn("met: gain >= 1.5x", md)
+        self.assertIn("**missed**: gain >= 2x", md)

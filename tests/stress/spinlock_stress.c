@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spinlock_stress - mutual exclusion under preemption, migration and signals
- * of two locks: a per-CPU (and per-mm_cid) spinlock taken with
- * cl_rseq_cmpstore(kind, lock, 0, 1, index), in both index modes; and the TTAS lock of
- * cachelocal/spinlock.h (struct cl_spinlock, one per index slot, taken with
- * cl_spin_lock() or cl_spin_trylock() and released, possibly on another CPU,
- * with cl_spin_unlock()).
+ * of four locks: a per-CPU (and per-mm_cid) spinlock taken with
+ * cl_rseq_cmpstore(kind, lock, 0, 1, index), in both index modes; and the three
+ * locks of cachelocal/spinlock.h, one per index slot, each taken with its
+ * lock or trylock call and released, possibly on another CPU, with its
+ * unlock: TTAS (struct cl_spinlock), ticket (struct cl_ticketlock) and MCS
+ * (struct cl_mcslock, the worker's node on its stack).
  *
  * A worker locks the slot of its current index, checks that nobody else is
  * inside (an owner word), increments the slot's plain counter, sometimes
@@ -22,6 +23,8 @@
 struct lslot {
 	intptr_t lock CL_ALIGNED(CL_FALSE_SHARING_SIZE);
 	struct cl_spinlock ttas; /* the TTAS pass: the lock instead of `lock` */
+	struct cl_ticketlock ticket; /* the ticket pass */
+	struct cl_mcslock mcs; /* the MCS pass */
 	int owner; /* worker id + 1 inside the lock (atomic, only to detect overlap) */
 	long count; /* plain: protected by the lock */
 };
@@ -30,23 +33,60 @@ struct lock_test {
 	struct lslot *slots;
 	unsigned nr;
 	enum cl_rseq_index idx;
-	int ttas; /* 1: lock with cl_spin_lock/trylock on slot->ttas */
+	int ttas; /* which spinlock.h lock (enum lock_kind); 0: the rseq lock */
 };
 
-/* The TTAS pass: the slot of the current index, locked with the
- * spinlock.h lock (trylock on odd iterations, lock on even ones). */
-static struct lslot *ttas_acquire(struct lock_test *t, long i)
+enum lock_kind { LK_RSEQ, LK_TTAS, LK_TICKET, LK_MCS };
+
+static const char *const lock_name[] = { "rseq cmpstore lock", "TTAS cl_spinlock",
+					 "ticket cl_ticketlock", "MCS cl_mcslock" };
+
+/* One trylock of the slot's lock of kind @k (@node: the MCS node). */
+static int slot_trylock(struct lslot *s, int k, struct cl_mcs_node *node)
+{
+	if (k == LK_TTAS)
+		return cl_spin_trylock(&s->ttas);
+	if (k == LK_TICKET)
+		return cl_ticket_trylock(&s->ticket);
+	return cl_mcs_trylock(&s->mcs, node);
+}
+
+static void slot_lock(struct lslot *s, int k, struct cl_mcs_node *node)
+{
+	if (k == LK_TTAS)
+		cl_spin_lock(&s->ttas);
+	else if (k == LK_TICKET)
+		cl_ticket_lock(&s->ticket);
+	else
+		cl_mcs_lock(&s->mcs, node);
+}
+
+/* Return: 0, or -1 if the unlock was refused (a lost acquisition). */
+static int slot_unlock(struct lslot *s, int k, struct cl_mcs_node *node)
+{
+	if (k == LK_TTAS) {
+		cl_spin_unlock(&s->ttas);
+		return 0;
+	}
+	if (k == LK_TICKET)
+		return cl_ticket_unlock(&s->ticket);
+	return cl_mcs_unlock(&s->mcs, node);
+}
+
+/* The spinlock.h passes: the slot of the current index, locked with the
+ * pass's lock (trylock on odd iterations, lock on even ones). */
+static struct lslot *ttas_acquire(struct lock_test *t, long i, struct cl_mcs_node *node)
 {
 	struct lslot *s = &t->slots[(unsigned)cl_rseq_current_index(t->idx) % t->nr];
 
 	if (i & 1) {
 		unsigned spins = 0;
 
-		while (!cl_spin_trylock(&s->ttas))
+		while (!slot_trylock(s, t->ttas, node))
 			if (++spins % 64 == 0)
 				sched_yield(); /* the holder may be preempted */
 	} else {
-		cl_spin_lock(&s->ttas);
+		slot_lock(s, t->ttas, node);
 	}
 	return s;
 }
@@ -54,6 +94,7 @@ static struct lslot *ttas_acquire(struct lock_test *t, long i)
 static void *worker(struct stress_run *run, int id)
 {
 	struct lock_test *t = run->priv;
+	struct cl_mcs_node node;
 	long i;
 
 	for (i = 0;; i++) {
@@ -62,7 +103,7 @@ static void *worker(struct stress_run *run, int id)
 		int r, prev;
 
 		if (t->ttas) {
-			s = ttas_acquire(t, i);
+			s = ttas_acquire(t, i, &node);
 		} else {
 			for (;;) {
 				int c = cl_rseq_current_index(t->idx);
@@ -88,9 +129,10 @@ static void *worker(struct stress_run *run, int id)
 		prev = __atomic_exchange_n(&s->owner, 0, __ATOMIC_RELAXED);
 		if (prev != id + 1)
 			stress_fail(run, "worker %d found owner %d on unlock", id, prev - 1);
-		if (t->ttas)
-			cl_spin_unlock(&s->ttas);
-		else
+		if (t->ttas) {
+			if (slot_unlock(s, t->ttas, &node) != 0)
+				stress_fail(run, "worker %d: unlock of a held lock refused", id);
+		} else
 			__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
 		if (i == 0)
 			stress_allow_signals();
@@ -120,27 +162,29 @@ static int run_pass(const struct stress_cfg *cfg, enum cl_rseq_index idx, int tt
 	rc = stress_run(&run, cfg, worker, &t, NULL);
 	for (unsigned i = 0; i < t.nr; i++) {
 		total += t.slots[i].count;
-		if (t.slots[i].lock != 0 || cl_spin_is_locked(&t.slots[i].ttas))
+		if (t.slots[i].lock != 0 || cl_spin_is_locked(&t.slots[i].ttas) ||
+		    cl_ticket_is_locked(&t.slots[i].ticket) || cl_mcs_is_locked(&t.slots[i].mcs))
 			rc = 1;
 	}
 	if (total != (long)run.ops)
 		rc = 1;
 	printf("spinlock_stress [%s, " STRESS_INDEX_FMT "]: %d workers, %lu acquisitions, %lu aborts, "
 	       "%lu signals, %lu migrations: counted %ld: %s\n",
-	       ttas ? "TTAS cl_spinlock" : "rseq cmpstore lock", STRESS_INDEX_ARGS(idx), cfg->nr_workers, run.ops,
+	       lock_name[ttas], STRESS_INDEX_ARGS(idx), cfg->nr_workers, run.ops,
 	       run.aborts, run.signals, run.migrations, total, rc == 0 ? "PASS" : "FAIL");
 	free(t.slots);
 	return rc;
 }
 
-/* The rseq lock in this index mode; the TTAS lock once (it does not depend
- * on the index mode: the index only spreads workers over the slots). */
+/* The rseq lock in this index mode; the spinlock.h locks once (they do not
+ * depend on the index mode: the index only spreads workers over the slots). */
 static int run_index(const struct stress_cfg *cfg, enum cl_rseq_index idx)
 {
-	int rc = run_pass(cfg, idx, 0);
+	int rc = run_pass(cfg, idx, LK_RSEQ);
 
 	if (idx == CL_RSEQ_INDEX_CPU_ID)
-		rc |= run_pass(cfg, idx, 1);
+		for (int k = LK_TTAS; k <= LK_MCS; k++)
+			rc |= run_pass(cfg, idx, k);
 	return rc;
 }
 

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/peers/peers.h - cachelocal beside what its users would pick instead.
+ *
+ * Every peer benchmark measures one of our structures and a peer library's
+ * equivalent in the same process, interleaved run by run (ours, theirs,
+ * ours, theirs, ...; the order alternates each run), the same workload on
+ * both sides, and reports per comparison the medians of >= 5 runs (the
+ * shared options of bench.h: --runs, --quick, --smoke, --json).
+ *
+ * Human table: one row per comparison. With --json, one JSON object per
+ * comparison on stdout (the lines scripts/bench_report.py collects into
+ * report.json's "peers" array; other peer benchmarks, in any language,
+ * print the same):
+ *
+ *   {"kind":"peer","bench":"<binary>","structure":"objcache",
+ *    "ours_variant":"cl_objcache","peer":"jemalloc 5.3.0","workload":"pair 64 B, 1 thread",
+ *    "ours":<median>,"theirs":<median>,"unit":"ns/op","higher_is_better":false,
+ *    "gain":<theirs/ours, or ours/theirs when higher is better: > 1 = cachelocal ahead>,
+ *    "runs":n,"min":<smallest per-run gain>,"max":<largest per-run gain>,
+ *    "ours_min":..,"ours_max":..,"theirs_min":..,"theirs_max":..,
+ *    "threads":t,"kernel":"<uname -r>","id_mode":"<cachelocal id mode>"}
+ *
+ * min and max are the gains of single runs (run i of ours against run i of
+ * theirs, measured back to back). The peer's version comes from its own
+ * header's version macro or, when it has none, from dpkg-query at build
+ * time (PEER_*_VERSION, passed by the Makefile); never written by hand.
+ */
+#ifndef CACHELOCAL_BENCH_PEERS_H
+#define CACHELOCAL_BENCH_PEERS_H
+
+#include "bench.h"
+
+#include <gnu/libc-version.h>
+
+#ifndef PEER_CK_VERSION
+#define PEER_CK_VERSION "version unknown"
+#endif
+
+/* Per-run samples of one side of a comparison. */
+struct peer_side {
+	double v[BENCH_MAX_RUNS];
+};
+
+static inline void peer_header(const struct bench *b)
+{
+	if (!b->json_only)
+		printf("%-14s %-22s %-30s %-28s %12s %12s %8s %-7s %s\n", "structure", "ours", "peer",
+		       "workload", "ours", "theirs", "gain", "unit", "gain min-max");
+}
+
+/*
+ * peer_emit() - one comparison: @n runs of ours (@o) and theirs (@t).
+ * Return: the gain (> 1: ours ahead).
+ */
+static inline double peer_emit(struct bench *b, const char *structure, const char *ours_variant,
+			       const char *peer, const char *workload, int threads,
+			       const struct peer_side *o, const struct peer_side *t, int n,
+			       const char *unit, int higher_is_better)
+{
+	double mo = bench_median(o->v, n), mt = bench_median(t->v, n);
+	double omin, omax, tmin, tmax, gmin = 0, gmax = 0, gain;
+
+	bench_minmax(o->v, n, &omin, &omax);
+	bench_minmax(t->v, n, &tmin, &tmax);
+	for (int i = 0; i < n; i++) {
+		double num = higher_is_better ? o->v[i] : t->v[i];
+		double den = higher_is_better ? t->v[i] : o->v[i];
+		double g = den > 0 ? num / den : 0;
+
+		if (i == 0 || g < gmin)
+			gmin = g;
+		if (i == 0 || g > gmax)
+			gmax = g;
+	}
+	if (higher_is_better)
+		gain = mt > 0 ? mo / mt : 0;
+	else
+		gain = mo > 0 ? mt / mo : 0;
+	if (!b->json_only)
+		printf("%-14s %-22s %-30s %-28s %12.3f %12.3f %7.2fx %-7s %.2f-%.2f\n", structure,
+		       ours_variant, peer, workload, mo, mt, gain, unit, gmin, gmax);
+	if (b->json) {
+		fprintf(b->json,
+			"{\"kind\":\"peer\",\"bench\":\"%s\",\"structure\":\"%s\",\"ours_variant\":\"%s\","
+			"\"peer\":\"%s\",\"workload\":\"%s\",\"ours\":%.6g,\"theirs\":%.6g,"
+			"\"unit\":\"%s\",\"higher_is_better\":%s,\"gain\":%.6g,\"runs\":%d,"
+			"\"min\":%.6g,\"max\":%.6g,\"ours_min\":%.6g,\"ours_max\":%.6g,"
+			"\"theirs_min\":%.6g,\"theirs_max\":%.6g,\"threads\":%d,\"kernel\":\"%s\","
+			"\"id_mode\":\"%s\"}\n",
+			b->name, structure, ours_variant, peer, workload, mo, mt, unit,
+			higher_is_better ? "true" : "false", gain, n, gmin, gmax, omin, omax, tmin, tmax,
+			threads, b->kernel, b->id_mode);
+		fflush(b->json);
+	}
+	fflush(stdout);
+	b->nr_results++;
+	return gain;
+}
+
+/* Run @fn on @threads threads, thread i pinned to allowed CPU i (wrapping);
+ * each gets @arg and its index. Return: 0, or -1 if a thread could not start. */
+struct peer_thread {
+	pthread_t tid;
+	int id;
+	void *arg;
+	void *(*fn)(void *arg, int id);
+	void *ret;
+};
+
+static inline void *peer_thread_main(void *p)
+{
+	struct peer_thread *t = (struct peer_thread *)p;
+
+	bench_pin(bench_allowed_cpu(t->id));
+	t->ret = t->fn(t->arg, t->id);
+	return NULL;
+}
+
+static inline int peer_run_threads(int threads, void *(*fn)(void *, int), void *arg,
+				   struct peer_thread *th)
+{
+	for (int i = 0; i < threads; i++) {
+		th[i].id = i;
+		th[i].arg = arg;
+		th[i].fn = fn;
+		if (pthread_create(&th[i].tid, NULL, peer_thread_main, &th[i]) != 0)
+			return -1;
+	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i].tid, NULL);
+	return 0;
+}
+
+/*
+ * peer_timed_run() - run @body(@arg, id) on @threads pinned threads twice,
+ * a warm-up pass then a timed one, the threads meeting at a barrier before
+ * each. Return: the slowest thread's wall time of the timed pass in ns, or
+ * 0 if a thread could not start. @threads <= PEER_MAX_THREADS.
+ */
+#define PEER_MAX_THREADS 64
+
+struct peer_timed {
+	pthread_barrier_t start;
+	void (*body)(void *arg, int id);
+	void *arg;
+	unsigned long long ns[PEER_MAX_THREADS];
+};
+
+static inline void *peer_timed_thread(void *p, int id)
+{
+	struct peer_timed *t = (struct peer_timed *)p;
+	unsigned long long t0;
+
+	pthread_barrier_wait(&t->start);
+	t->body(t->arg, id);
+	pthread_barrier_wait(&t->start);
+	t0 = bench_now_ns();
+	t->body(t->arg, id);
+	t->ns[id] = bench_now_ns() - t0;
+	return NULL;
+}
+
+static inline unsigned long long peer_timed_run(int threads, void (*body)(void *, int), void *arg)
+{
+	static struct peer_timed t;
+	struct peer_thread th[PEER_MAX_THREADS];
+	unsigned long long worst = 0;
+
+	t.body = body;
+	t.arg = arg;
+	pthread_barrier_init(&t.start, NULL, (unsigned)threads);
+	if (peer_run_threads(threads, peer_timed_thread, &t, th) != 0)
+		return 0;
+	pthread_barrier_destroy(&t.start);
+	for (int i = 0; i < threads; i++)
+		if (t.ns[i] > worst)
+			worst = t.ns[i];
+	return worst;
+}
+
+#endif /* CACHELOCAL_BENCH_PEERS_H */
