@@ -4,7 +4,7 @@
  * goroutines and Boost.Fiber on the same three workloads:
  *
  *   pingpong  two tasks bounce an int through two capacity-1 channels;
- *             ns per round trip. same-cpu: one worker / GOMAXPROCS=1 / one
+ *             ns per round trip (-l round trips, a tenth on two CPUs). same-cpu: one worker / GOMAXPROCS=1 / one
  *             Boost thread; cross-cpu: one task on each of two CPUs (ours:
  *             two pinned workers, the tasks pinned one per worker; Boost:
  *             two pinned threads, one fiber each; Go: GOMAXPROCS=2 on the
@@ -36,6 +36,8 @@
  */
 #include <cachelocal/sched/runtime.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "rtbench.h"
@@ -44,6 +46,7 @@
 #define STORM_PAIRS 20
 #define STORM_MSG 100
 #define STORM_CAP 63 /* Boost's buffered_channel(64) holds 63 */
+#define PEER_TIMEOUT_S 600 /* one peer run longer than this fails */
 
 enum { W_PINGPONG, W_FIB, W_STORM, W_NR };
 enum { P_SAME, P_TWO, P_NR };
@@ -275,11 +278,18 @@ static double ours_storm(int place, int groups, long loops)
 	return ok ? (double)ns / ((double)n / 2 * STORM_PAIRS * (double)loops) : -1;
 }
 
+/* Cross-CPU round trips cost a wakeup each, a futex one where a side sleeps
+ * (Boost): a tenth of the same-CPU count keeps the run bounded. */
+static long pp_loops(const struct params *p, int place)
+{
+	return place == P_SAME ? p->pp_loops : p->pp_loops / 10 + 1;
+}
+
 static double ours_run(int w, int place, const struct params *p, int warm)
 {
 	switch (w) {
 	case W_PINGPONG:
-		return ours_pingpong(place, warm ? p->pp_loops / 10 + 1 : p->pp_loops);
+		return ours_pingpong(place, warm ? pp_loops(p, place) / 10 + 1 : pp_loops(p, place));
 	case W_FIB:
 		return ours_fib(place, warm ? p->fib_n - 3 : p->fib_n);
 	default:
@@ -321,6 +331,8 @@ static int run_peer(char *const argv[], int ncpu, int procs, char *out, size_t o
 		if (ncpu > 1)
 			CPU_SET(cpu_b, &set);
 		sched_setaffinity(0, sizeof(set), &set);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the driver */
+		alarm(PEER_TIMEOUT_S);             /* kept across exec: a hung peer dies */
 		snprintf(gmp, sizeof(gmp), "%d", procs);
 		setenv("GOMAXPROCS", gmp, 1);
 		dup2(fd[1], 1);
@@ -342,7 +354,7 @@ static int run_peer(char *const argv[], int ncpu, int procs, char *out, size_t o
 	if (waitpid(pid, &status, 0) < 0)
 		return -1;
 	out[strcspn(out, "\n")] = 0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 /* The peer's own version line ("go 1.19.8"), or 0 if it cannot run. */
@@ -367,7 +379,7 @@ static double peer_run(struct peer *pr, int w, int place, const struct params *p
 
 	switch (w) {
 	case W_PINGPONG:
-		snprintf(a1, sizeof(a1), "%ld", p->pp_loops);
+		snprintf(a1, sizeof(a1), "%ld", pp_loops(p, place));
 		argv[4] = NULL;
 		break;
 	case W_FIB:
@@ -432,7 +444,8 @@ static void usage(void)
 	       "  the cachelocal runtime beside Go and Boost.Fiber: pipe ping-pong, fib spawn+join\n"
 	       "  tree, hackbench-shaped message storm; peers default to runtime_go and\n"
 	       "  runtime_boost next to this binary (missing: skipped with a note)\n"
-	       "  -l LOOPS        ping-pong round trips (default 1000000; --quick 200000)\n"
+	       "  -l LOOPS        ping-pong round trips on one CPU (default 1000000; --quick 200000);\n"
+	       "                  on two CPUs a tenth\n"
 	       "  -n N            fib(N) tree (default 20; --quick 18): 2 fib(N+1) - 1 tasks, nearly all\n"
 	       "                  live at once when a runtime runs them breadth-first (ours does)\n"
 	       "  -g GROUPS       storm groups of 20 senders + 20 receivers (default 4; --quick 2)\n"
