@@ -25,12 +25,13 @@
  * checks its own result (fib value, message counts and contents) and exits
  * nonzero when it is wrong, which fails this benchmark. Runs interleave:
  * ours, go, boost, ours, go, boost, ...; each run of every side is preceded
- * by a warm-up pass in the same process. The peer's version comes from the
+ * by a warm-up pass in the same runtime or process (ours_run()). The peer's version comes from the
  * peer program itself (Go: runtime.Version(); Boost: BOOST_LIB_VERSION).
  *
  * With --json, besides the usual result objects, one line per workload and
  * peer: {"kind":"peer","structure":"runtime","peer":...,"workload":...,
- * "ours":...,"theirs":...,"unit":"ns/op","gain":theirs/ours,...}; gain > 1
+ * "ours":...,"theirs":...,"unit":"ns/op","gain":theirs/ours,...} (the
+ * fields of the other peer benchmarks' lines, peer_line()); gain > 1
  * means cachelocal is ahead. A peer whose program is missing is skipped with
  * a note (no line); exit 77 when both are missing.
  */
@@ -104,9 +105,8 @@ static void *pp_task(void *p)
 	return NULL;
 }
 
-static double ours_pingpong(int place, long loops)
+static double ours_pingpong(struct cl_runtime *rt, int place, long loops)
 {
-	struct cl_runtime *rt = rt_make(place);
 	struct cl_chan *c1 = cl_chan_create(sizeof(long), PP_CAP), *c2 = cl_chan_create(sizeof(long), PP_CAP);
 	struct pp_arg a0 = { c2, c1, loops, 1, 0 }, a1 = { c1, c2, loops, 0, 0 };
 	struct cl_spawn_attr s0, s1;
@@ -114,7 +114,7 @@ static double ours_pingpong(int place, long loops)
 	void *r0 = (void *)1, *r1 = (void *)1;
 	int ok;
 
-	if (!rt || !c1 || !c2)
+	if (!c1 || !c2)
 		return -1;
 	memset(&s0, 0, sizeof(s0));
 	memset(&s1, 0, sizeof(s1));
@@ -124,7 +124,6 @@ static double ours_pingpong(int place, long loops)
 	t1 = cl_spawn(rt, &s1, pp_task, &a1);
 	t0 = cl_spawn(rt, &s0, pp_task, &a0);
 	ok = t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1;
-	ok = !cl_runtime_destroy(rt) && ok;
 	cl_chan_destroy(c1);
 	cl_chan_destroy(c2);
 	if (!ok)
@@ -171,22 +170,18 @@ static long fib_ref(int n, long *calls)
 	return a;
 }
 
-static double ours_fib(int place, int n)
+static double ours_fib(struct cl_runtime *rt, int n)
 {
-	struct cl_runtime *rt = rt_make(place);
 	struct cl_rt_task *root;
 	void *r = (void *)(intptr_t)-1;
 	long calls, want = fib_ref(n, &calls);
 	uint64_t t;
 	int ok;
 
-	if (!rt)
-		return -1;
 	t = bench_now_ns();
 	root = cl_spawn(rt, NULL, fib_task, (void *)(intptr_t)n);
 	ok = root && !cl_join(root, &r) && (long)(intptr_t)r == want;
 	t = bench_now_ns() - t;
-	ok = !cl_runtime_destroy(rt) && ok;
 	if (!ok)
 		fprintf(stderr, "runtime_peers: ours: fib(%d) = %ld, want %ld\n", n, (long)(intptr_t)r, want);
 	return ok ? (double)t / (double)calls : -1;
@@ -242,17 +237,16 @@ static void *storm_fn(void *p)
 	return NULL;
 }
 
-static double ours_storm(int place, int groups, long loops)
+static double ours_storm(struct cl_runtime *rt, int groups, long loops)
 {
 	int n = groups * 2 * STORM_PAIRS, ok = 1;
-	struct cl_runtime *rt = rt_make(place);
 	struct storm_ctx ctx = { cl_chan_create(1, 1), 0, n, loops, NULL };
 	struct storm_task *st = calloc((size_t)n, sizeof(*st));
 	struct cl_rt_task **h = calloc((size_t)n, sizeof(*h));
 	uint64_t ns = 0;
 
 	ctx.rx = calloc((size_t)groups * STORM_PAIRS, sizeof(*ctx.rx));
-	if (!rt || !ctx.gate || !st || !h || !ctx.rx)
+	if (!ctx.gate || !st || !h || !ctx.rx)
 		return -1;
 	for (int i = 0; i < groups * STORM_PAIRS; i++)
 		if (!(ctx.rx[i] = cl_chan_create(STORM_MSG, STORM_CAP)))
@@ -264,8 +258,6 @@ static double ours_storm(int place, int groups, long loops)
 			return -1;
 	}
 	if (rtb_release_join(&ctx.ready, n, ctx.gate, h, &ns))
-		ok = 0;
-	if (cl_runtime_destroy(rt))
 		ok = 0;
 	for (int i = 0; i < groups * STORM_PAIRS; i++)
 		cl_chan_destroy(ctx.rx[i]);
@@ -285,16 +277,35 @@ static long pp_loops(const struct params *p, int place)
 	return place == P_SAME ? p->pp_loops : p->pp_loops / 10 + 1;
 }
 
-static double ours_run(int w, int place, const struct params *p, int warm)
+/*
+ * One run of ours: a fresh runtime, the workload once as a warm-up (a tenth
+ * of the round trips or messages; the whole fib tree, so that its stacks
+ * are mapped and in the descriptor cache, as in a runtime that has run for
+ * a while), then once measured. The peers do the same in their process.
+ */
+static double ours_run(int w, int place, const struct params *p)
 {
+	struct cl_runtime *rt = rt_make(place);
+	double v = -1;
+
+	if (!rt)
+		return -1;
 	switch (w) {
 	case W_PINGPONG:
-		return ours_pingpong(place, warm ? pp_loops(p, place) / 10 + 1 : pp_loops(p, place));
+		if (ours_pingpong(rt, place, pp_loops(p, place) / 10 + 1) >= 0)
+			v = ours_pingpong(rt, place, pp_loops(p, place));
+		break;
 	case W_FIB:
-		return ours_fib(place, warm ? p->fib_n - 3 : p->fib_n);
+		if (ours_fib(rt, p->fib_n) >= 0)
+			v = ours_fib(rt, p->fib_n);
+		break;
 	default:
-		return ours_storm(place, p->storm_groups, warm ? p->storm_loops / 10 + 1 : p->storm_loops);
+		if (ours_storm(rt, p->storm_groups, p->storm_loops / 10 + 1) >= 0)
+			v = ours_storm(rt, p->storm_groups, p->storm_loops);
 	}
+	if (cl_runtime_destroy(rt))
+		v = -1;
+	return v;
 }
 
 /* ---------------------------------------------------------------- peers */
@@ -416,22 +427,39 @@ static void exe_dir_path(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s", self, name);
 }
 
-static void peer_line(struct bench *b, const char *peer, const char *workload, const double *ours,
-		      const double *theirs, int n)
+/*
+ * One comparison as the peer line of the report (the schema the other peer
+ * benchmarks print): medians, gain = theirs / ours (lower is better here,
+ * > 1: cachelocal ahead), min and max = the gains of single runs (run i of
+ * ours against run i of theirs, measured back to back).
+ */
+static void peer_line(struct bench *b, const char *peer, const char *workload, int threads,
+		      const double *ours, const double *theirs, int n)
 {
 	double om = bench_median(ours, n), tm = bench_median(theirs, n), omn, omx, tmn, tmx;
+	double gmin = 0, gmax = 0;
 
 	if (!b->json)
 		return;
 	bench_minmax(ours, n, &omn, &omx);
 	bench_minmax(theirs, n, &tmn, &tmx);
+	for (int i = 0; i < n; i++) {
+		double g = ours[i] > 0 ? theirs[i] / ours[i] : 0;
+
+		if (i == 0 || g < gmin)
+			gmin = g;
+		if (i == 0 || g > gmax)
+			gmax = g;
+	}
 	fprintf(b->json,
-		"{\"kind\":\"peer\",\"structure\":\"runtime\",\"peer\":\"%s\",\"workload\":\"%s\","
-		"\"ours\":%.6g,\"theirs\":%.6g,\"unit\":\"ns/op\",\"gain\":%.4f,\"runs\":%d,"
-		"\"min\":%.6g,\"max\":%.6g,\"ours_min\":%.6g,\"ours_max\":%.6g,"
-		"\"id_mode\":\"%s\",\"kernel\":\"%s\"}\n",
-		peer, workload, om, tm, om > 0 ? tm / om : 0, n, tmn, tmx, omn, omx, b->id_mode,
-		b->kernel);
+		"{\"kind\":\"peer\",\"bench\":\"%s\",\"structure\":\"runtime\","
+		"\"ours_variant\":\"cl_runtime\",\"peer\":\"%s\",\"workload\":\"%s\","
+		"\"ours\":%.6g,\"theirs\":%.6g,\"unit\":\"ns/op\",\"higher_is_better\":false,"
+		"\"gain\":%.6g,\"runs\":%d,\"min\":%.6g,\"max\":%.6g,\"ours_min\":%.6g,"
+		"\"ours_max\":%.6g,\"theirs_min\":%.6g,\"theirs_max\":%.6g,\"threads\":%d,"
+		"\"kernel\":\"%s\",\"id_mode\":\"%s\"}\n",
+		b->name, peer, workload, om, tm, om > 0 ? tm / om : 0, n, gmin, gmax, omn, omx, tmn,
+		tmx, threads, b->kernel, b->id_mode);
 	fflush(b->json);
 }
 
@@ -533,12 +561,9 @@ int main(int argc, char **argv)
 				continue;
 			}
 			snprintf(workload, sizeof(workload), "%s %s", wname[w], pname[pl]);
-			/* the driver's own thread stays off the measured CPUs' way: it only
-			 * waits (join, waitpid) while a side runs */
-			if (ours_run(w, pl, &p, 1) < 0)
-				return 1;
+			/* the driver's own thread only waits (join, waitpid) while a side runs */
 			for (int r = 0; r < b.runs; r++) {
-				ours[r] = ours_run(w, pl, &p, 0);
+				ours[r] = ours_run(w, pl, &p);
 				if (ours[r] < 0)
 					return 1;
 				bench_progress(&b, "%s cachelocal run %d: %.1f", workload, r, ours[r]);
@@ -565,7 +590,8 @@ int main(int argc, char **argv)
 
 				snprintf(ratio, sizeof(ratio), "%s / cachelocal (x ahead)", peers[k].version);
 				bench_ratio(&b, workload, ratio, tm, med);
-				peer_line(&b, peers[k].version, workload, ours, theirs[k], b.runs);
+				peer_line(&b, peers[k].version, workload, pl == P_SAME ? 1 : 2, ours, theirs[k],
+					  b.runs);
 				if (w == W_PINGPONG && pl == P_SAME)
 					rtb_goal(&b, "pingpong same-cpu >= 3x the peer", tm / med, 3, 1);
 				else

@@ -11,7 +11,8 @@
 // The placement word is informational: the driver sets the CPU affinity and
 // GOMAXPROCS (1 for same-cpu, 2 for two-cpu) before it starts this program;
 // GOMAXPROCS is checked against it. Each workload runs once as a warm-up
-// (a tenth of the size), then once measured; the result is checked (message
+// (a tenth of the round trips or messages, the whole fib tree), then once
+// measured; the result is checked (message
 // values and counts, the fib value) and a wrong one exits 1. Output on
 // success: one line "ns_per_op X".
 package main
@@ -196,7 +197,7 @@ func main() {
 		ns = pingpong(loops)
 	case "fib":
 		n := atoi(a[2], 2)
-		fib(n - 3)
+		fib(n) // warm-up: the whole tree, so stacks and heap are grown
 		ns = fib(n)
 	case "storm":
 		if len(a) < 4 {
