@@ -4,11 +4,12 @@
  * goroutines and Boost.Fiber on the same three workloads:
  *
  *   pingpong  two tasks bounce an int through two capacity-1 channels;
- *             ns per round trip (-l round trips, a tenth on two CPUs). same-cpu: one worker / GOMAXPROCS=1 / one
- *             Boost thread; cross-cpu: one task on each of two CPUs (ours:
- *             two pinned workers, the tasks pinned one per worker; Boost:
- *             two pinned threads, one fiber each; Go: GOMAXPROCS=2 on the
- *             two CPUs, goroutine placement is Go's).
+ *             ns per round trip (-l round trips, a tenth of them on two
+ *             CPUs). same-cpu: one worker / GOMAXPROCS=1 / one Boost
+ *             thread; two-cpu: one task on each of two CPUs (ours: two
+ *             pinned workers, the tasks pinned one per worker; Boost: two
+ *             pinned threads, one fiber each; Go: GOMAXPROCS=2 on the two
+ *             CPUs, goroutine placement is Go's).
  *   fib       a spawn+join tree: fib(n) spawns fib(n-1) and fib(n-2) as
  *             tasks and joins both (n < 2 returns n); ns per spawn.
  *   storm     hackbench's shape: groups of 20 senders and 20 receivers,
@@ -25,8 +26,9 @@
  * checks its own result (fib value, message counts and contents) and exits
  * nonzero when it is wrong, which fails this benchmark. Runs interleave:
  * ours, go, boost, ours, go, boost, ...; each run of every side is preceded
- * by a warm-up pass in the same runtime or process (ours_run()). The peer's version comes from the
- * peer program itself (Go: runtime.Version(); Boost: BOOST_LIB_VERSION).
+ * by a warm-up pass in the same runtime or process (ours_run()). The
+ * peer's version comes from the peer program itself (Go: runtime.Version();
+ * Boost: BOOST_LIB_VERSION).
  *
  * With --json, besides the usual result objects, one line per workload and
  * peer: {"kind":"peer","structure":"runtime","peer":...,"workload":...,
@@ -92,17 +94,21 @@ static void *pp_task(void *p)
 		if (a->serve) {
 			v = 2 * i;
 			if (cl_chan_send(a->out, &v) || cl_chan_recv(a->in, &v) || v != 2 * i + 1)
-				return (void *)1;
+				goto fail;
 		} else {
 			if (cl_chan_recv(a->in, &v) || v != 2 * i)
-				return (void *)1;
+				goto fail;
 			v++;
 			if (cl_chan_send(a->out, &v))
-				return (void *)1;
+				goto fail;
 		}
 	}
 	a->ns = bench_now_ns() - t0;
 	return NULL;
+fail: /* closing wakes the other side (EPIPE): it fails too, nobody hangs */
+	cl_chan_close(a->in);
+	cl_chan_close(a->out);
+	return (void *)1;
 }
 
 static double ours_pingpong(struct cl_runtime *rt, int place, long loops)
@@ -133,26 +139,27 @@ static double ours_pingpong(struct cl_runtime *rt, int place, long loops)
 
 /* ---------------------------------------------------------------- fib */
 
+static int fib_spawn_failed; /* reported once */
+
+/* fib(n): spawn fib(n-1) and fib(n-2), join both; -1 if anything below failed. */
 static void *fib_task(void *p)
 {
 	long n = (long)(intptr_t)p;
 	struct cl_rt_task *a, *b;
-	void *ra, *rb;
+	void *ra = (void *)(intptr_t)-1, *rb = (void *)(intptr_t)-1;
 
 	if (n < 2)
 		return p;
 	a = cl_spawn(cl_self()->rt, NULL, fib_task, (void *)(intptr_t)(n - 1));
 	b = cl_spawn(cl_self()->rt, NULL, fib_task, (void *)(intptr_t)(n - 2));
-	if (!a || !b || cl_join(a, &ra) || cl_join(b, &rb) || (intptr_t)ra < 0 || (intptr_t)rb < 0) {
-		if (a && b) /* one of them failed below */
-			return (void *)(intptr_t)-1;
+	if ((!a || !b) && !__atomic_exchange_n(&fib_spawn_failed, 1, __ATOMIC_RELAXED))
 		fprintf(stderr, "runtime_peers: ours: fib spawn failed: %s\n", strerror(errno));
-		if (a)
-			cl_join(a, NULL);
-		if (b)
-			cl_join(b, NULL);
+	if (a && cl_join(a, &ra))
+		ra = (void *)(intptr_t)-1;
+	if (b && cl_join(b, &rb))
+		rb = (void *)(intptr_t)-1;
+	if (!a || !b || (intptr_t)ra < 0 || (intptr_t)rb < 0)
 		return (void *)(intptr_t)-1;
-	}
 	return (void *)((intptr_t)ra + (intptr_t)rb);
 }
 
@@ -220,7 +227,7 @@ static void *storm_fn(void *p)
 			for (int r = 0; r < STORM_PAIRS; r++) {
 				buf[1] = (unsigned char)i;
 				if (cl_chan_send(rx[r], buf))
-					return (void *)1;
+					goto fail;
 			}
 		return NULL;
 	}
@@ -228,13 +235,17 @@ static void *storm_fn(void *p)
 	for (long i = 0; i < ctx->loops * STORM_PAIRS; i++) {
 		if (cl_chan_recv(rx[t->idx], buf) || buf[0] >= STORM_PAIRS ||
 		    buf[1] != (unsigned char)got[buf[0]] || buf[2] != buf[0])
-			return (void *)1;
+			goto fail;
 		got[buf[0]]++;
 	}
 	for (int s = 0; s < STORM_PAIRS; s++)
 		if (got[s] != ctx->loops)
-			return (void *)1;
+			goto fail;
 	return NULL;
+fail: /* closing the group's channels ends its other tasks (EPIPE): no hang */
+	for (int r = 0; r < STORM_PAIRS; r++)
+		cl_chan_close(rx[r]);
+	return (void *)1;
 }
 
 static double ours_storm(struct cl_runtime *rt, int groups, long loops)

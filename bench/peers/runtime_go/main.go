@@ -34,6 +34,8 @@ const (
 	stormCap   = 63 // per-receiver channel slots
 )
 
+// fail reports and exits at once, from any goroutine (the others may be
+// blocked for good on the broken workload).
 func fail(format string, a ...interface{}) {
 	fmt.Fprintf(os.Stderr, "runtime_go: "+format+"\n", a...)
 	os.Exit(1)
@@ -44,15 +46,14 @@ func pingpong(loops int) float64 {
 	done := make(chan bool)
 	start := time.Now()
 	go func() {
-		ok := true
 		for i := 0; i < loops; i++ {
 			v := <-ping
 			if v != 2*i {
-				ok = false
+				fail("pingpong: got %d, want %d", v, 2*i)
 			}
 			pong <- v + 1
 		}
-		done <- ok
+		done <- true
 	}()
 	for i := 0; i < loops; i++ {
 		ping <- 2 * i
@@ -60,9 +61,7 @@ func pingpong(loops int) float64 {
 			fail("pingpong: got %d, want %d", v, 2*i+1)
 		}
 	}
-	if !<-done {
-		fail("pingpong: the receiver saw a wrong value")
-	}
+	<-done
 	return float64(time.Since(start).Nanoseconds()) / float64(loops)
 }
 
@@ -103,7 +102,6 @@ func storm(groups, loops int) float64 {
 	n := groups * 2 * stormPairs
 	gate := make(chan struct{})
 	var ready, wg sync.WaitGroup
-	bad := make(chan string, n)
 	rx := make([]chan [stormMsg]byte, groups*stormPairs)
 	for i := range rx {
 		rx[i] = make(chan [stormMsg]byte, stormCap)
@@ -137,15 +135,13 @@ func storm(groups, loops int) float64 {
 					m := <-grx[idx]
 					s := int(m[0])
 					if s >= stormPairs || m[1] != byte(got[s]) || m[2] != m[0] {
-						bad <- "wrong or reordered message"
-						return
+						fail("storm: wrong or reordered message")
 					}
 					got[s]++
 				}
 				for s := 0; s < stormPairs; s++ {
 					if got[s] != loops {
-						bad <- "message count"
-						return
+						fail("storm: %d messages from sender %d, want %d", got[s], s, loops)
 					}
 				}
 			}(idx)
@@ -156,11 +152,6 @@ func storm(groups, loops int) float64 {
 	close(gate)
 	wg.Wait()
 	el := time.Since(start)
-	select {
-	case why := <-bad:
-		fail("storm: %s", why)
-	default:
-	}
 	return float64(el.Nanoseconds()) / float64(groups*stormPairs*stormPairs*loops)
 }
 
