@@ -139,28 +139,32 @@ static double ours_pingpong(struct cl_runtime *rt, int place, long loops)
 
 /* ---------------------------------------------------------------- fib */
 
-static int fib_spawn_failed; /* reported once */
-
-/* fib(n): spawn fib(n-1) and fib(n-2), join both; -1 if anything below failed. */
+/*
+ * fib(n): spawn fib(n-1) and fib(n-2), join both. A failure anywhere below
+ * comes back as -errno (fib values are never negative).
+ */
 static void *fib_task(void *p)
 {
 	long n = (long)(intptr_t)p;
 	struct cl_rt_task *a, *b;
-	void *ra = (void *)(intptr_t)-1, *rb = (void *)(intptr_t)-1;
+	intptr_t ra = -EINVAL, rb = -EINVAL, err = 0;
+	void *r;
 
 	if (n < 2)
 		return p;
 	a = cl_spawn(cl_self()->rt, NULL, fib_task, (void *)(intptr_t)(n - 1));
+	if (!a)
+		err = -errno;
 	b = cl_spawn(cl_self()->rt, NULL, fib_task, (void *)(intptr_t)(n - 2));
-	if ((!a || !b) && !__atomic_exchange_n(&fib_spawn_failed, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "runtime_peers: ours: fib spawn failed: %s\n", strerror(errno));
-	if (a && cl_join(a, &ra))
-		ra = (void *)(intptr_t)-1;
-	if (b && cl_join(b, &rb))
-		rb = (void *)(intptr_t)-1;
-	if (!a || !b || (intptr_t)ra < 0 || (intptr_t)rb < 0)
-		return (void *)(intptr_t)-1;
-	return (void *)((intptr_t)ra + (intptr_t)rb);
+	if (!b && !err)
+		err = -errno;
+	if (a && !cl_join(a, &r))
+		ra = (intptr_t)r;
+	if (b && !cl_join(b, &r))
+		rb = (intptr_t)r;
+	if (!err && (ra < 0 || rb < 0))
+		err = ra < 0 ? ra : rb;
+	return (void *)(err ? err : ra + rb);
 }
 
 static long fib_ref(int n, long *calls)
@@ -180,7 +184,7 @@ static long fib_ref(int n, long *calls)
 static double ours_fib(struct cl_runtime *rt, int n)
 {
 	struct cl_rt_task *root;
-	void *r = (void *)(intptr_t)-1;
+	void *r = (void *)(intptr_t)-EINVAL;
 	long calls, want = fib_ref(n, &calls);
 	uint64_t t;
 	int ok;
@@ -189,7 +193,9 @@ static double ours_fib(struct cl_runtime *rt, int n)
 	root = cl_spawn(rt, NULL, fib_task, (void *)(intptr_t)n);
 	ok = root && !cl_join(root, &r) && (long)(intptr_t)r == want;
 	t = bench_now_ns() - t;
-	if (!ok)
+	if (!ok && (intptr_t)r < 0)
+		fprintf(stderr, "runtime_peers: ours: fib(%d) failed: %s\n", n, strerror((int)-(intptr_t)r));
+	else if (!ok)
 		fprintf(stderr, "runtime_peers: ours: fib(%d) = %ld, want %ld\n", n, (long)(intptr_t)r, want);
 	return ok ? (double)t / (double)calls : -1;
 }
