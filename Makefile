@@ -174,6 +174,7 @@ help:
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
+	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
 	@echo "  install        headers + cachelocal.pc under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build a C and a C++ consumer via pkg-config"
@@ -518,6 +519,41 @@ bench-smoke:
 	$(Q)$(BUILD)/bench/schbench -r 200 -F 4 --json >/dev/null 2>&1 || { echo "bench-smoke: schbench failed"; exit 1; }
 	$(Q)$(BUILD)/bench/tbench -r 2000 --json >/dev/null 2>&1 || { echo "bench-smoke: tbench failed"; exit 1; }
 	@echo "bench-smoke: $(words $(RT_BENCH_BIN)) runtime benchmarks built and ran (not timed)"
+
+# The M:N runtime beside Go and Boost.Fiber (bench/peers/runtime_*): the
+# driver runs runtime_go and runtime_boost from its own directory. Their
+# toolchains (golang-go, libboost-fiber-dev) are benchmark-only; a missing one
+# is skipped with a note. Go builds offline, standard library only.
+RT_PEERS_DIR := $(BUILD)/bench/peers
+RT_PEERS_BIN := $(RT_PEERS_DIR)/runtime_peers
+RT_PEERS_ARGS ?= --quick
+# Recursive: looked up only when runtime-peers-build runs.
+RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go)
+RT_PEERS_BOOST = $(if $(shell printf '\043include <boost/fiber/all.hpp>\n' | \
+	$(CXX) -x c++ -std=c++17 -fsyntax-only - 2>/dev/null && echo y),$(RT_PEERS_DIR)/runtime_boost)
+$(RT_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
+$(RT_PEERS_DIR)/runtime_go: bench/peers/runtime_go/main.go
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GO      $@")
+	$(Q)GOCACHE=$(CURDIR)/$(BUILD)/go-cache GOPATH=$(CURDIR)/$(BUILD)/go-path GO111MODULE=off \
+		GOFLAGS= GOPROXY=off go build -o $@ ./bench/peers/runtime_go
+$(RT_PEERS_DIR)/runtime_boost: bench/peers/runtime_boost.cpp
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CXX     $@")
+	$(Q)$(CXX) -std=c++17 $(OPT) -g $(PROG_WARN) -o $@ $< -lboost_fiber -lboost_context -pthread
+.PHONY: bench-runtime-peers runtime-peers-build
+# The driver and the peers whose toolchain is installed (a note for the others).
+runtime-peers-build:
+	$(Q)go=$(RT_PEERS_GO); boost=$(RT_PEERS_BOOST); \
+	[ -n "$$go" ] || echo "skipped: golang-go not installed"; \
+	[ -n "$$boost" ] || echo "skipped: libboost-fiber-dev not installed"; \
+	$(MAKE) --no-print-directory OPT=-O2 SAN= $(RT_PEERS_BIN) $$go $$boost
+# Exit 77 from the driver: no peer to compare with (skipped, not a failure).
+bench-runtime-peers: runtime-peers-build
+	$(Q)$(RT_PEERS_BIN) $(RT_PEERS_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
 # The report (scripts/bench_report.py, docs/benchmarks.md): report.md,
 # report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.

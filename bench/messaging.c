@@ -77,7 +77,7 @@ static double msg_run(int groups, long loops)
 	struct cl_rt_task **h = calloc((size_t)n, sizeof(*h));
 	struct msg_ctx ctx = { cl_chan_create(1, 1), &ready, n, loops };
 	struct cl_runtime *rt = cl_runtime_create(NULL);
-	uint64_t t0, t1;
+	uint64_t ns = 0;
 
 	if (!g || !mt || !h || !ctx.gate || !rt)
 		return -1;
@@ -91,17 +91,8 @@ static double msg_run(int groups, long loops)
 		if (!(h[i] = cl_spawn(rt, NULL, msg_task_fn, &mt[i])))
 			return -1;
 	}
-	for (int v; (v = __atomic_load_n(&ready, __ATOMIC_ACQUIRE)) < n;)
-		rtb_futex_wait(&ready, v);
-	t0 = bench_now_ns();
-	cl_chan_close(ctx.gate);
-	for (int i = 0; i < n; i++) {
-		void *r;
-
-		if (cl_join(h[i], &r) || r)
-			ok = 0;
-	}
-	t1 = bench_now_ns();
+	if (rtb_release_join(&ready, n, ctx.gate, h, &ns))
+		ok = 0;
 	if (cl_runtime_destroy(rt))
 		ok = 0;
 	for (int i = 0; i < groups; i++)
@@ -111,7 +102,7 @@ static double msg_run(int groups, long loops)
 	free(g);
 	free(mt);
 	free(h);
-	return ok ? (double)(t1 - t0) / 1e9 : -1;
+	return ok ? (double)ns / 1e9 : -1;
 }
 
 static void usage(void)

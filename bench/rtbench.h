@@ -89,6 +89,34 @@ static inline void rtb_futex_wake(int *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
 }
 
+#ifdef CACHELOCAL_SCHED_RUNTIME_H
+/*
+ * The start gate of the hackbench-shaped benchmarks: wait until all @n
+ * tasks counted themselves in *@ready (each then parks on @gate), release
+ * them by closing @gate and join them all. *@ns: from the release to the
+ * last join. Returns 0, or -1 if a join failed or a task returned non-NULL.
+ */
+static inline int rtb_release_join(int *ready, int n, struct cl_chan *gate, struct cl_rt_task **h,
+				   uint64_t *ns)
+{
+	uint64_t t0;
+	int ok = 1;
+
+	for (int v; (v = __atomic_load_n(ready, __ATOMIC_ACQUIRE)) < n;)
+		rtb_futex_wait(ready, v);
+	t0 = bench_now_ns();
+	cl_chan_close(gate);
+	for (int i = 0; i < n; i++) {
+		void *r;
+
+		if (cl_join(h[i], &r) || r)
+			ok = 0;
+	}
+	*ns = bench_now_ns() - t0;
+	return ok ? 0 : -1;
+}
+#endif
+
 /* Print a goal line: met or missed, never silently. */
 static inline void rtb_goal(struct bench *b, const char *what, double value, double goal, int higher)
 {
