@@ -526,6 +526,9 @@ bench-smoke:
 # is skipped with a note. Go builds offline, standard library only.
 RT_PEERS_DIR := $(BUILD)/bench/peers
 RT_PEERS_BIN := $(RT_PEERS_DIR)/runtime_peers
+# The report runs the driver with the other peers (it runs the Go and Boost
+# programs that runtime-peers-build made; without them it exits 77, skipped).
+BENCH_BIN += $(RT_PEERS_BIN)
 RT_PEERS_ARGS ?= --quick
 # Recursive: looked up only when runtime-peers-build runs.
 RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go)
@@ -559,14 +562,19 @@ bench-runtime-peers: runtime-peers-build
 # report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.
 BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_report.py \
 	$(foreach p,$(strip $(PEER_SKIPPED)),--peer-skipped $(p))
+# Recursive: the toolchain look-ups run only when a bench target expands it.
+BENCH_REPORT_RT = $(BENCH_REPORT) $(if $(RT_PEERS_GO),,--peer-skipped golang-go) \
+	$(if $(RT_PEERS_BOOST),,--peer-skipped libboost-fiber-dev)
 
 bench: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
-	$(Q)$(BENCH_REPORT) --mode quick --out $(BUILD)/bench/report $(BENCH_BIN)
+	$(Q)$(MAKE) --no-print-directory runtime-peers-build
+	$(Q)$(BENCH_REPORT_RT) --mode quick --out $(BUILD)/bench/report $(BENCH_BIN)
 
 bench-long: deps librseq
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
-	$(Q)$(BENCH_REPORT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
+	$(Q)$(MAKE) --no-print-directory runtime-peers-build
+	$(Q)$(BENCH_REPORT_RT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
 
 # Only the peer comparisons (quick sizes), their table on stdout; the same
 # binaries `make bench` runs into report.json's "peers" array.

@@ -50,22 +50,48 @@ static inline void peer_header(const struct bench *b)
 }
 
 /*
- * peer_emit() - one comparison: @n runs of ours (@o) and theirs (@t).
- * Return: the gain (> 1: ours ahead).
+ * peer_json() - the report line of one comparison (--json only): medians
+ * @mo and @mt, per-run gains @gmin..@gmax, sides' ranges, @gain (> 1: ours
+ * ahead). Shared by every peer benchmark, including runtime_peers.c.
  */
-static inline double peer_emit(struct bench *b, const char *structure, const char *ours_variant,
-			       const char *peer, const char *workload, int threads,
-			       const struct peer_side *o, const struct peer_side *t, int n,
-			       const char *unit, int higher_is_better)
+static inline void peer_json(struct bench *b, const char *structure, const char *ours_variant,
+			     const char *peer, const char *workload, int threads, double mo,
+			     double mt, double omin, double omax, double tmin, double tmax,
+			     double gmin, double gmax, double gain, int n, const char *unit,
+			     int higher_is_better)
 {
-	double mo = bench_median(o->v, n), mt = bench_median(t->v, n);
-	double omin, omax, tmin, tmax, gmin = 0, gmax = 0, gain;
+	if (!b->json)
+		return;
+	fprintf(b->json,
+		"{\"kind\":\"peer\",\"bench\":\"%s\",\"structure\":\"%s\",\"ours_variant\":\"%s\","
+		"\"peer\":\"%s\",\"workload\":\"%s\",\"ours\":%.6g,\"theirs\":%.6g,"
+		"\"unit\":\"%s\",\"higher_is_better\":%s,\"gain\":%.6g,\"runs\":%d,"
+		"\"min\":%.6g,\"max\":%.6g,\"ours_min\":%.6g,\"ours_max\":%.6g,"
+		"\"theirs_min\":%.6g,\"theirs_max\":%.6g,\"threads\":%d,\"kernel\":\"%s\","
+		"\"id_mode\":\"%s\"}\n",
+		b->name, structure, ours_variant, peer, workload, mo, mt, unit,
+		higher_is_better ? "true" : "false", gain, n, gmin, gmax, omin, omax, tmin, tmax,
+		threads, b->kernel, b->id_mode);
+	fflush(b->json);
+}
 
-	bench_minmax(o->v, n, &omin, &omax);
-	bench_minmax(t->v, n, &tmin, &tmax);
+/*
+ * peer_gains() - medians of @n runs of ours (@o) and theirs (@t), their
+ * ranges and the per-run gains (run i of ours against run i of theirs).
+ * Return: the gain of the medians (> 1: ours ahead).
+ */
+static inline double peer_gains(const double *o, const double *t, int n, int higher_is_better,
+				double *mo, double *mt, double r[6])
+{
+	double gmin = 0, gmax = 0;
+
+	*mo = bench_median(o, n);
+	*mt = bench_median(t, n);
+	bench_minmax(o, n, &r[0], &r[1]);
+	bench_minmax(t, n, &r[2], &r[3]);
 	for (int i = 0; i < n; i++) {
-		double num = higher_is_better ? o->v[i] : t->v[i];
-		double den = higher_is_better ? t->v[i] : o->v[i];
+		double num = higher_is_better ? o[i] : t[i];
+		double den = higher_is_better ? t[i] : o[i];
 		double g = den > 0 ? num / den : 0;
 
 		if (i == 0 || g < gmin)
@@ -73,26 +99,31 @@ static inline double peer_emit(struct bench *b, const char *structure, const cha
 		if (i == 0 || g > gmax)
 			gmax = g;
 	}
+	r[4] = gmin;
+	r[5] = gmax;
 	if (higher_is_better)
-		gain = mt > 0 ? mo / mt : 0;
-	else
-		gain = mo > 0 ? mt / mo : 0;
+		return *mt > 0 ? *mo / *mt : 0;
+	return *mo > 0 ? *mt / *mo : 0;
+}
+
+/*
+ * peer_emit() - one comparison: @n runs of ours (@o) and theirs (@t), a
+ * table row and (--json) the report line.
+ * Return: the gain (> 1: ours ahead).
+ */
+static inline double peer_emit(struct bench *b, const char *structure, const char *ours_variant,
+			       const char *peer, const char *workload, int threads,
+			       const struct peer_side *o, const struct peer_side *t, int n,
+			       const char *unit, int higher_is_better)
+{
+	double mo, mt, r[6];
+	double gain = peer_gains(o->v, t->v, n, higher_is_better, &mo, &mt, r);
+
 	if (!b->json_only)
 		printf("%-14s %-22s %-30s %-28s %12.3f %12.3f %7.2fx %-7s %.2f-%.2f\n", structure,
-		       ours_variant, peer, workload, mo, mt, gain, unit, gmin, gmax);
-	if (b->json) {
-		fprintf(b->json,
-			"{\"kind\":\"peer\",\"bench\":\"%s\",\"structure\":\"%s\",\"ours_variant\":\"%s\","
-			"\"peer\":\"%s\",\"workload\":\"%s\",\"ours\":%.6g,\"theirs\":%.6g,"
-			"\"unit\":\"%s\",\"higher_is_better\":%s,\"gain\":%.6g,\"runs\":%d,"
-			"\"min\":%.6g,\"max\":%.6g,\"ours_min\":%.6g,\"ours_max\":%.6g,"
-			"\"theirs_min\":%.6g,\"theirs_max\":%.6g,\"threads\":%d,\"kernel\":\"%s\","
-			"\"id_mode\":\"%s\"}\n",
-			b->name, structure, ours_variant, peer, workload, mo, mt, unit,
-			higher_is_better ? "true" : "false", gain, n, gmin, gmax, omin, omax, tmin, tmax,
-			threads, b->kernel, b->id_mode);
-		fflush(b->json);
-	}
+		       ours_variant, peer, workload, mo, mt, gain, unit, r[4], r[5]);
+	peer_json(b, structure, ours_variant, peer, workload, threads, mo, mt, r[0], r[1], r[2],
+		  r[3], r[4], r[5], gain, n, unit, higher_is_better);
 	fflush(stdout);
 	b->nr_results++;
 	return gain;

@@ -44,6 +44,7 @@
 #include <sys/wait.h>
 
 #include "rtbench.h"
+#include "peers.h"
 
 #define PP_CAP 1
 #define STORM_PAIRS 20
@@ -444,40 +445,15 @@ static void exe_dir_path(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s", self, name);
 }
 
-/*
- * One comparison as the peer line of the report (the schema the other peer
- * benchmarks print): medians, gain = theirs / ours (lower is better here,
- * > 1: cachelocal ahead), min and max = the gains of single runs (run i of
- * ours against run i of theirs, measured back to back).
- */
+/* One comparison as the peer line of the report (peers.h's schema). */
 static void peer_line(struct bench *b, const char *peer, const char *workload, int threads,
 		      const double *ours, const double *theirs, int n)
 {
-	double om = bench_median(ours, n), tm = bench_median(theirs, n), omn, omx, tmn, tmx;
-	double gmin = 0, gmax = 0;
+	double mo, mt, r[6];
+	double gain = peer_gains(ours, theirs, n, 0, &mo, &mt, r);
 
-	if (!b->json)
-		return;
-	bench_minmax(ours, n, &omn, &omx);
-	bench_minmax(theirs, n, &tmn, &tmx);
-	for (int i = 0; i < n; i++) {
-		double g = ours[i] > 0 ? theirs[i] / ours[i] : 0;
-
-		if (i == 0 || g < gmin)
-			gmin = g;
-		if (i == 0 || g > gmax)
-			gmax = g;
-	}
-	fprintf(b->json,
-		"{\"kind\":\"peer\",\"bench\":\"%s\",\"structure\":\"runtime\","
-		"\"ours_variant\":\"cl_runtime\",\"peer\":\"%s\",\"workload\":\"%s\","
-		"\"ours\":%.6g,\"theirs\":%.6g,\"unit\":\"ns/op\",\"higher_is_better\":false,"
-		"\"gain\":%.6g,\"runs\":%d,\"min\":%.6g,\"max\":%.6g,\"ours_min\":%.6g,"
-		"\"ours_max\":%.6g,\"theirs_min\":%.6g,\"theirs_max\":%.6g,\"threads\":%d,"
-		"\"kernel\":\"%s\",\"id_mode\":\"%s\"}\n",
-		b->name, peer, workload, om, tm, om > 0 ? tm / om : 0, n, gmin, gmax, omn, omx, tmn,
-		tmx, threads, b->kernel, b->id_mode);
-	fflush(b->json);
+	peer_json(b, "runtime", "cl_runtime", peer, workload, threads, mo, mt, r[0], r[1], r[2],
+		  r[3], r[4], r[5], gain, n, "ns/op", 0);
 }
 
 static void usage(void)
