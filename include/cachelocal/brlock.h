@@ -86,8 +86,8 @@
 
 #include "compiler.h"
 #include "config.h"
+#include "fence.h"
 #include "internal/futex.h"
-#include "internal/membarrier.h"
 #include "percpu.h"
 #include "percpu_ops.h"
 #include "rseq.h"
@@ -159,7 +159,7 @@ struct cl_brlock {
 	struct cl__brlock_wside *w;  /* writer side */
 };
 
-/* ---- process-wide: membarrier (internal/membarrier.h), futex (internal/futex.h) ---- */
+/* ---- process-wide: membarrier (fence.h), futex (internal/futex.h) ---- */
 
 /* 1 when writers can use membarrier (registering on first use), else -1. */
 CL_INLINE int cl__brlock_memb_ready(void)
@@ -167,18 +167,18 @@ CL_INLINE int cl__brlock_memb_ready(void)
 #ifdef CL_BRLOCK_NO_MEMBARRIER
 	return -1;
 #else
-	return cl__membarrier_ready() ? 1 : -1;
+	return cl_fence_all_threads_available() ? 1 : -1;
 #endif
 }
 
 /*
- * A full barrier in every running thread of the process (cl__membarrier()
+ * A full barrier in every running thread of the process (cl_fence_all_threads()
  * registers again after a fork). Registered once and refused now: nothing
  * else to try but a full fence and a context switch of this thread.
  */
 CL_INLINE void cl__brlock_memb_fence(void)
 {
-	if (cl__membarrier() != 0) {
+	if (cl_fence_all_threads() != 0) {
 		CL__BRLOCK_MEMB_FENCE(CL_SEQ_CST);
 		sched_yield();
 	}

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "../compiler.h"
-#include "../internal/membarrier.h"
+#include "../fence.h"
 #include "../percpu_ops.h"
 #include "../sys.h"
 #include "../topology.h"
@@ -28,65 +28,20 @@
 
 CL_BEGIN_DECLS
 
-/* ---- process-wide: the RSEQ fence (internal/membarrier.h) ---- */
+/* ---- process-wide: the RSEQ fence (fence.h) ---- */
 
 /* 1 when drains can use the RSEQ fence (registering on first use), else -1. */
-CL_INLINE int cl__objcache_memb_ready(void)
+CL_INLINE int cl__objcache_memb_ready(enum cl_rseq_index idx)
 {
 #ifdef CL_OBJCACHE_NO_MEMBARRIER
+	(void)idx;
 	return -1;
 #else
-	return cl__membarrier_rseq_ready() ? 1 : -1;
+	return cl_percpu_fence_method(idx) == CL_PERCPU_FENCE_MEMBARRIER ? 1 : -1;
 #endif
 }
 
 /* ---- drain ---- */
-
-/* Run on @cpu once (and come back): preempts what ran there. 0 or -1 + errno. */
-CL_INLINE int cl__objcache_visit_cpu(unsigned cpu)
-{
-	unsigned nbits = cl_nr_possible_cpus(), w;
-	size_t words = (nbits + 63) / 64, len;
-	uint64_t *old, *one;
-	long r;
-	int e = 0;
-
-	if (cpu >= nbits) {
-		errno = EINVAL;
-		return -1;
-	}
-	len = words * sizeof(uint64_t);
-	old = (uint64_t *)calloc(2 * words, sizeof(uint64_t));
-	if (old == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
-	one = old + words;
-	r = syscall(SYS_sched_getaffinity, 0, len, old);
-	if (r <= 0) {
-		e = errno;
-		free(old);
-		errno = e;
-		return -1;
-	}
-	one[cpu / 64] = (uint64_t)1 << (cpu % 64);
-	if (syscall(SYS_sched_setaffinity, 0, len, one) != 0) {
-		e = errno; /* not allowed there (cpuset), or offline */
-	} else {
-		/* sched_setaffinity moved this thread before returning; check. */
-		for (w = 0; w < 3 && cl_cpu_id() != (int)cpu; w++)
-			sched_yield();
-		if (cl_cpu_id() != (int)cpu)
-			e = EAGAIN;
-	}
-	syscall(SYS_sched_setaffinity, 0, len, old);
-	free(old);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
 
 /*
  * Undo the mark: store back the count it replaced, unless a section that
@@ -105,8 +60,8 @@ CL_INLINE void cl__objcache_give_back(intptr_t *cnt, intptr_t n)
 CL_INLINE int cl__objcache_fence(const struct cl_objcache *c, unsigned cpu)
 {
 	if (c->fence == CL_OBJCACHE_DRAIN_MIGRATE)
-		return cl__objcache_visit_cpu(cpu);
-	return cl__membarrier_rseq(c->index == CL_RSEQ_INDEX_CPU_ID ? (int)cpu : -1);
+		return cl_percpu_fence_visit((int)cpu);
+	return cl_percpu_fence((enum cl_rseq_index)c->index, (int)cpu);
 }
 
 CL_INLINE int cl_objcache_drain_cpu(struct cl_objcache *c, int cpu)

@@ -91,7 +91,7 @@ CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *
 	if (cl_rseq_ops_mode_index(idx) != CL_RSEQ_OPS_RSEQ) {
 		c->fence = CL_OBJCACHE_DRAIN_LOCK;
 	} else {
-		int m = cl__objcache_memb_ready();
+		int m = cl__objcache_memb_ready(idx);
 
 		c->fence = m == 1 ? CL_OBJCACHE_DRAIN_MEMBARRIER
 				  : idx == CL_RSEQ_INDEX_CPU_ID ? CL_OBJCACHE_DRAIN_MIGRATE
