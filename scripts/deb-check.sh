@@ -2,7 +2,8 @@
 # deb-check.sh - check the built Debian packages: metadata and contents,
 # lintian (errors fail, and warnings not accepted in debian/lintian-accepted),
 # then build the consumers of install-check (C, C++, tests/outside via
-# pkg-config; the CMake project via find_package) against libcachelocal-dev
+# pkg-config; the CMake project via find_package; the tests/outside programs
+# are built, not run: make install-check runs them) against libcachelocal-dev
 # as installed from the .deb: unpacked into a staging root (MODE stage,
 # dpkg-deb -x) or installed into the system (MODE system, dpkg -i, as root;
 # removed again afterwards unless it was installed before).
@@ -54,7 +55,7 @@ mkdir -p "$out"
 case "$mode" in
 stage)
 	dpkg-deb -x "$deb" "$out/root"
-	sh scripts/install-check.sh "$out/root" /usr/share/pkgconfig "$cc" "$cxx" "$out/consumers" /usr
+	OUTSIDE_RUN=0 sh scripts/install-check.sh "$out/root" /usr/share/pkgconfig "$cc" "$cxx" "$out/consumers" /usr
 	;;
 system)
 	[ "$(id -u)" = 0 ] || fail "DEB_CHECK=system installs the package: run as root"
@@ -66,7 +67,7 @@ system)
 	[ "$keep" = 0 ] || echo "deb-check: libcachelocal-dev was installed before: upgraded, left installed"
 	[ "$keep" = 1 ] || trap 'dpkg -r libcachelocal-dev >/dev/null && echo "deb-check: libcachelocal-dev removed again"' EXIT
 	dpkg -i "$deb"
-	sh scripts/install-check.sh "" /usr/share/pkgconfig "$cc" "$cxx" "$out/consumers" /usr
+	OUTSIDE_RUN=0 sh scripts/install-check.sh "" /usr/share/pkgconfig "$cc" "$cxx" "$out/consumers" /usr
 	;;
 *) fail "MODE is stage or system, not $mode" ;;
 esac
