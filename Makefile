@@ -166,6 +166,7 @@ help:
 	@echo "  distcheck-quick  the same with a reduced check (header, API, version checks, two unit tests)"
 	@echo "  deb            Debian packages into build/deb/ (dpkg-buildpackage -us -uc -b)"
 	@echo "  deb-check      lintian, then build the consumers against the built package (DEB_CHECK=system: dpkg -i, as root)"
+	@echo "  check-install-docs  run README's install blocks (Debian package as root, make install PREFIX=, CMake)"
 	@echo "  layout         pahole dumps of the documented structs into docs/layout/ (needs pahole)"
 	@echo "  clean          remove build/"
 
@@ -522,7 +523,7 @@ install-check: deps
 # the headers differ from api/cachelocal.api; api-update rewrites it (then
 # note the change in CHANGES.md); the self-test plants changes in a copy of
 # the headers and sees each caught.
-.PHONY: api-check api-update check-version dist distcheck distcheck-quick deb deb-check
+.PHONY: api-check api-update check-version dist distcheck distcheck-quick deb deb-check check-install-docs
 api-check:
 	@echo "== public API (api/cachelocal.api)"
 	$(Q)python3 scripts/api.py check
@@ -576,6 +577,11 @@ deb: dist
 
 deb-check: deb
 	$(Q)sh scripts/deb-check.sh $(DEB_DIR) $(VERSION) $(DEB_CHECK) "$(CC)" "$(CXX)" $(BUILD)/deb-check
+
+# README "Install": its three blocks run as written in a fresh copy of the
+# tree (the deb one only as root: it installs the package, then removes it).
+check-install-docs: dist
+	$(Q)sh scripts/check-install-docs.sh $(DIST_TARBALL)
 
 # ---------------------------------------------------------------- layout
 
