@@ -32,16 +32,37 @@ done
 cm=$tmp/stage/usr/lib/cmake/cachelocal
 agree cachelocalConfigVersion.cmake "$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$cm/cachelocalConfigVersion.cmake")"
 if command -v cmake >/dev/null; then
-	cat >"$tmp/ask.cmake" <<CMAKE
-set(PACKAGE_FIND_VERSION "$v")
-string(REPLACE "." ";" _v "$v")
+	# ask REQUEST: what the ConfigVersion file answers find_package(cachelocal REQUEST)
+	ask() {
+		cat >"$tmp/ask.cmake" <<CMAKE
+set(PACKAGE_FIND_VERSION "$1")
+string(REPLACE "." ";" _v "$1")
+list(LENGTH _v PACKAGE_FIND_VERSION_COUNT)
 list(GET _v 0 PACKAGE_FIND_VERSION_MAJOR)
-list(GET _v 1 PACKAGE_FIND_VERSION_MINOR)
+set(PACKAGE_FIND_VERSION_MINOR 0)
+if(PACKAGE_FIND_VERSION_COUNT GREATER 1)
+  list(GET _v 1 PACKAGE_FIND_VERSION_MINOR)
+endif()
 include("$cm/cachelocalConfigVersion.cmake")
-message("\${PACKAGE_VERSION_EXACT}")
+message("compatible=\${PACKAGE_VERSION_COMPATIBLE} exact=\${PACKAGE_VERSION_EXACT}")
 CMAKE
+		cmake -P "$tmp/ask.cmake" 2>&1
+	}
 	agree "cachelocalConfigVersion.cmake asked for exactly $v" \
-		"$(cmake -P "$tmp/ask.cmake" 2>&1 | sed "s/^TRUE\$/$v/")"
+		"$(ask "$v" | sed "s/^compatible=TRUE exact=TRUE\$/$v/")"
+	major=${v%%.*} minor=${v#*.}
+	minor=${minor%%.*}
+	# the compatibility rule (README "Install"): same minor in 0.x, same major from 1.0
+	for want in "$major.$minor compatible=TRUE" "$major.$((minor + 1)) compatible=FALSE" \
+		"$((major + 1)) compatible=FALSE" "$((major + 1)).0 compatible=FALSE"; do
+		n=$((n + 1))
+		req=${want% *}
+		got=$(ask "$req" | sed 's/ exact=.*//')
+		if [ "$got" != "${want#* }" ]; then
+			echo "check-version: FAIL: find_package(cachelocal $req) against $v: $got, want ${want#* }"
+			fail=$((fail + 1))
+		fi
+	done
 fi
 
 cat >"$tmp/v.c" <<'C'
@@ -64,4 +85,4 @@ if [ "$fail" -ne 0 ]; then
 	echo "  a release also needs debian/changelog (dch -v $v) and a '## $v' section in CHANGES.md)"
 	exit 1
 fi
-echo "check-version: $v in $n places agrees"
+echo "check-version: $v: all $n checks agree (files naming the version, CMake compatibility)"
