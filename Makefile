@@ -6,6 +6,9 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(PREFIX)/share/pkgconfig
+CMAKEDIR ?= $(PREFIX)/lib/cmake/cachelocal
+# The version's one source: include/cachelocal/version.h.
+VERSION := $(shell sh scripts/version.sh)
 
 CC ?= cc
 CXX ?= c++
@@ -175,9 +178,18 @@ help:
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
 	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
-	@echo "  install        headers + cachelocal.pc under DESTDIR/PREFIX"
+	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
-	@echo "  install-check  install into a staging dir, build a C and a C++ consumer via pkg-config"
+	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
+	@echo "  api-check      the headers' public API equals api/cachelocal.api, with its self-test (part of check)"
+	@echo "  api-update     rewrite api/cachelocal.api from the headers (note the change in CHANGES.md)"
+	@echo "  check-version  version.h, debian/changelog, CHANGES.md, .pc, CMake config and CL_VERSION_STRING agree (part of check)"
+	@echo "  dist           build/cachelocal-X.Y.Z.tar.gz from the files git tracks"
+	@echo "  distcheck      unpack the tarball in a scratch dir and run make check there"
+	@echo "  distcheck-quick  the same with a reduced check (API and version checks, two unit tests)"
+	@echo "  deb            Debian packages into build/deb/ (dpkg-buildpackage -us -uc -b)"
+	@echo "  deb-check      lintian, then build the consumers against the built package (DEB_CHECK=system: dpkg -i, as root)"
+	@echo "  check-install-docs  run README's install blocks (Debian package as root, make install PREFIX=, CMake)"
 	@echo "  layout         pahole dumps of the documented structs into docs/layout/ (needs pahole)"
 	@echo "  sysfs          generate the fake sysfs trees of tests/data/ (checked against sysfs.sha256)"
 	@echo "  sysfs-rehash   regenerate them and record their hashes (after a gen-sysfs.sh change)"
@@ -347,6 +359,8 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-headers
+	$(Q)$(MAKE) --no-print-directory api-check
+	$(Q)$(MAKE) --no-print-directory check-version
 	$(Q)$(MAKE) --no-print-directory check-cc
 	$(Q)$(MAKE) --no-print-directory check-robustness
 	$(Q)$(MAKE) --no-print-directory check-bench-report
@@ -600,7 +614,9 @@ check-bench-report: $(BENCH_BIN)
 # cachelocal.pc links liburcu only where used (the sched/ headers), if installed.
 comma := ,
 URCU_LIBS_AS_NEEDED := $(if $(URCU_LIBS),-Wl$(comma)--push-state$(comma)--as-needed $(strip $(URCU_LIBS)) -Wl$(comma)--pop-state)
-PC_VERSION := $(shell sed -n 's/^\#define CL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' include/cachelocal/version.h | paste -sd.)
+# The CMake config finds the headers relative to its own location (relocatable).
+CMAKE_TO_INCLUDEDIR = $(shell realpath -m --relative-to=$(CMAKEDIR) $(INCLUDEDIR))
+CMAKE_FILES := cachelocalConfig cachelocalConfigVersion
 
 install:
 	$(Q)for h in $(HEADERS); do \
@@ -608,22 +624,98 @@ install:
 		install -d "$$d" && install -m 0644 "$$h" "$$d/"; done
 	$(Q)install -d $(DESTDIR)$(PKGCONFIGDIR)
 	$(Q)for pc in cachelocal cachelocal-sched; do \
-		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(PC_VERSION)|' \
+		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		-e 's|@URCU_LIBS_AS_NEEDED@|$(URCU_LIBS_AS_NEEDED)|' \
 		scripts/$$pc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc.pc; done
-	@echo "installed $(words $(HEADERS)) headers into $(DESTDIR)$(INCLUDEDIR)/cachelocal and cachelocal.pc into $(DESTDIR)$(PKGCONFIGDIR)"
+	$(Q)install -d $(DESTDIR)$(CMAKEDIR)
+	$(Q)for f in $(CMAKE_FILES); do \
+		sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@CMAKE_TO_INCLUDEDIR@|$(CMAKE_TO_INCLUDEDIR)|g' \
+		scripts/$$f.cmake.in > $(DESTDIR)$(CMAKEDIR)/$$f.cmake; done
+	@echo "installed $(words $(HEADERS)) headers into $(DESTDIR)$(INCLUDEDIR)/cachelocal, cachelocal.pc and cachelocal-sched.pc into $(DESTDIR)$(PKGCONFIGDIR), the CMake package into $(DESTDIR)$(CMAKEDIR)"
 
 uninstall:
 	$(Q)rm -rf $(DESTDIR)$(INCLUDEDIR)/cachelocal
 	$(Q)rm -f $(DESTDIR)$(PKGCONFIGDIR)/cachelocal.pc $(DESTDIR)$(PKGCONFIGDIR)/cachelocal-sched.pc
+	$(Q)rm -f $(foreach f,$(CMAKE_FILES),$(DESTDIR)$(CMAKEDIR)/$(f).cmake)
+	$(Q)if [ -d $(DESTDIR)$(CMAKEDIR) ]; then rmdir $(DESTDIR)$(CMAKEDIR); fi
 	@echo "removed cachelocal from $(DESTDIR)$(PREFIX)"
 
-# Installs into DESTDIR (default: a staging dir under build/) and compiles a
-# consumer against the installed copy only, via pkg-config, as C and C++.
+# Installs into DESTDIR (default: a staging dir under build/) and compiles
+# consumers against the installed copy only: via pkg-config as C and C++ and
+# the tests/outside programs, and a CMake project via find_package
+# (tests/install/CMakeLists.txt).
 STAGE := $(if $(DESTDIR),$(DESTDIR),$(CURDIR)/build/stage)
 install-check: deps
+	$(Q)$(if $(DESTDIR),,rm -rf $(STAGE))
 	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(STAGE)
-	$(Q)sh scripts/install-check.sh "$(STAGE)" "$(PKGCONFIGDIR)" "$(CC)" "$(CXX)" $(BUILD)/install-check
+	$(Q)sh scripts/install-check.sh "$(STAGE)" "$(PKGCONFIGDIR)" "$(CC)" "$(CXX)" $(BUILD)/install-check "$(PREFIX)"
+
+# ---------------------------------------------------------------- releases, packages, API
+
+# The public API list (scripts/api.py): api-check (part of check) fails when
+# the headers differ from api/cachelocal.api; api-update rewrites it (then
+# note the change in CHANGES.md); the self-test plants changes in a copy of
+# the headers and sees each caught.
+.PHONY: api-check api-update check-version dist distcheck distcheck-quick deb deb-check check-install-docs
+api-check:
+	@echo "== public API (api/cachelocal.api)"
+	$(Q)python3 scripts/api.py check
+	$(Q)python3 scripts/api.py selftest
+
+api-update:
+	$(Q)python3 scripts/api.py generate --out api/cachelocal.api
+	@echo "api-update: review git diff api/cachelocal.api and note the change in CHANGES.md (Unreleased)"
+
+# Part of check: version.h, debian/changelog, CHANGES.md, the installed .pc
+# files and CMake package, and CL_VERSION_STRING agree.
+check-version:
+	@echo "== version $(VERSION) in every place that names it"
+	$(Q)sh scripts/check-version.sh "$(CC)"
+
+# make dist: build/cachelocal-X.Y.Z.tar.gz from the files git tracks.
+# make distcheck: unpacks it in a scratch directory and runs make check
+# there (the whole suite). distcheck-quick (what CI runs): the same with a
+# reduced check, DISTCHECK_QUICK: the API and version checks, and the unit
+# tests that read the generated sysfs fixtures or check the version, in the
+# default id mode (building every test from scratch is most of make check's
+# time; CI's make check runs the header checks on the same files).
+DIST_TARBALL := build/cachelocal-$(VERSION).tar.gz
+DISTCHECK_UNIT := test_topology test_cacheline
+DISTCHECK_QUICK := api-check check-version check-unit \
+	UNIT_BIN="$(addprefix $(BUILD)/tests/unit/,$(DISTCHECK_UNIT))" VARIANT_BIN= TEST_MODES=default
+dist:
+	$(Q)sh scripts/dist.sh $(VERSION) build
+
+distcheck: dist
+	$(Q)sh scripts/distcheck.sh $(DIST_TARBALL) check
+
+distcheck-quick: dist
+	$(Q)sh scripts/distcheck.sh $(DIST_TARBALL) $(DISTCHECK_QUICK)
+
+# make deb: the Debian packages (debian/), built by dpkg-buildpackage from
+# the release tarball unpacked under build/deb/, so the source tree stays
+# clean and the packages land in build/deb/. deb-check: lintian (errors
+# fail; the accepted warnings are in debian/lintian-accepted), then the
+# built libcachelocal-dev is unpacked into a staging directory
+# (dpkg-deb -x) and the consumers of install-check are built against it;
+# DEB_CHECK=system installs it with dpkg -i instead (as root: CI) and
+# removes it afterwards.
+DEB_DIR := build/deb
+DEB_CHECK ?= stage
+deb: dist
+	$(Q)rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	$(Q)tar -xzf $(DIST_TARBALL) -C $(DEB_DIR)
+	$(Q)cd $(DEB_DIR)/cachelocal-$(VERSION) && dpkg-buildpackage -us -uc -b
+	$(Q)rm -rf $(DEB_DIR)/cachelocal-$(VERSION)
+	@ls $(DEB_DIR)/*.deb
+
+deb-check: deb
+	$(Q)sh scripts/deb-check.sh $(DEB_DIR) $(VERSION) $(DEB_CHECK) "$(CC)" "$(CXX)" $(BUILD)/deb-check
+
+# README "Install": its three blocks run as written in a fresh copy of the
+# tree (the deb one only as root: it installs the package, then removes it).
+check-install-docs: dist
+	$(Q)sh scripts/check-install-docs.sh $(DIST_TARBALL)
 
 # ---------------------------------------------------------------- layout
 
