@@ -33,9 +33,9 @@
 # the sched/ modules only). A name tested only in #if/#ifdef/#ifndef/#elif
 # lines (an "included from the right place" guard) is not a use. Definitions
 # are found with universal-ctags, uses in the comment-stripped text (gcc
-# -fpreprocessed). The sched/ modules are checked as users only with
-# --sched (or CL_LAYERS_SCHED=1); without it their cross-module uses are
-# only counted, not listed or failed.
+# -fpreprocessed). The sched/ modules are checked too (sched/internal.h, its
+# pieces in sched/internal/ and sched/runtime/ are their shared private
+# part); CL_LAYERS_SCHED=0 only counts their cross-module uses.
 #
 # 3. Arch macros: no header outside arch/ tests a compiler's architecture
 # macro (__x86_64__, __aarch64__, ...); code tests CL_ARCH_* or includes an
@@ -232,7 +232,7 @@ EOF2
 tmpf=$(mktemp)
 tmpd=$(mktemp -d)
 trap 'rm -rf "$tmpf" "$tmpd"' EXIT
-sched_on=${CL_LAYERS_SCHED:-0}
+sched_on=${CL_LAYERS_SCHED:-1}
 if [ "${1:-}" = --sched ]; then
 	sched_on=1
 	shift

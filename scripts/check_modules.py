@@ -29,10 +29,11 @@ CTAGS_IGNORE = ["CL__TLS_MODEL", "CL_WEAK", "CL_ALIGNED+", "__asm__+", "CL_UNUSE
 
 def module_of(path):
     """The module of a header (relative to cachelocal/); "=shared" for the
-    part every module may use, "=sched" for the sched/ modules' own."""
+    part every module may use, "=sched" for the sched/ modules' own
+    (sched/internal.h, its pieces in sched/internal/, sched/runtime/)."""
     if path.startswith(("internal/", "arch/")) or path in SHARED_L0:
         return "=shared"
-    if path == "sched/internal.h" or path.startswith("sched/runtime/"):
+    if path == "sched/internal.h" or path.startswith(("sched/internal/", "sched/runtime/")):
         return "=sched"
     parts = path.split("/")
     if parts[0] == "sched" and len(parts) >= 2:
