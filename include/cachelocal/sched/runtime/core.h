@@ -95,6 +95,11 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
  */
 #define CL_RUNTIME_MIGRATION_COST_NS 20000ULL
 
+/* Runtime states (struct cl_runtime.shut). */
+#define CL__RT_UP 0
+#define CL__RT_STOPPING 1
+#define CL__RT_SHUT 2
+
 /* Task states (struct cl_rt_task.state). */
 #define CL__RT_RUNNABLE 0 /* queued or running */
 #define CL__RT_BLOCKED 1  /* waiting: off every rq, on some waiter list */
@@ -257,10 +262,13 @@ struct cl_runtime {
 	uint64_t spin_ns;
 	uint64_t balance_ns;
 	int stop;                          /* workers leave their loop */
-	int shut;                          /* cl_runtime_shutdown() completed */
+	int closing;                       /* a cl_runtime_shutdown() began: outside spawns fail */
+	int spawning;                      /* outside spawns between admission and enqueue */
+	int shut;                          /* futex word: CL__RT_UP, _STOPPING (one caller stops
+					    * the workers) or _SHUT */
 	unsigned long live;                /* tasks spawned and not yet returned */
 	int quiesce_seq;                   /* futex word: bumped when live hits 0 or a worker sleeps */
-	int shutdown_waiting;
+	int shutdown_waiting;              /* cl_runtime_shutdown() callers waiting */
 	/* per-switch clock: TSC scaled to ns when constant and non-stop, else clock_gettime */
 	int precise_clock;                 /* read it at every switch (no tick sampling) */
 	int use_ticks;
@@ -906,6 +914,42 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now)
 
 /* ---- tasks ---- */
 
+/*
+ * Spawns from outside the runtime's tasks race cl_runtime_shutdown(): a
+ * spawn counts itself in `spawning` before it looks at `closing`, and
+ * shutdown sets `closing` before it reads `spawning` (then `live`), all
+ * sequentially consistent. So either the spawn sees `closing` (EPIPE), or
+ * shutdown sees it in flight and waits until it is queued and counted
+ * live: no task is lost, and a task not yet queued is never taken for a
+ * blocked one (EDEADLK). A spawn from inside a task needs none of this:
+ * its caller is live, so shutdown cannot be past waiting for tasks.
+ */
+CL_INLINE int cl__rt_spawn_admit(struct cl_runtime *rt)
+{
+	CL_ATOMIC_FETCH_ADD(&rt->spawning, 1, CL_SEQ_CST);
+	if (CL_LIKELY(!CL_ATOMIC_LOAD(&rt->closing, CL_SEQ_CST)))
+		return 0;
+	CL_ATOMIC_FETCH_SUB(&rt->spawning, 1, CL_SEQ_CST);
+	cl__rt_poke_shutdown(rt);
+	errno = EPIPE;
+	return -1;
+}
+
+CL_INLINE void cl__rt_spawn_done(struct cl_runtime *rt)
+{
+	CL_ATOMIC_FETCH_SUB(&rt->spawning, 1, CL_SEQ_CST);
+	cl__rt_poke_shutdown(rt);
+}
+
+/* A spawn failed after its admission: undo it, set errno to @err. */
+CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl__rt_worker *cur, int err)
+{
+	if (!cur)
+		cl__rt_spawn_done(rt);
+	errno = err;
+	return NULL;
+}
+
 /* First code of every task: finish the switch, run, exit. */
 CL_INLINE void cl__rt_task_entry(void *value, void *data)
 {
@@ -935,12 +979,12 @@ CL_INLINE void cl__rt_task_entry(void *value, void *data)
  * (local; the balancer spreads work); from outside on the next worker in
  * round robin, or on @attr->cpu.
  *
- * Context: any thread, inside or outside the runtime's tasks; not after
- * cl_runtime_shutdown() succeeded.
+ * Context: any thread, inside or outside the runtime's tasks.
  * Return: the task (a handle for cl_join(), unless detached), or NULL with
  * errno EINVAL (NULL @rt or @fn, bad @attr->cpu, @attr->pin without a cpu,
  * @attr->tg destroyed or of another scheduler instance),
- * ENOMEM (no memory for the stack), EPIPE (runtime shut down).
+ * ENOMEM (no memory for the stack), EPIPE (from outside the runtime's
+ * tasks once cl_runtime_shutdown() has begun).
  */
 CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
 				      void *(*fn)(void *), void *arg)
@@ -955,17 +999,15 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 		errno = EINVAL;
 		return NULL;
 	}
-	if (CL_READ_ONCE(rt->shut)) {
-		errno = EPIPE;
-		return NULL;
-	}
 	cur = self && self->rt == rt ? self->w : NULL;
+	if (!cur && cl__rt_spawn_admit(rt) != 0)
+		return NULL;
+	CL_INJECT(60); /* a spawn admitted, not yet counted live */
 	t = (struct cl_rt_task *)cl_objcache_alloc(rt->tcache);
 	if (!t || (!t->keep.map && cl__rt_stack_map(rt, t) != 0)) {
 		if (t)
 			cl_objcache_free(rt->tcache, t);
-		errno = ENOMEM;
-		return NULL;
+		return cl__rt_spawn_fail(rt, cur, ENOMEM);
 	}
 	pg = cl__rt_page();
 	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
@@ -973,8 +1015,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	t->task.data = t;
 	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
 		cl_objcache_free(rt->tcache, t); /* EINVAL: a destroyed group or another instance's */
-		errno = EINVAL;
-		return NULL;
+		return cl__rt_spawn_fail(rt, cur, EINVAL);
 	}
 	t->rt = rt;
 	t->fn = fn;
@@ -999,7 +1040,10 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 					   rt->nr_workers); /* a valid one-CPU mask: cannot fail */
 	t->w = &rt->workers[cpu];
 	cl__rt_live_add(rt, 1);
+	CL_INJECT(62); /* counted live, not yet queued */
 	cl__rt_enqueue_wake(rt, t, cpu, cur, 0);
+	if (!cur)
+		cl__rt_spawn_done(rt);
 	return t;
 }
 
@@ -1270,6 +1314,7 @@ CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 /* Stop and join every started worker. */
 CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
 {
+	CL_INJECT(64);
 	CL_ATOMIC_STORE(&rt->stop, 1, CL_SEQ_CST);
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
 		if (rt->workers[i].started) {
@@ -1433,12 +1478,15 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
  * join the workers.
  * @rt: the runtime.
  *
- * Tasks may still be spawned by tasks while it waits. If every remaining
- * task is blocked (no task can run, so none can wake the others), it
- * returns at once with EDEADLK and the runtime keeps running: a thread
- * outside may unblock them (cl_chan_close(), cl_waitq_wake_all(), ...) and
- * call it again. Joinable tasks not yet joined are freed by
- * cl_runtime_destroy().
+ * From the first call on, cl_spawn() from outside the runtime's tasks
+ * fails with EPIPE; tasks may still spawn tasks while it waits. A spawn
+ * from outside that was admitted before is waited for (never lost). If
+ * every remaining task is blocked (no task can run, so none can wake the
+ * others), it returns at once with EDEADLK and the runtime keeps running:
+ * a thread outside may unblock them (cl_chan_close(), cl_waitq_wake_all(),
+ * ...) and call it again. Joinable tasks not yet joined are freed by
+ * cl_runtime_destroy(). Idempotent, and safe from several threads at once:
+ * one of them stops the workers, the others wait for it, all return 0.
  *
  * Context: a thread outside the runtime's tasks; no other outside thread
  * may be waking tasks concurrently (it would make the blocked count
@@ -1448,6 +1496,8 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
  */
 CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
 {
+	int up = CL__RT_UP;
+
 	if (!rt) {
 		errno = EINVAL;
 		return -1;
@@ -1456,25 +1506,38 @@ CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
 		errno = EPERM;
 		return -1;
 	}
-	if (CL_READ_ONCE(rt->shut))
+	if (CL_ATOMIC_LOAD(&rt->shut, CL_ACQUIRE) == CL__RT_SHUT)
 		return 0;
-	CL_ATOMIC_STORE(&rt->shutdown_waiting, 1, CL_SEQ_CST);
+	CL_ATOMIC_STORE(&rt->closing, 1, CL_SEQ_CST);
+	CL_ATOMIC_FETCH_ADD(&rt->shutdown_waiting, 1, CL_SEQ_CST);
 	for (;;) {
-		int seq = CL_ATOMIC_LOAD(&rt->quiesce_seq, CL_SEQ_CST);
+		int seq = CL_ATOMIC_LOAD(&rt->quiesce_seq, CL_SEQ_CST), spawning;
 		struct timespec ts = { 0, 2000000 };
 
-		if (CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) == 0)
+		CL_INJECT(61); /* shutdown looks at the live tasks */
+		if (CL_ATOMIC_LOAD(&rt->shut, CL_ACQUIRE) != CL__RT_UP)
+			break; /* another caller is stopping the workers */
+		/* `spawning` before `live`: see cl__rt_spawn_admit() */
+		spawning = CL_ATOMIC_LOAD(&rt->spawning, CL_SEQ_CST);
+		if (!spawning && CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) == 0)
 			break;
-		if (cl__rt_all_asleep(rt)) {
-			CL_ATOMIC_STORE(&rt->shutdown_waiting, 0, CL_SEQ_CST);
+		if (!spawning && cl__rt_all_asleep(rt)) {
+			CL_ATOMIC_FETCH_SUB(&rt->shutdown_waiting, 1, CL_SEQ_CST);
 			errno = EDEADLK;
 			return -1;
 		}
 		cl__rt_futex(&rt->quiesce_seq, CL__FUTEX_WAIT, seq, &ts);
 	}
-	CL_ATOMIC_STORE(&rt->shutdown_waiting, 0, CL_SEQ_CST);
-	cl__rt_stop_workers(rt);
-	CL_WRITE_ONCE(rt->shut, 1);
+	CL_ATOMIC_FETCH_SUB(&rt->shutdown_waiting, 1, CL_SEQ_CST);
+	CL_INJECT(63); /* no task left: about to stop the workers */
+	if (CL_ATOMIC_CAS(&rt->shut, &up, CL__RT_STOPPING, CL_SEQ_CST, CL_SEQ_CST)) {
+		cl__rt_stop_workers(rt);
+		CL_ATOMIC_STORE(&rt->shut, CL__RT_SHUT, CL_RELEASE);
+		cl__rt_futex(&rt->shut, CL__FUTEX_WAKE, INT_MAX, NULL);
+	} else {
+		while ((up = CL_ATOMIC_LOAD(&rt->shut, CL_ACQUIRE)) != CL__RT_SHUT)
+			cl__rt_futex(&rt->shut, CL__FUTEX_WAIT, up, NULL);
+	}
 	return 0;
 }
 
