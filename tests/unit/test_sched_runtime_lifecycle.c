@@ -207,3 +207,29 @@ Test(sched_runtime_lifecycle, concurrent_shutdowns_stop_the_workers_once, .timeo
 	cr_assert_eq(cl_runtime_shutdown(rt), 0, "idempotent");
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
+
+/* ---- destroy with blocked tasks ---- */
+
+Test(sched_runtime_lifecycle, destroy_with_blocked_tasks_refuses_and_leaves_all_usable, .timeout = 30)
+{
+	struct cl_runtime *rt = new_rt(1);
+	struct cl_chan *c = cl_chan_create(sizeof(int), 1);
+	struct cl_rt_task *t[3];
+	int v = 7;
+	void *r;
+
+	for (int i = 0; i < 3; i++)
+		cr_assert_not_null(t[i] = cl_spawn(rt, NULL, recv_one, c));
+	errno = 0;
+	cr_assert_eq(cl_runtime_destroy(rt), -1);
+	cr_assert_eq(errno, EDEADLK);
+	/* the runtime, the channel and the tasks are all still there */
+	cr_assert_eq(cl_chan_destroy(c), -1);
+	cr_assert_eq(errno, EBUSY);
+	cr_assert_eq(cl_chan_trysend(c, &v), 0, "the send wakes one receiver");
+	cr_assert_eq(cl_chan_close(c), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(cl_join(t[i], &r), 0);
+	cr_assert_eq(cl_chan_destroy(c), 0);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}

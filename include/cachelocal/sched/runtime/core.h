@@ -461,10 +461,8 @@ CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
 	return 0;
 }
 
-/*
- * A task leaving for good (returned, or discarded by cl_runtime_destroy())
- * detaches from its task group, which counts its attached tasks.
- */
+/* A task leaving for good (returned) detaches from its task group, which
+ * counts its attached tasks. */
 CL_INLINE void cl__rt_task_detach(struct cl_rt_task *t)
 {
 	struct cl_rq *rq;
@@ -1545,44 +1543,37 @@ CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
  * cl_runtime_destroy() - shut @rt down (cl_runtime_shutdown()) and free it.
  * @rt: the runtime (NULL: no-op, returns 0).
  *
- * If tasks remain blocked, the workers are stopped anyway, those tasks are
- * discarded (never resumed: their stacks are unmapped) and -1/EDEADLK is
- * returned after everything is freed; the wait objects they blocked on
- * still list them and may only be destroyed with their force flag.
- * Unjoined finished tasks are freed.
+ * Refuses while tasks remain blocked: if cl_runtime_shutdown() fails with
+ * EDEADLK, nothing is freed or stopped and -1/EDEADLK is returned. The
+ * runtime, its tasks and the objects they wait on stay usable: unblock the
+ * tasks (cl_chan_close(), cl_waitq_wake_all(), ...) and call it again.
+ * Blocked tasks are never discarded, so a wait object never lists a task
+ * whose stack is gone. Unjoined finished tasks are freed.
  *
- * Context: a thread outside the runtime's tasks.
- * Return: 0, or -1 with errno EDEADLK (blocked tasks discarded) or EPERM.
+ * Context: a thread outside the runtime's tasks, once: no other call on
+ * @rt may run concurrently or follow.
+ * Return: 0, or -1 with errno EDEADLK (tasks remain blocked; nothing
+ * freed) or EPERM (called from a task).
  */
 CL_INLINE int cl_runtime_destroy(struct cl_runtime *rt)
 {
 	struct cds_list_head *pos;
-	int ret = 0;
 
 	if (!rt)
 		return 0;
-	if (cl_runtime_shutdown(rt) != 0) {
-		if (errno == EPERM)
-			return -1;
-		cl__rt_stop_workers(rt);
-		CL_WRITE_ONCE(rt->shut, 1);
-		ret = -1;
-	}
-	/* objects still handed out: blocked for good, or returned and not joined */
+	if (cl_runtime_shutdown(rt) != 0)
+		return -1;
+	/* every task returned: the objects still handed out were not joined */
 	cds_list_for_each(pos, &rt->all) {
 		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
 
 		if (!CL_ATOMIC_LOAD(&t->refs, CL_ACQUIRE))
 			continue;
-		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE))
-			cl__rt_task_detach(t); /* never resumed */
 		t->refs = 0;
 		cl__rt_task_release(t);
 	}
 	cl__rt_free(rt);
-	if (ret)
-		errno = EDEADLK;
-	return ret;
+	return 0;
 }
 
 CL_END_DECLS
