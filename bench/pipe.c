@@ -88,11 +88,11 @@ static double pipe_run(int place, long loops, double *cpu_share)
 
 	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0, 0 };
 	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0, 0 };
-	sa0.cpu = 0;
-	sa1.cpu = place == SAME ? 0 : 1;
-	sa0.pin = sa1.pin = place != UNPINNED;
-	if (place == UNPINNED)
-		sa0.cpu = sa1.cpu = -1;
+	if (place != UNPINNED) {
+		sa0.worker = CL_SPAWN_WORKER(0);
+		sa1.worker = CL_SPAWN_WORKER(place == SAME ? 0 : 1);
+		sa0.pin = sa1.pin = 1;
+	}
 	t1 = cl_spawn(rt, &sa1, pipe_task, &a1);
 	t0 = cl_spawn(rt, &sa0, pipe_task, &a0);
 	if (t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1)

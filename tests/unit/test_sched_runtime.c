@@ -81,7 +81,6 @@ static void *batch_spawner(void *p)
 static void batch_add(struct batch *b, struct cl_task_group *tg, void *(*fn)(void *), void *arg)
 {
 	memset(&b->sa[b->n], 0, sizeof(b->sa[b->n]));
-	b->sa[b->n].cpu = -1;
 	b->sa[b->n].tg = tg;
 	b->fn[b->n] = fn;
 	b->arg[b->n] = arg;
@@ -133,11 +132,11 @@ Test(sched_runtime, bad_arguments_fail_with_errno)
 	cr_assert_null(cl_spawn(rt, NULL, NULL, NULL));
 	cr_assert_eq(errno, EINVAL);
 	memset(&sa, 0, sizeof(sa));
-	sa.cpu = 1; /* only worker 0 exists */
+	sa.worker = CL_SPAWN_WORKER(1); /* only worker 0 exists */
 	errno = 0;
 	cr_assert_null(cl_spawn(rt, &sa, ret_arg_plus_one, NULL));
 	cr_assert_eq(errno, EINVAL);
-	sa.cpu = -1;
+	sa.worker = 0;
 	sa.pin = 1; /* pinned to no worker */
 	cr_assert_null(cl_spawn(rt, &sa, ret_arg_plus_one, NULL));
 	cr_assert_eq(errno, EINVAL);
@@ -1114,7 +1113,7 @@ Test(sched_runtime, balancer_moves_tasks_to_an_idle_worker, .timeout = 120)
 
 	memset(&s, 0, sizeof(s));
 	memset(&sa, 0, sizeof(sa));
-	sa.cpu = 0; /* all start on worker 0, not pinned */
+	sa.worker = CL_SPAWN_WORKER(0); /* all start on worker 0, not pinned */
 	for (int i = 0; i < 6; i++)
 		t[i] = cl_spawn(rt, &sa, spread_task, &s);
 	for (int i = 0; i < 6; i++)
@@ -1142,7 +1141,7 @@ Test(sched_runtime, pinned_tasks_stay_on_their_worker)
 	struct cl_rt_task *t[6];
 
 	memset(&sa, 0, sizeof(sa));
-	sa.cpu = 1;
+	sa.worker = CL_SPAWN_WORKER(1);
 	sa.pin = 1;
 	for (int i = 0; i < 6; i++)
 		t[i] = cl_spawn(rt, &sa, pinned_check, (void *)(uintptr_t)1);
@@ -1169,7 +1168,7 @@ static void *spawn_more(void *p)
 	struct cl_runtime *rt = cl_self()->rt;
 
 	for (int i = 0; i < 20; i++)
-		if (!cl_spawn(rt, &(struct cl_spawn_attr){ .cpu = -1, .detached = 1 }, ret_arg_plus_one, p))
+		if (!cl_spawn(rt, &(struct cl_spawn_attr){ .detached = 1 }, ret_arg_plus_one, p))
 			return (void *)1;
 	return NULL;
 }
@@ -1180,7 +1179,7 @@ Test(sched_runtime, shutdown_waits_for_running_and_detached_tasks)
 
 	for (int i = 0; i < 10; i++)
 		cr_assert_not_null(
-			cl_spawn(rt, &(struct cl_spawn_attr){ .cpu = -1, .detached = 1 }, spawn_more, NULL));
+			cl_spawn(rt, &(struct cl_spawn_attr){ .detached = 1 }, spawn_more, NULL));
 	cr_assert_eq(cl_runtime_shutdown(rt), 0, "shutdown: %s", strerror(errno));
 	cr_assert_null(cl_spawn(rt, NULL, ret_arg_plus_one, NULL));
 	cr_assert_eq(errno, EPIPE);

@@ -233,3 +233,54 @@ Test(sched_runtime_lifecycle, destroy_with_blocked_tasks_refuses_and_leaves_all_
 	cr_assert_eq(cl_chan_destroy(c), 0);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
+
+/* ---- spawn attributes ---- */
+
+Test(sched_runtime_lifecycle, zeroed_spawn_attr_is_the_defaults)
+{
+	struct cl_runtime *rt = new_rt(2);
+	struct cl_spawn_attr sa;
+	unsigned int rr;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.nice = 5;
+	rr = CL_ATOMIC_LOAD(&rt->next_spawn, CL_RELAXED);
+	cr_assert_not_null(cl_spawn(rt, &sa, mark_ran, NULL));
+	cr_assert_eq(CL_ATOMIC_LOAD(&rt->next_spawn, CL_RELAXED), rr + 1,
+		     "from outside, no worker named: round robin, not worker 0");
+	memset(&sa, 0, sizeof(sa));
+	sa.pin = 1;
+	errno = 0;
+	cr_assert_null(cl_spawn(rt, &sa, mark_ran, NULL), "pinned to no worker");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_runtime_shutdown(rt), 0);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}
+
+Test(sched_runtime_lifecycle, nice_and_stack_size_out_of_range_give_einval)
+{
+	static const int bad_nice[] = { 20, 99, -21, -1000 };
+	static const size_t bad_stack[] = { 1, 4096, (size_t)-1, (size_t)-4096, (size_t)1 << 62 };
+	struct cl_runtime_attr a;
+	struct cl_spawn_attr sa;
+	struct cl_runtime *rt;
+
+	for (size_t i = 0; i < sizeof(bad_stack) / sizeof(bad_stack[0]); i++) {
+		memset(&a, 0, sizeof(a));
+		a.nr_workers = 1;
+		a.stack_size = bad_stack[i];
+		errno = 0;
+		rt = cl_runtime_create(&a);
+		cr_assert_null(rt, "stack_size %zu accepted", bad_stack[i]);
+		cr_assert_eq(errno, EINVAL);
+	}
+	rt = new_rt(1);
+	for (size_t i = 0; i < sizeof(bad_nice) / sizeof(bad_nice[0]); i++) {
+		memset(&sa, 0, sizeof(sa));
+		sa.nice = bad_nice[i];
+		errno = 0;
+		cr_assert_null(cl_spawn(rt, &sa, mark_ran, NULL), "nice %d accepted", bad_nice[i]);
+		cr_assert_eq(errno, EINVAL);
+	}
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}

@@ -75,6 +75,10 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 
 /* ---- knobs ---- */
 
+/* Bounds of struct cl_runtime_attr.stack_size (EINVAL outside). */
+#define CL_RUNTIME_STACK_MIN (16u * 1024u)
+#define CL_RUNTIME_STACK_MAX ((size_t)1 << 30)
+
 /* Default usable stack of a task (a guard page is added below it). */
 #ifndef CL_RUNTIME_STACK_SIZE
 #if defined(CL__RT_ASAN) || defined(CL_HAVE_TSAN)
@@ -214,7 +218,8 @@ struct cl__rt_worker {
  *              worker n is pinned to the n-th allowed CPU (wrapping).
  * @flags: CL_RUNTIME_UNPINNED (workers not pinned); CL_RUNTIME_PRECISE_CLOCK
  *         (read the clock at every switch, also at uncontended hand-offs).
- * @stack_size: usable stack per task (0: CL_RUNTIME_STACK_SIZE).
+ * @stack_size: usable stack per task (0: CL_RUNTIME_STACK_SIZE; else
+ *              CL_RUNTIME_STACK_MIN..CL_RUNTIME_STACK_MAX).
  * @spin_ns: idle spin before a worker sleeps (0: CL_RUNTIME_SPIN_NS;
  *           CL_RUNTIME_NO_SPIN: sleep at once).
  * @balance_ns: periodic balancing interval (0: CL_RUNTIME_BALANCE_NS).
@@ -236,21 +241,26 @@ struct cl_runtime_attr {
 #define CL_RUNTIME_NEVER_HOT UINT64_MAX
 
 /**
- * struct cl_spawn_attr - how to start a task (NULL or zeroed = defaults).
+ * struct cl_spawn_attr - how to start a task (NULL or zeroed = defaults:
+ * every field's 0 is its default).
  * @tg: task group (NULL: the root group).
- * @cpu: worker to queue it on first (-1: the caller's worker inside a task,
- *       round robin from outside).
- * @pin: nonzero: the task may only run on worker @cpu (the balancer keeps it there).
- * @nice: -20..19.
+ * @worker: CL_SPAWN_WORKER(n) to queue it on worker n first; 0: the
+ *          caller's worker inside a task, round robin from outside.
+ * @pin: nonzero: the task may only run on the worker @worker names (the
+ *       balancer keeps it there); needs @worker.
+ * @nice: -20..19 (0: the default weight).
  * @detached: nonzero: no cl_join(); freed when it returns.
  */
 struct cl_spawn_attr {
 	struct cl_task_group *tg;
-	int cpu;
+	int worker;
 	int pin;
 	int nice;
 	int detached;
 };
+
+/* struct cl_spawn_attr.worker for worker @n (0 stays free for "default"). */
+#define CL_SPAWN_WORKER(n) ((int)(n) + 1)
 
 struct cl_runtime {
 	struct cl_sched *sched;
@@ -975,12 +985,13 @@ CL_INLINE void cl__rt_task_entry(void *value, void *data)
  * The task gets its own stack (CL_RUNTIME_STACK_SIZE by default, a guard
  * page below it). From inside a task it is queued on the caller's worker
  * (local; the balancer spreads work); from outside on the next worker in
- * round robin, or on @attr->cpu.
+ * round robin, or on the worker @attr->worker names.
  *
  * Context: any thread, inside or outside the runtime's tasks.
  * Return: the task (a handle for cl_join(), unless detached), or NULL with
- * errno EINVAL (NULL @rt or @fn, bad @attr->cpu, @attr->pin without a cpu,
- * @attr->tg destroyed or of another scheduler instance),
+ * errno EINVAL (NULL @rt or @fn, bad @attr->worker, @attr->pin without a
+ * worker, @attr->nice outside -20..19, @attr->tg destroyed or of another
+ * scheduler instance),
  * ENOMEM (no memory for the stack), EPIPE (from outside the runtime's
  * tasks once cl_runtime_shutdown() has begun).
  */
@@ -992,8 +1003,8 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	unsigned int cpu;
 	size_t pg;
 
-	if (!rt || !fn || (attr && (attr->cpu >= (int)rt->nr_workers || attr->cpu < -1 ||
-				    (attr->pin && attr->cpu < 0)))) {
+	if (!rt || !fn || (attr && (attr->worker > (int)rt->nr_workers || attr->worker < 0 ||
+				    (attr->pin && !attr->worker) || attr->nice < -20 || attr->nice > 19))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1027,8 +1038,8 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 #ifdef CL_HAVE_TSAN
 	t->rc.tsan_fiber = __tsan_create_fiber(0);
 #endif
-	if (attr && attr->cpu >= 0)
-		cpu = (unsigned int)attr->cpu;
+	if (attr && attr->worker)
+		cpu = (unsigned int)(attr->worker - 1);
 	else if (cur)
 		cpu = cur->cpu;
 	else
@@ -1336,7 +1347,8 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
  * Context: any thread registered with liburcu-memb if it creates task
  * groups later (the runtime's workers register themselves).
  * Return: the runtime, or NULL with errno EINVAL (more workers than
- * CL_MAX_CPUS), ENOMEM, or pthread_create's error.
+ * CL_MAX_CPUS, @attr->stack_size out of bounds), ENOMEM, or
+ * pthread_create's error.
  */
 CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *attr)
 {
@@ -1347,7 +1359,8 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	int e;
 
 	n = attr && attr->nr_workers ? attr->nr_workers : nr_allowed;
-	if (n > CL_MAX_CPUS) {
+	if (n > CL_MAX_CPUS || (attr && attr->stack_size && (attr->stack_size < CL_RUNTIME_STACK_MIN ||
+							     attr->stack_size > CL_RUNTIME_STACK_MAX))) {
 		errno = EINVAL;
 		return NULL;
 	}
