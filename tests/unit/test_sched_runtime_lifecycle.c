@@ -284,3 +284,36 @@ Test(sched_runtime_lifecycle, nice_and_stack_size_out_of_range_give_einval)
 	}
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
+
+/* ---- join ---- */
+
+static void *ret_arg_plus_one(void *p)
+{
+	return (void *)((uintptr_t)p + 1);
+}
+
+Test(sched_runtime_lifecycle, second_join_and_join_after_reuse_give_einval)
+{
+	struct cl_runtime *rt = new_rt(1);
+	struct cl_rt_task *t, *u;
+	void *r = NULL;
+
+	t = cl_spawn(rt, NULL, ret_arg_plus_one, (void *)1);
+	cr_assert_eq(cl_join(t, &r), 0);
+	cr_assert_eq((uintptr_t)r, 2);
+	errno = 0;
+	cr_assert_eq(cl_join(t, &r), -1, "joined twice");
+	cr_assert_eq(errno, EINVAL);
+	/* the descriptor goes to the next spawn; the stale handle must not reach it */
+	for (int i = 0; i < 4; i++) {
+		u = cl_spawn(rt, NULL, ret_arg_plus_one, (void *)41);
+		cr_assert_not_null(u);
+		errno = 0;
+		cr_assert_eq(cl_join(t, &r), -1, "a stale handle joined another task");
+		cr_assert_eq(errno, EINVAL);
+		r = NULL;
+		cr_assert_eq(cl_join(u, &r), 0);
+		cr_assert_eq((uintptr_t)r, 42);
+	}
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}

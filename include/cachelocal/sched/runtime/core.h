@@ -155,6 +155,7 @@ struct cl_rt_task {
 	struct cl__rt_keep {
 		void *map;                 /* guard page + stack, or NULL for a new object */
 		size_t map_size;
+		unsigned int jgen;         /* generation << 1 | joined: see cl__rt_handle() */
 		struct cds_list_head all;  /* in rt->all: every object that got a stack */
 #ifdef CL__RT_VALGRIND
 		unsigned vg_stack;         /* valgrind's id of the stack */
@@ -462,6 +463,7 @@ CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
 	}
 	t->keep.map = m;
 	t->keep.map_size = size;
+	t->keep.jgen = 1u << 1; /* generation 1 */
 #ifdef CL__RT_VALGRIND
 	t->keep.vg_stack = VALGRIND_STACK_REGISTER((char *)m + cl__rt_page(), (char *)m + size);
 #endif
@@ -485,9 +487,49 @@ CL_INLINE void cl__rt_task_detach(struct cl_rt_task *t)
 		cl_task_rq_unlock(rq, &t->task);
 }
 
-/* Give @t back to the cache (its stack stays with it). */
+/*
+ * Handles. cl_spawn() returns a handle, not the descriptor's address: the
+ * address with the descriptor's generation in its spare bits (the top 16
+ * on 64-bit, where user addresses stay below 2^48; the low 6 on 32-bit,
+ * descriptors being 64-byte aligned). A descriptor's generation changes
+ * each time it goes back to the cache, so a handle kept past its join
+ * names a generation that is gone, and cl_join() refuses it (EINVAL)
+ * instead of joining whatever task got the descriptor since. keep.jgen
+ * holds generation << 1 | joined in one word, so that one CAS claims the
+ * join of exactly that generation (a detached task starts joined).
+ * Generations run 1..CL__RT_GEN_MASK: a plain task pointer (cl_self())
+ * never matches. A stale handle is told apart until its descriptor was
+ * reused CL__RT_GEN_MASK times.
+ */
+#if UINTPTR_MAX > 0xffffffffu
+#define CL__RT_GEN_SHIFT 48
+#define CL__RT_GEN_MASK 0xffffu
+#else
+#define CL__RT_GEN_SHIFT 0
+#define CL__RT_GEN_MASK 0x3fu
+#endif
+
+CL_INLINE struct cl_rt_task *cl__rt_handle(struct cl_rt_task *t, unsigned int gen)
+{
+	return (struct cl_rt_task *)((uintptr_t)t | ((uintptr_t)gen << CL__RT_GEN_SHIFT));
+}
+
+CL_INLINE struct cl_rt_task *cl__rt_handle_task(const struct cl_rt_task *h)
+{
+	return (struct cl_rt_task *)((uintptr_t)h & ~((uintptr_t)CL__RT_GEN_MASK << CL__RT_GEN_SHIFT));
+}
+
+CL_INLINE unsigned int cl__rt_handle_gen(const struct cl_rt_task *h)
+{
+	return (unsigned int)(((uintptr_t)h >> CL__RT_GEN_SHIFT) & CL__RT_GEN_MASK);
+}
+
+/* Give @t back to the cache (its stack stays with it); its handles die. */
 CL_INLINE void cl__rt_task_release(struct cl_rt_task *t)
 {
+	unsigned int gen = (CL_ATOMIC_LOAD(&t->keep.jgen, CL_RELAXED) >> 1) % CL__RT_GEN_MASK + 1;
+
+	CL_ATOMIC_STORE(&t->keep.jgen, gen << 1, CL_RELEASE);
 #ifdef CL_HAVE_TSAN
 	if (t->rc.tsan_fiber)
 		__tsan_destroy_fiber(t->rc.tsan_fiber);
@@ -1000,7 +1042,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 {
 	struct cl_rt_task *self = cl__rt_current(), *t;
 	struct cl__rt_worker *cur;
-	unsigned int cpu;
+	unsigned int cpu, gen;
 	size_t pg;
 
 	if (!rt || !fn || (attr && (attr->worker > (int)rt->nr_workers || attr->worker < 0 ||
@@ -1013,8 +1055,8 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 		return NULL;
 	CL_INJECT(60); /* a spawn admitted, not yet counted live */
 	t = (struct cl_rt_task *)cl_objcache_alloc(rt->tcache);
-	if (!t || (!t->keep.map && cl__rt_stack_map(rt, t) != 0)) {
-		if (t)
+	if (!t || cl__rt_handle_task(t) != t || (!t->keep.map && cl__rt_stack_map(rt, t) != 0)) {
+		if (t) /* (or an address with no spare bits for the generation) */
 			cl_objcache_free(rt->tcache, t);
 		return cl__rt_spawn_fail(rt, cur, ENOMEM);
 	}
@@ -1030,6 +1072,8 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	t->fn = fn;
 	t->arg = arg;
 	t->refs = attr && attr->detached ? 1 : 2;
+	gen = CL_ATOMIC_LOAD(&t->keep.jgen, CL_RELAXED) >> 1;
+	CL_ATOMIC_STORE(&t->keep.jgen, gen << 1 | (unsigned int)(attr && attr->detached), CL_RELAXED);
 	cl_spin_init(&t->join_lock);
 	CDS_INIT_LIST_HEAD(&t->join_waiters);
 	t->rc.stack_lo = (char *)t->keep.map + pg;
@@ -1053,7 +1097,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	cl__rt_enqueue_wake(rt, t, cpu, cur, 0);
 	if (!cur)
 		cl__rt_spawn_done(rt);
-	return t;
+	return cl__rt_handle(t, gen); /* t may have run and exited: gen read before */
 }
 
 /**
@@ -1103,19 +1147,25 @@ CL_INLINE int cl_yield(void)
 }
 
 /**
- * cl_join() - wait for @t to return, take its result, and free it.
- * @t: a task of this runtime, not detached, joined once.
- * @ret: where to store @t's return value (may be NULL).
+ * cl_join() - wait for the task @h names to return, take its result, and
+ * free it.
+ * @h: a handle cl_spawn() returned for a task of this runtime, not
+ *     detached, not joined yet.
+ * @ret: where to store the task's return value (may be NULL).
  *
- * Inside a task the caller blocks through the runqueue (a wait list on @t);
- * outside it sleeps on a futex.
+ * Inside a task the caller blocks through the runqueue (a wait list on the
+ * task); outside it sleeps on a futex. Each handle joins once: a second
+ * join, or a join through a handle whose descriptor has been reused since,
+ * fails with EINVAL (the handle carries the descriptor's generation).
  *
- * Context: any thread; not @t itself.
- * Return: 0, or -1 with errno EINVAL (NULL @t) or EDEADLK (@t is the caller).
+ * Context: any thread; not the task itself; the runtime not destroyed.
+ * Return: 0, or -1 with errno EINVAL (NULL @h, detached, already joined
+ * or being joined) or EDEADLK (@h is the caller).
  */
-CL_INLINE int cl_join(struct cl_rt_task *t, void **ret)
+CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 {
-	struct cl_rt_task *self = cl__rt_current();
+	struct cl_rt_task *self = cl__rt_current(), *t = cl__rt_handle_task(h);
+	unsigned int want = cl__rt_handle_gen(h) << 1;
 
 	if (!t) {
 		errno = EINVAL;
@@ -1123,6 +1173,11 @@ CL_INLINE int cl_join(struct cl_rt_task *t, void **ret)
 	}
 	if (t == self) {
 		errno = EDEADLK;
+		return -1;
+	}
+	/* the descriptor outlives its task (the cache keeps it): reading a stale one is safe */
+	if (!want || !CL_ATOMIC_CAS(&t->keep.jgen, &want, want | 1u, CL_ACQ_REL, CL_RELAXED)) {
+		errno = EINVAL;
 		return -1;
 	}
 	if (self) {
@@ -1148,7 +1203,6 @@ CL_INLINE int cl_join(struct cl_rt_task *t, void **ret)
 	}
 	if (ret)
 		*ret = t->ret;
-	self = cl__rt_current();
 	cl__rt_task_put(t);
 	return 0;
 }
