@@ -317,3 +317,38 @@ Test(sched_runtime_lifecycle, second_join_and_join_after_reuse_give_einval)
 	}
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
+
+/* ---- mutex misuse ---- */
+
+static void *unlock_foreign(void *p)
+{
+	struct cl_mutex *m = (struct cl_mutex *)p;
+
+	if (cl_mutex_unlock(m) != -1 || errno != EPERM) /* held by the main thread */
+		return (void *)4;
+	if (cl_mutex_trylock(m) == 0)
+		return (void *)1; /* the unlock took it from its holder */
+	return (void *)(uintptr_t)(errno == EBUSY ? 0 : 2);
+}
+
+Test(sched_runtime_lifecycle, mutex_unlock_by_a_non_holder_gives_eperm_and_leaves_it_held)
+{
+	struct cl_runtime *rt = new_rt(1);
+	struct cl_mutex m;
+	void *r = (void *)3;
+
+	cl_mutex_init(&m);
+	errno = 0;
+	cr_assert_eq(cl_mutex_unlock(&m), -1, "not held");
+	cr_assert_eq(errno, EPERM);
+	cr_assert_eq(cl_mutex_trylock(&m), 0);
+	cr_assert_eq(cl_join(cl_spawn(rt, NULL, unlock_foreign, &m), &r), 0);
+	cr_assert_eq((uintptr_t)r, 0, "a task that does not hold it released it");
+	cr_assert_eq(cl_mutex_unlock(&m), 0, "its holder releases it");
+	cr_assert_eq(cl_mutex_trylock(&m), 0);
+	cr_assert_eq(cl_mutex_unlock(&m), 0);
+	errno = 0;
+	cr_assert_eq(cl_mutex_unlock(&m), -1, "released twice");
+	cr_assert_eq(errno, EPERM);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}

@@ -21,7 +21,7 @@
  *   cl_chan_try*          any                              never (any thread)
  *   cl_chan_close         any; wakes every waiter          never (any thread)
  *   cl_mutex_lock         any                              task only
- *   cl_mutex_trylock/unlock any                            never
+ *   cl_mutex_trylock/unlock any (unlock: the holder only)  never
  *   cl_cond_wait          any                              task only
  *   cl_cond_signal/broadcast any                           never (any thread)
  *   *_destroy             nothing on the same object       never
@@ -498,16 +498,37 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 /*
  * struct cl_mutex - a sleeping lock for tasks. state: 0 free, 1 held, 2
  * held and maybe waited for. Uncontended lock and unlock are one atomic
- * each; a contended unlock hands the lock to the first waiter (FIFO, no
- * barging past a woken waiter).
+ * each (plus a plain store and load of the owner, on the same line); a
+ * contended unlock hands the lock to the first waiter (FIFO, no barging
+ * past a woken waiter). owner: the holding task, or for a thread outside
+ * the runtime's tasks the address of its cl__rt_tls_thread_id; written only
+ * by the holder (or by the unlocker handing over), so an unlock by anyone
+ * else is seen and refused.
  */
 struct cl_mutex {
 	int state;
 	struct cl_spinlock wait_lock;
 	struct cds_list_head waiters;
+	const void *owner;
 };
 
-#define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters) }
+#define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters), NULL }
+
+/* One byte per thread: its address identifies a thread outside the tasks. */
+CL_WEAK __thread char cl__rt_tls_thread_id;
+
+/* Who is calling, as a mutex owner: the task, or the thread outside tasks. */
+CL_INLINE const void *cl__mutex_me(void)
+{
+	const struct cl_rt_task *self = cl__rt_current();
+
+	return self ? (const void *)self : (const void *)&cl__rt_tls_thread_id;
+}
+
+CL_INLINE void cl__mutex_set_owner(struct cl_mutex *m, const void *who)
+{
+	CL_ATOMIC_STORE(&m->owner, who, CL_RELAXED);
+}
 
 /** cl_mutex_init() - unlocked. @m: the mutex. Context: before use. */
 CL_INLINE void cl_mutex_init(struct cl_mutex *m)
@@ -517,6 +538,7 @@ CL_INLINE void cl_mutex_init(struct cl_mutex *m)
 	m->state = 0;
 	cl_spin_init(&m->wait_lock);
 	CDS_INIT_LIST_HEAD(&m->waiters);
+	m->owner = NULL;
 }
 
 /**
@@ -531,8 +553,10 @@ CL_INLINE int cl_mutex_trylock(struct cl_mutex *m)
 
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
-	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))
+	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)) {
+		cl__mutex_set_owner(m, cl__mutex_me());
 		return 0;
+	}
 	errno = EBUSY;
 	return -1;
 }
@@ -551,17 +575,20 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
-	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)))
+	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))) {
+		cl__mutex_set_owner(m, cl__mutex_me());
 		return 0;
+	}
 	self = cl__rt_need_task();
 	if (!self)
 		return -1;
 	cl_spin_lock(&m->wait_lock);
 	if (CL_ATOMIC_XCHG(&m->state, 2, CL_ACQUIRE) == 0) {
+		cl__mutex_set_owner(m, self);
 		cl_spin_unlock(&m->wait_lock);
 		return 0;
 	}
-	/* handed over by cl_mutex_unlock() when woken */
+	/* handed over by cl_mutex_unlock() when woken (it set the owner) */
 	cl__rt_wait_on(self, &m->waiters, &m->wait_lock, NULL);
 	return 0;
 }
@@ -569,31 +596,44 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 /**
  * cl_mutex_unlock() - release @m (to the first waiter if any).
  * @m: the mutex, held by the caller.
+ *
+ * The holder is the task (or, outside tasks, the thread) that took it; the
+ * lock stays with it if anyone else calls this.
+ *
  * Context: any thread holding it.
+ * Return: 0, or -1 with errno EINVAL (NULL @m) or EPERM (@m is not held,
+ * or held by another task or thread: nothing changed).
  */
-CL_INLINE void cl_mutex_unlock(struct cl_mutex *m)
+CL_INLINE int cl_mutex_unlock(struct cl_mutex *m)
 {
 	struct cl__rt_waiter *wt;
 	struct cl_rt_task *t;
 	int one = 1;
 
 	if (CL__BAD_ARG(m == NULL))
-		return;
+		return -1;
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&m->owner, CL_RELAXED) != cl__mutex_me())) {
+		errno = EPERM;
+		return -1;
+	}
+	cl__mutex_set_owner(m, NULL); /* published by the release below */
 	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &one, 0, CL_RELEASE, CL_RELAXED)))
-		return;
+		return 0;
 	cl_spin_lock(&m->wait_lock);
 	wt = cl__rt_waiter_pop(&m->waiters);
 	if (!wt) {
 		CL_ATOMIC_STORE(&m->state, 0, CL_RELEASE);
 		cl_spin_unlock(&m->wait_lock);
-		return;
+		return 0;
 	}
 	/* ownership passes to wt; stay 2 while others wait */
-	CL_ATOMIC_STORE(&m->state, cds_list_empty(&m->waiters) ? 1 : 2, CL_RELEASE);
 	t = wt->t;
+	cl__mutex_set_owner(m, t);
+	CL_ATOMIC_STORE(&m->state, cds_list_empty(&m->waiters) ? 1 : 2, CL_RELEASE);
 	wt->status = 0;
 	cl_spin_unlock(&m->wait_lock);
 	cl__rt_wake(t);
+	return 0;
 }
 
 /* ---- condition variable ---- */
@@ -621,7 +661,8 @@ CL_INLINE void cl_cond_init(struct cl_cond *cv)
  * on the condition.
  *
  * Context: a runtime task holding @m.
- * Return: 0, or -1 with errno EPERM outside a task (@m still held).
+ * Return: 0, or -1 with errno EPERM outside a task or when the caller does
+ * not hold @m (@m untouched).
  */
 CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
 {
@@ -633,7 +674,10 @@ CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
 	if (!self)
 		return -1;
 	cl_spin_lock(&cv->wq.lock);
-	cl_mutex_unlock(m);
+	if (cl_mutex_unlock(m) != 0) {
+		cl_spin_unlock(&cv->wq.lock);
+		return -1;
+	}
 	cl__rt_wait_on(self, &cv->wq.waiters, &cv->wq.lock, NULL);
 	return cl_mutex_lock(m);
 }
