@@ -283,54 +283,6 @@ Test(sched_runtime, yield_lets_the_other_task_of_the_worker_run)
 	destroy_ok(rt);
 }
 
-/* ---- stacks ---- */
-
-/*
- * From inside a task: the mapping that holds this frame must have a
- * PROT_NONE mapping right below it (the guard page), per /proc/self/maps.
- * Returns 1 if so.
- */
-static void *check_guard_below_stack(void *p)
-{
-	char line[512];
-	uintptr_t here = (uintptr_t)&line, stack_lo = 0, prev_end = 0;
-	int guard = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	(void)p;
-	if (!f)
-		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
-			continue;
-		if (here >= lo && here < hi) {
-			stack_lo = lo;
-			guard = prev_end == lo && !strncmp(perms, "rw", 2);
-			break;
-		}
-		prev_end = strcmp(perms, "---p") == 0 ? hi : 0;
-	}
-	fclose(f);
-	return (void *)(uintptr_t)(stack_lo && guard);
-}
-
-Test(sched_runtime, task_stacks_have_a_guard_page_below)
-{
-	struct cl_runtime *rt = new_rt(1, 0);
-	void *r = NULL;
-
-	for (int i = 0; i < 3; i++) { /* new and recycled descriptors */
-		struct cl_rt_task *t = cl_spawn(rt, NULL, check_guard_below_stack, NULL);
-
-		cr_assert_eq(cl_join(t, &r), 0);
-		cr_assert_eq((uintptr_t)r, 1, "no PROT_NONE page right below the task's stack");
-	}
-	destroy_ok(rt);
-}
-
 /* ---- channel ---- */
 
 struct chan_pair {

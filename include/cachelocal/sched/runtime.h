@@ -68,8 +68,9 @@
  * with EPERM instead of blocking.
  *
  * Task descriptors come from a per-CPU object cache (objcache.h); each
- * keeps its stack mapping (a PROT_NONE guard page below the stack) while it
- * sits in the cache, so a spawn on a warm cache makes no system call.
+ * keeps its stack slot (a guard region below the stack, in a batch of
+ * slots that is one mapping) while it sits in the cache, so a spawn on a
+ * warm cache makes no system call.
  */
 #ifndef CACHELOCAL_SCHED_RUNTIME_H
 #define CACHELOCAL_SCHED_RUNTIME_H

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,13 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #define CL_RUNTIME_STACK_MIN (16u * 1024u)
 #define CL_RUNTIME_STACK_MAX ((size_t)1 << 30)
 
-/* Default usable stack of a task (a guard page is added below it). */
+/* Default guard region below each task's stack: reserved, never committed
+ * (a frame up to this size that jumps the end of the stack still faults). */
+#ifndef CL_RUNTIME_GUARD_SIZE
+#define CL_RUNTIME_GUARD_SIZE (64u * 1024u)
+#endif
+
+/* Default usable stack of a task (a guard region is added below it). */
 #ifndef CL_RUNTIME_STACK_SIZE
 #if defined(CL__RT_ASAN) || defined(CL_HAVE_TSAN)
 #define CL_RUNTIME_STACK_SIZE (256u * 1024u)
@@ -226,6 +233,9 @@ struct cl__rt_worker {
  * @balance_ns: periodic balancing interval (0: CL_RUNTIME_BALANCE_NS).
  * @migration_cost_ns: balancer's cache-hot window (0:
  *              CL_RUNTIME_MIGRATION_COST_NS; CL_RUNTIME_NEVER_HOT: none).
+ * @guard_size: inaccessible region below each stack, rounded up to pages
+ *              (0: CL_RUNTIME_GUARD_SIZE; at most CL_RUNTIME_STACK_MAX).
+ *              Address space only: it is never committed.
  */
 struct cl_runtime_attr {
 	unsigned int nr_workers;
@@ -234,10 +244,14 @@ struct cl_runtime_attr {
 	uint64_t spin_ns;
 	uint64_t balance_ns;
 	uint64_t migration_cost_ns;
+	size_t guard_size;
 };
 
 #define CL_RUNTIME_UNPINNED 0x1u
 #define CL_RUNTIME_PRECISE_CLOCK 0x2u
+/* No SIGSEGV handler naming the task whose stack overflowed (see
+ * cl_runtime_create()). */
+#define CL_RUNTIME_NO_OVERFLOW_REPORT 0x4u
 #define CL_RUNTIME_NO_SPIN UINT64_MAX
 #define CL_RUNTIME_NEVER_HOT UINT64_MAX
 
@@ -288,8 +302,15 @@ struct cl_runtime {
 	uint64_t ns_per_tick_q32;          /* ns per tick, 32.32 fixed point */
 	unsigned int next_spawn;           /* round robin for outside spawns */
 	struct cl_objcache *tcache;        /* task descriptors (with their stacks) */
-	struct cl_spinlock all_lock;       /* protects all */
-	struct cds_list_head all;          /* every descriptor that has a stack mapping */
+	struct cl_spinlock all_lock;       /* protects all and the batches */
+	struct cds_list_head all;          /* every descriptor that has a stack slot */
+	size_t guard_size;                 /* below each stack, page-rounded */
+	int guard_mprotect;                /* MADV_GUARD_INSTALL refused: guards by mprotect */
+	int no_overflow_report;            /* CL_RUNTIME_NO_OVERFLOW_REPORT */
+	char *batch_next;                  /* next free slot of the newest batch */
+	unsigned int batch_left;           /* free slots there */
+	unsigned int nr_batches, cap_batches;
+	void **batches;                    /* every batch mapping (munmap at destroy) */
 };
 
 /* The task running on this thread, NULL outside the runtime's tasks. */
@@ -440,32 +461,99 @@ CL_INLINE size_t cl__rt_page(void)
 	return p > 0 ? (size_t)p : 4096u;
 }
 
-/* Size of one stack mapping: guard page + stack, page-rounded. */
-CL_INLINE size_t cl__rt_map_size(size_t stack)
+/*
+ * Stacks come in batches: one mapping of at most CL__RT_BATCH_SLOTS slots
+ * (and CL__RT_BATCH_BYTES; at least one slot), each slot a guard region
+ * then a stack, mapped MAP_NORESERVE and untouched until a task runs on
+ * it, so a slot costs address space, not memory. The guard is made
+ * inaccessible with MADV_GUARD_INSTALL (Linux >= 6.13: page-table markers,
+ * no new mapping), so a batch stays one mapping whatever its slot count;
+ * older kernels refuse it, and the guard is then mprotect(PROT_NONE)ed,
+ * which splits the batch into two mappings per slot (the live-task limit is
+ * then about vm.max_map_count / 2). A slot stays with its descriptor in
+ * the cache; the batches are unmapped at destroy.
+ */
+#define CL__RT_BATCH_SLOTS 64u
+#define CL__RT_BATCH_BYTES ((size_t)256 << 20)
+#define CL__MADV_GUARD_INSTALL 102
+
+/* Slot size: guard + page-rounded stack (both bounded at create). */
+CL_INLINE size_t cl__rt_slot_size(const struct cl_runtime *rt)
 {
 	size_t pg = cl__rt_page();
 
-	return pg + ((stack + pg - 1) & ~(pg - 1));
+	return rt->guard_size + ((rt->stack_size + pg - 1) & ~(pg - 1));
 }
 
-/* Give @t (a new cache object) its stack: guard page below, PROT_NONE. */
+CL_INLINE size_t cl__rt_batch_slots(const struct cl_runtime *rt)
+{
+	size_t n = CL__RT_BATCH_BYTES / cl__rt_slot_size(rt);
+
+	return n > CL__RT_BATCH_SLOTS ? CL__RT_BATCH_SLOTS : n ? n : 1;
+}
+
+/* Next free slot, a new batch mapped if needed; NULL if out of memory. */
+CL_INLINE char *cl__rt_slot_take(struct cl_runtime *rt)
+{
+	size_t slot = cl__rt_slot_size(rt), n = cl__rt_batch_slots(rt);
+	char *m;
+
+	cl_spin_lock(&rt->all_lock);
+	if (!rt->batch_left) {
+		cl_spin_unlock(&rt->all_lock); /* no system call under a spinlock */
+		m = (char *)mmap(NULL, n * slot, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE, -1, 0);
+		if (m == (char *)MAP_FAILED)
+			return NULL;
+		cl_spin_lock(&rt->all_lock);
+		if (rt->nr_batches == rt->cap_batches) {
+			unsigned int cap = rt->cap_batches ? 2 * rt->cap_batches : 16;
+			void **grown = (void **)realloc(rt->batches, cap * sizeof(void *));
+
+			if (!grown) {
+				cl_spin_unlock(&rt->all_lock);
+				munmap(m, n * slot);
+				return NULL;
+			}
+			rt->batches = grown;
+			rt->cap_batches = cap;
+		}
+		rt->batches[rt->nr_batches++] = m;
+		/* if another spawn mapped one meanwhile, the rest of that one stays unused */
+		rt->batch_next = m;
+		rt->batch_left = (unsigned int)n;
+	}
+	m = rt->batch_next;
+	rt->batch_next += slot;
+	rt->batch_left--;
+	cl_spin_unlock(&rt->all_lock);
+	return m;
+}
+
+/* Make [@lo, @lo + @len) inaccessible: guard markers, else PROT_NONE. */
+CL_INLINE int cl__rt_guard(struct cl_runtime *rt, void *lo, size_t len)
+{
+	if (!CL_ATOMIC_LOAD(&rt->guard_mprotect, CL_RELAXED)) {
+		if (madvise(lo, len, CL__MADV_GUARD_INSTALL) == 0)
+			return 0;
+		CL_ATOMIC_STORE(&rt->guard_mprotect, 1, CL_RELAXED); /* EINVAL: kernel < 6.13 */
+	}
+	return mprotect(lo, len, PROT_NONE);
+}
+
+/* Give @t (a new cache object) its stack slot, the guard region below it. */
 CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
 {
-	size_t size = cl__rt_map_size(rt->stack_size);
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE, -1, 0);
+	size_t size = cl__rt_slot_size(rt);
+	char *m = cl__rt_slot_take(rt);
 
-	if (m == MAP_FAILED)
-		return -1;
-	if (mprotect(m, cl__rt_page(), PROT_NONE) != 0) {
-		munmap(m, size);
-		return -1;
-	}
+	if (!m || cl__rt_guard(rt, m, rt->guard_size) != 0)
+		return -1; /* (a slot without its guard is left unused) */
 	t->keep.map = m;
 	t->keep.map_size = size;
 	t->keep.jgen = 1u << 1; /* generation 1 */
 #ifdef CL__RT_VALGRIND
-	t->keep.vg_stack = VALGRIND_STACK_REGISTER((char *)m + cl__rt_page(), (char *)m + size);
+	t->keep.vg_stack = VALGRIND_STACK_REGISTER(m + rt->guard_size, m + size);
 #endif
 	cl_spin_lock(&rt->all_lock);
 	cds_list_add(&t->keep.all, &rt->all);
@@ -537,8 +625,8 @@ CL_INLINE void cl__rt_task_release(struct cl_rt_task *t)
 #endif
 #ifdef CL__RT_ASAN
 	/* frames that never returned left redzones on the stack */
-	__asan_unpoison_memory_region((char *)t->keep.map + cl__rt_page(),
-				      t->keep.map_size - cl__rt_page());
+	__asan_unpoison_memory_region((char *)t->keep.map + t->rt->guard_size,
+				      t->keep.map_size - t->rt->guard_size);
 #endif
 	cl_objcache_free(t->rt->tcache, t);
 }
@@ -1025,7 +1113,7 @@ CL_INLINE void cl__rt_task_entry(void *value, void *data)
  * @arg: passed to @fn.
  *
  * The task gets its own stack (CL_RUNTIME_STACK_SIZE by default, a guard
- * page below it). From inside a task it is queued on the caller's worker
+ * region of CL_RUNTIME_GUARD_SIZE below it). From inside a task it is queued on the caller's worker
  * (local; the balancer spreads work); from outside on the next worker in
  * round robin, or on the worker @attr->worker names.
  *
@@ -1060,7 +1148,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 			cl_objcache_free(rt->tcache, t);
 		return cl__rt_spawn_fail(rt, cur, ENOMEM);
 	}
-	pg = cl__rt_page();
+	pg = rt->guard_size;
 	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
 	cl_task_init(&t->task, attr ? attr->nice : 0);
 	t->task.data = t;
@@ -1207,6 +1295,149 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 	return 0;
 }
 
+/* ---- stack overflow report ---- */
+
+/*
+ * A task that runs past the end of its stack faults in the guard region
+ * below it. Without help that is a bare SIGSEGV: the worker's own stack is
+ * not where the fault is, and a handler would need a stack to run on. So
+ * each worker gets an alternate signal stack (unless its thread already
+ * has one), and cl_runtime_create() installs a SIGSEGV handler (SA_ONSTACK,
+ * only if SIGSEGV still has its default action) that, for a fault in the
+ * current task's guard, writes which task and its stack bounds to stderr
+ * with write(2), puts the default action back and returns: the access
+ * faults again and the process dies of SIGSEGV as it would have. Needs the
+ * POSIX signal API (_POSIX_C_SOURCE >= 199309L and sigaltstack(), e.g.
+ * _GNU_SOURCE or _DEFAULT_SOURCE); without it, or with
+ * CL_RUNTIME_NO_OVERFLOW_REPORT, a fault stays a bare SIGSEGV.
+ */
+#if defined(__USE_POSIX199309) && (defined(__USE_XOPEN_EXTENDED) || defined(__USE_MISC))
+#define CL__RT_OVERFLOW_REPORT 1
+#define CL__RT_ALTSTACK_SIZE ((size_t)64 * 1024)
+
+/* Append "0x" and @v in hex to @p; returns the end. */
+CL_INLINE char *cl__rt_put_hex(char *p, uintptr_t v)
+{
+	int shift = (int)(sizeof(v) * 8) - 4;
+
+	*p++ = '0';
+	*p++ = 'x';
+	while (shift > 0 && !((v >> shift) & 0xf))
+		shift -= 4;
+	for (; shift >= 0; shift -= 4)
+		*p++ = "0123456789abcdef"[(v >> shift) & 0xf];
+	return p;
+}
+
+CL_INLINE char *cl__rt_put_str(char *p, const char *s)
+{
+	while (*s)
+		*p++ = *s++;
+	return p;
+}
+
+CL_INLINE void cl__rt_segv(int sig, siginfo_t *si, void *uc)
+{
+	struct cl_rt_task *t = cl__rt_tls_current;
+	struct sigaction dfl;
+
+	(void)uc;
+	if (t && si) {
+		uintptr_t a = (uintptr_t)si->si_addr, g = (uintptr_t)t->keep.map;
+		uintptr_t lo = (uintptr_t)t->rc.stack_lo;
+
+		if (a >= g && a < lo) {
+			char buf[320], *p = buf;
+
+			p = cl__rt_put_str(p, "cachelocal runtime: task ");
+			p = cl__rt_put_hex(p, (uintptr_t)t);
+			p = cl__rt_put_str(p, " (fn ");
+			p = cl__rt_put_hex(p, (uintptr_t)t->fn);
+			p = cl__rt_put_str(p, ") overflowed its stack [");
+			p = cl__rt_put_hex(p, lo);
+			p = cl__rt_put_str(p, ", ");
+			p = cl__rt_put_hex(p, lo + t->rc.stack_size);
+			p = cl__rt_put_str(p, "): fault at ");
+			p = cl__rt_put_hex(p, a);
+			p = cl__rt_put_str(p, " in its guard [");
+			p = cl__rt_put_hex(p, g);
+			p = cl__rt_put_str(p, ", ");
+			p = cl__rt_put_hex(p, lo);
+			p = cl__rt_put_str(p, ")\n");
+			if (write(2, buf, (size_t)(p - buf)) < 0)
+				p = buf;
+		}
+	}
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL); /* the access faults again, now fatally */
+}
+
+/* Install cl__rt_segv() unless SIGSEGV already has a handler. */
+CL_INLINE void cl__rt_overflow_report_init(void)
+{
+	struct sigaction old, sa;
+
+	if (sigaction(SIGSEGV, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+	    old.sa_handler != SIG_DFL)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = cl__rt_segv;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+/* Give the calling worker thread an alternate signal stack if it has none;
+ * returns the mapping to free at exit, or NULL. */
+CL_INLINE void *cl__rt_altstack_init(void)
+{
+	stack_t ss, old;
+	void *m;
+
+	if (sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
+		return NULL;
+	m = mmap(NULL, CL__RT_ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | CL__MAP_ANONYMOUS,
+		 -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	ss.ss_sp = m;
+	ss.ss_size = CL__RT_ALTSTACK_SIZE;
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL) != 0) {
+		munmap(m, CL__RT_ALTSTACK_SIZE);
+		return NULL;
+	}
+	return m;
+}
+
+CL_INLINE void cl__rt_altstack_fini(void *m)
+{
+	stack_t ss;
+
+	if (!m)
+		return;
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+	munmap(m, CL__RT_ALTSTACK_SIZE);
+}
+#else
+CL_INLINE void cl__rt_overflow_report_init(void)
+{
+}
+
+CL_INLINE void *cl__rt_altstack_init(void)
+{
+	return NULL;
+}
+
+CL_INLINE void cl__rt_altstack_fini(void *m)
+{
+	(void)m;
+}
+#endif
+
 /* ---- workers ---- */
 
 /* Pin the calling thread to @cpu (raw syscall: no GNU cpu_set_t needed). */
@@ -1275,6 +1506,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 {
 	struct cl__rt_worker *w = (struct cl__rt_worker *)arg;
 	struct cl_runtime *rt = w->rt;
+	void *altstack = rt->no_overflow_report ? NULL : cl__rt_altstack_init();
 
 	if (w->os_cpu >= 0)
 		cl__rt_pin_self(w->os_cpu);
@@ -1346,6 +1578,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
 	}
 	urcu_memb_unregister_thread();
+	cl__rt_altstack_fini(altstack);
 	return NULL;
 }
 
@@ -1360,9 +1593,13 @@ CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 
 #ifdef CL__RT_VALGRIND
 		VALGRIND_STACK_DEREGISTER(t->keep.vg_stack);
+#else
+		(void)t;
 #endif
-		munmap(t->keep.map, t->keep.map_size);
 	}
+	for (unsigned int i = 0; i < rt->nr_batches; i++)
+		munmap(rt->batches[i], cl__rt_batch_slots(rt) * cl__rt_slot_size(rt));
+	free(rt->batches);
 	if (rt->tcache)
 		cl_objcache_destroy(rt->tcache);
 	free(rt->workers);
@@ -1401,7 +1638,7 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
  * Context: any thread registered with liburcu-memb if it creates task
  * groups later (the runtime's workers register themselves).
  * Return: the runtime, or NULL with errno EINVAL (more workers than
- * CL_MAX_CPUS, @attr->stack_size out of bounds), ENOMEM, or
+ * CL_MAX_CPUS, @attr->stack_size or @attr->guard_size out of bounds), ENOMEM, or
  * pthread_create's error.
  */
 CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *attr)
@@ -1413,8 +1650,9 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	int e;
 
 	n = attr && attr->nr_workers ? attr->nr_workers : nr_allowed;
-	if (n > CL_MAX_CPUS || (attr && attr->stack_size && (attr->stack_size < CL_RUNTIME_STACK_MIN ||
-							     attr->stack_size > CL_RUNTIME_STACK_MAX))) {
+	if (n > CL_MAX_CPUS || (attr && ((attr->stack_size && (attr->stack_size < CL_RUNTIME_STACK_MIN ||
+							      attr->stack_size > CL_RUNTIME_STACK_MAX)) ||
+					 attr->guard_size > CL_RUNTIME_STACK_MAX))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1426,6 +1664,9 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->nr_workers = n;
 	rt->stack_size = attr && attr->stack_size ? attr->stack_size : CL_RUNTIME_STACK_SIZE;
 	rt->stack_size = (rt->stack_size + 15u) & ~(size_t)15u;
+	rt->guard_size = attr && attr->guard_size ? attr->guard_size : CL_RUNTIME_GUARD_SIZE;
+	rt->guard_size = (rt->guard_size + cl__rt_page() - 1) & ~(cl__rt_page() - 1);
+	rt->no_overflow_report = attr && (attr->flags & CL_RUNTIME_NO_OVERFLOW_REPORT);
 	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;
 	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
 	rt->precise_clock = (attr && (attr->flags & CL_RUNTIME_PRECISE_CLOCK)) || !cl__rt_clock_sampling_ok();
@@ -1467,6 +1708,8 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->rq = cl__sched_rq(rt->sched, i);
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
 	}
+	if (!rt->no_overflow_report)
+		cl__rt_overflow_report_init();
 	for (unsigned int i = 0; i < n; i++) {
 		e = pthread_create(&rt->workers[i].thread, NULL, cl__rt_worker_main, &rt->workers[i]);
 		if (e) {
