@@ -94,6 +94,18 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #define CL_RUNTIME_STACK_SIZE (64u * 1024u)
 #endif
 #endif
+/* Preemption: a task that has run this long (ns) without a switch is
+ * preempted within one more (struct cl_runtime_attr.slice_ns). */
+#ifndef CL_RUNTIME_SLICE_NS
+#define CL_RUNTIME_SLICE_NS 2000000ULL
+#endif
+/* The signal the tick sends to preempt (SIGURG, as Go's runtime: ignored by
+ * default, so a stray one harms nothing). Used only if the application has
+ * no handler for it. */
+#ifndef CL_RUNTIME_PREEMPT_SIGNAL
+#define CL_RUNTIME_PREEMPT_SIGNAL SIGURG
+#endif
+
 /* An idle worker spins this long (ns) for work before it sleeps on its futex. */
 #define CL_RUNTIME_SPIN_NS 50000ULL
 /* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
@@ -156,6 +168,7 @@ struct cl_rt_task {
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
+	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
 	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
@@ -195,6 +208,7 @@ struct cl__rt_worker {
 	CL_GROUP_BEGIN_GUARDED(cl_rt_worker_idle);
 	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
 	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
+	int preempt_pending;               /* set by the tick: the running task used its slice */
 	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
 	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
 	struct cl_rt_task **wake_tail;
@@ -206,6 +220,11 @@ struct cl__rt_worker {
 	unsigned int cpu;                  /* rq index */
 	int os_cpu;                        /* CPU the thread is pinned to, -1 unpinned */
 	struct cl_rt_task *curr;           /* running task, NULL in the idle loop */
+	int in_task;                       /* curr != NULL, for the tick (atomic) */
+	unsigned long nr_switches;         /* bumped at each switch, read by the tick (atomic) */
+	unsigned long tick_switches;       /* nr_switches at the tick's last look (tick thread) */
+	uint64_t nr_preempts;              /* statistics: preempted by the signal ... */
+	uint64_t nr_preempt_marks;         /* ... or at a runtime call after a mark */
 	struct cl__rt_fin fin;
 	uint64_t now_ns;                   /* clock read at this worker's last switch */
 	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */
@@ -236,6 +255,8 @@ struct cl__rt_worker {
  * @guard_size: inaccessible region below each stack, rounded up to pages
  *              (0: CL_RUNTIME_GUARD_SIZE; at most CL_RUNTIME_STACK_MAX).
  *              Address space only: it is never committed.
+ * @slice_ns: a task running this long without a switch is preempted (0:
+ *              CL_RUNTIME_SLICE_NS; CL_RUNTIME_NO_PREEMPT in @flags: never).
  */
 struct cl_runtime_attr {
 	unsigned int nr_workers;
@@ -245,6 +266,7 @@ struct cl_runtime_attr {
 	uint64_t balance_ns;
 	uint64_t migration_cost_ns;
 	size_t guard_size;
+	uint64_t slice_ns;
 };
 
 #define CL_RUNTIME_UNPINNED 0x1u
@@ -252,6 +274,8 @@ struct cl_runtime_attr {
 /* No SIGSEGV handler naming the task whose stack overflowed (see
  * cl_runtime_create()). */
 #define CL_RUNTIME_NO_OVERFLOW_REPORT 0x4u
+/* No preemption: tasks run until they block or yield (no tick thread). */
+#define CL_RUNTIME_NO_PREEMPT 0x8u
 #define CL_RUNTIME_NO_SPIN UINT64_MAX
 #define CL_RUNTIME_NEVER_HOT UINT64_MAX
 
@@ -311,6 +335,11 @@ struct cl_runtime {
 	unsigned int batch_left;           /* free slots there */
 	unsigned int nr_batches, cap_batches;
 	void **batches;                    /* every batch mapping (munmap at destroy) */
+	uint64_t slice_ns;                 /* preemption slice, 0: none */
+	int preempt_signal;                /* the tick signals workers (else: marks only) */
+	int tick_stop;                     /* futex word: the tick thread leaves */
+	int tick_started;
+	pthread_t tick_thread;
 };
 
 /* The task running on this thread, NULL outside the runtime's tasks. */
@@ -327,6 +356,60 @@ CL_NOINLINE CL_UNUSED static struct cl_rt_task *cl__rt_current(void)
 
 	CL_BARRIER();
 	return t;
+}
+
+/* ---- preemption: the non-preemptible count ---- */
+
+/*
+ * struct cl_rt_task.np counts why the task may not be preempted now: a
+ * runtime lock it holds (cl__rt_lock()), a runtime call under way, or
+ * cl_preempt_disable(). Only the task itself changes it (from its code or
+ * from the preemption signal handler on its thread), so plain accesses
+ * with compiler barriers suffice. A preemption found not safe leaves the
+ * worker's preempt_pending set, and the task yields when its count next
+ * drops to 0 (cl__rt_np_exit()): "the next runtime call yields".
+ */
+CL_INLINE void cl__rt_np_inc(struct cl_rt_task *t)
+{
+	CL_WRITE_ONCE(t->np, t->np + 1);
+	CL_BARRIER();
+}
+
+CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t);
+
+CL_INLINE void cl__rt_np_exit(struct cl_rt_task *t)
+{
+	CL_BARRIER();
+	CL_WRITE_ONCE(t->np, t->np - 1);
+	if (CL_UNLIKELY(!t->np && CL_ATOMIC_LOAD(&t->w->preempt_pending, CL_RELAXED)))
+		cl__rt_preempt_yield(t);
+}
+
+/* The calling task, made non-preemptible; NULL outside tasks. */
+CL_INLINE struct cl_rt_task *cl__rt_np_enter(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	if (t)
+		cl__rt_np_inc(t);
+	return t;
+}
+
+/* A runtime lock: the holder is not preempted until it releases it. */
+CL_INLINE void cl__rt_lock(struct cl_spinlock *l)
+{
+	(void)cl__rt_np_enter();
+	cl_spin_lock(l);
+}
+
+CL_INLINE void cl__rt_unlock(struct cl_spinlock *l)
+{
+	struct cl_rt_task *t;
+
+	cl_spin_unlock(l);
+	t = cl__rt_current();
+	if (t)
+		cl__rt_np_exit(t);
 }
 
 /* ---- futex and clock ---- */
@@ -708,6 +791,12 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 	w->curr = t;
 	t->w = w;
 	cl__rt_tls_current = t;
+	/* a new slice: for the tick (cl__rt_tick_main()) */
+	CL_ATOMIC_STORE(&w->nr_switches, w->nr_switches + 1, CL_RELAXED);
+	if (CL_UNLIKELY(!w->in_task))
+		CL_ATOMIC_STORE(&w->in_task, 1, CL_RELAXED);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)))
+		CL_ATOMIC_STORE(&w->preempt_pending, 0, CL_RELAXED);
 }
 
 CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
@@ -910,6 +999,7 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	} else {
 		w->curr = NULL;
 		cl__rt_tls_current = NULL;
+		CL_ATOMIC_STORE(&w->in_task, 0, CL_RELAXED);
 		w = cl__rt_switch(w, &self->rc, &w->sched, mode == CL__RT_EXIT);
 	}
 	/* resumed, maybe on another worker */
@@ -928,6 +1018,7 @@ CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_spinlock *lock)
 {
 	CL_WRITE_ONCE(self->state, CL__RT_BLOCKED);
 	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);
+	cl__rt_np_exit(self); /* @lock, taken with cl__rt_lock(), was released for us */
 }
 
 /*
@@ -1007,15 +1098,21 @@ CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 	struct cl_rt_task *self = cl__rt_current();
 
 	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	if (self)
+		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
 	if (self && self->w == t->w) {
 		struct cl__rt_worker *w = self->w;
 
 		*w->wake_tail = t;
 		w->wake_tail = &t->wake_next;
 		w->nr_wakes++;
-		return;
+	} else {
+		cl__rt_enqueue_wake(t->rt, t, t->w->cpu, self ? self->w : NULL, CL_ENQUEUE_WAKEUP);
 	}
-	cl__rt_enqueue_wake(t->rt, t, t->w->cpu, self ? self->w : NULL, CL_ENQUEUE_WAKEUP);
+	if (self) { /* no yield here: this may run in cl__rt_finish() */
+		CL_BARRIER();
+		CL_WRITE_ONCE(self->np, self->np - 1);
+	}
 }
 
 /* Wake every waiter of a list the caller detached (join waiters). */
@@ -1098,35 +1195,18 @@ CL_INLINE void cl__rt_task_entry(void *value, void *data)
 	__sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
 	cl__rt_finish(w);
+	cl__rt_np_exit(t); /* 1 from cl_spawn(): not preempted before it runs */
 	t->ret = t->fn(t->arg);
 	t = cl__rt_current();
+	cl__rt_np_inc(t);
 	CL_WRITE_ONCE(t->state, CL__RT_DEAD);
 	cl__rt_schedule(t->w, t, CL__RT_EXIT, NULL);
 	/* never resumed */
 }
 
-/**
- * cl_spawn() - start a task running @fn(@arg).
- * @rt: the runtime.
- * @attr: group, first worker, pinning, nice, detached (NULL: defaults).
- * @fn: the task's function; its return value is what cl_join() returns.
- * @arg: passed to @fn.
- *
- * The task gets its own stack (CL_RUNTIME_STACK_SIZE by default, a guard
- * region of CL_RUNTIME_GUARD_SIZE below it). From inside a task it is queued on the caller's worker
- * (local; the balancer spreads work); from outside on the next worker in
- * round robin, or on the worker @attr->worker names.
- *
- * Context: any thread, inside or outside the runtime's tasks.
- * Return: the task (a handle for cl_join(), unless detached), or NULL with
- * errno EINVAL (NULL @rt or @fn, bad @attr->worker, @attr->pin without a
- * worker, @attr->nice outside -20..19, @attr->tg destroyed or of another
- * scheduler instance),
- * ENOMEM (no memory for the stack), EPIPE (from outside the runtime's
- * tasks once cl_runtime_shutdown() has begun).
- */
-CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
-				      void *(*fn)(void *), void *arg)
+/* cl_spawn() without the non-preemptible count. */
+CL_INLINE struct cl_rt_task *cl__rt_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
+					  void *(*fn)(void *), void *arg)
 {
 	struct cl_rt_task *self = cl__rt_current(), *t;
 	struct cl__rt_worker *cur;
@@ -1152,6 +1232,7 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
 	cl_task_init(&t->task, attr ? attr->nice : 0);
 	t->task.data = t;
+	t->np = 1; /* until cl__rt_task_entry() calls fn */
 	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
 		cl_objcache_free(rt->tcache, t); /* EINVAL: a destroyed group or another instance's */
 		return cl__rt_spawn_fail(rt, cur, EINVAL);
@@ -1186,6 +1267,40 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 	if (!cur)
 		cl__rt_spawn_done(rt);
 	return cl__rt_handle(t, gen); /* t may have run and exited: gen read before */
+}
+
+/**
+ * cl_spawn() - start a task running @fn(@arg).
+ * @rt: the runtime.
+ * @attr: group, first worker, pinning, nice, detached (NULL: defaults).
+ * @fn: the task's function; its return value is what cl_join() returns.
+ * @arg: passed to @fn.
+ *
+ * The task gets its own stack (CL_RUNTIME_STACK_SIZE by default, a guard
+ * region of CL_RUNTIME_GUARD_SIZE below it). From inside a task it is queued on the caller's worker
+ * (local; the balancer spreads work); from outside on the next worker in
+ * round robin, or on the worker @attr->worker names.
+ *
+ * Context: any thread, inside or outside the runtime's tasks.
+ * Return: the task (a handle for cl_join(), unless detached), or NULL with
+ * errno EINVAL (NULL @rt or @fn, bad @attr->worker, @attr->pin without a
+ * worker, @attr->nice outside -20..19, @attr->tg destroyed or of another
+ * scheduler instance),
+ * ENOMEM (no memory for the stack), EPIPE (from outside the runtime's
+ * tasks once cl_runtime_shutdown() has begun).
+ */
+CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
+				      void *(*fn)(void *), void *arg)
+{
+	struct cl_rt_task *self = cl__rt_np_enter(), *h = cl__rt_spawn(rt, attr, fn, arg);
+
+	if (self) {
+		int e = errno;
+
+		cl__rt_np_exit(self);
+		errno = e;
+	}
+	return h;
 }
 
 /**
@@ -1230,7 +1345,10 @@ CL_INLINE int cl_yield(void)
 		errno = EPERM;
 		return -1;
 	}
+	cl__rt_np_inc(self);
 	cl__rt_schedule(self->w, self, CL__RT_YIELD, NULL);
+	CL_BARRIER();
+	CL_WRITE_ONCE(self->np, self->np - 1); /* (no second yield for a pending mark) */
 	return 0;
 }
 
@@ -1271,7 +1389,7 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 	if (self) {
 		struct cl__rt_waiter wt;
 
-		cl_spin_lock(&t->join_lock);
+		cl__rt_lock(&t->join_lock);
 		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE)) {
 			wt.t = self;
 			wt.data = NULL;
@@ -1279,7 +1397,7 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 			cds_list_add_tail(&wt.node, &t->join_waiters);
 			cl__rt_block(self, &t->join_lock);
 		} else {
-			cl_spin_unlock(&t->join_lock);
+			cl__rt_unlock(&t->join_lock);
 		}
 	} else {
 		CL_ATOMIC_STORE(&t->ext_joiner, 1, CL_SEQ_CST);
@@ -1437,6 +1555,201 @@ CL_INLINE void cl__rt_altstack_fini(void *m)
 	(void)m;
 }
 #endif
+
+/* ---- preemption ---- */
+
+/*
+ * A tick thread per runtime wakes every slice_ns and looks at each worker's
+ * switch count: a worker that runs a task and has not switched since the
+ * last look has run that task for at least one slice (at most two). The
+ * tick then sets the worker's preempt_pending and sends it
+ * CL_RUNTIME_PREEMPT_SIGNAL. The handler, on the worker's thread and the
+ * task's stack, preempts the task right there if it is at a safe point:
+ *  - the task's non-preemptible count is 0: it holds no runtime lock, is
+ *    in no runtime call that touches shared state, and has not called
+ *    cl_preempt_disable();
+ *  - the interrupted instruction is in the main executable's code
+ *    ([__executable_start, etext)), not in a shared library: never inside
+ *    libc (malloc's and stdio's locks, which belong to the worker thread
+ *    and would be taken again by the next task on it) or any other
+ *    library.
+ * An rseq critical section needs no check: the kernel already moved the
+ * interrupted instruction to its abort handler before the handler runs.
+ * Preempting means: pin the task to this worker (so that it resumes on the
+ * same thread: the code it was interrupted in may hold the addresses of
+ * thread-local variables, and the signal frame restores this thread's
+ * alternate stack), yield through the runqueue (cl__rt_schedule(): the
+ * fair class picks), and, once picked again, restore its affinity and
+ * return from the handler into the interrupted code. Otherwise the mark
+ * stays, and the task yields when its non-preemptible count next drops to
+ * 0 (cl__rt_np_exit()), or at the next tick's signal.
+ * Under ThreadSanitizer, which runs asynchronous signal handlers later from
+ * its own interceptors, the signal is not used: marking only.
+ */
+#if defined(CL__RT_OVERFLOW_REPORT) && defined(__USE_MISC) && !defined(CL_HAVE_TSAN) && \
+	(defined(__x86_64__) || defined(__aarch64__))
+#define CL__RT_ASYNC_PREEMPT 1
+extern char __executable_start[];
+extern char etext[];
+#if defined(__x86_64__)
+#define CL__RT_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.gregs[16]) /* REG_RIP */
+#else
+#define CL__RT_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.pc)
+#endif
+#endif
+
+/* Yield the rest of the slice: at a runtime call after a mark, or from the
+ * signal handler. Keeps errno. */
+CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t)
+{
+	int e = errno;
+
+	cl__rt_np_inc(t);
+	cl__rt_schedule(t->w, t, CL__RT_YIELD, NULL);
+	CL_BARRIER();
+	CL_WRITE_ONCE(t->np, t->np - 1);
+	errno = e;
+}
+
+#ifdef CL__RT_ASYNC_PREEMPT
+CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
+{
+	struct cl_rt_task *t = cl__rt_tls_current;
+	uintptr_t pc;
+	const unsigned long *mask;
+	unsigned int bits;
+	struct cl_rq *rq;
+	struct cl_runtime *rt;
+
+	(void)sig;
+	(void)si;
+	if (!t || t->np || !uc)
+		return;
+	pc = CL__RT_UC_PC(uc);
+	if (pc < (uintptr_t)__executable_start || pc >= (uintptr_t)etext)
+		return; /* in a library: the mark stays */
+	rt = t->rt;
+	cl__rt_np_inc(t);
+	rq = cl_task_rq_lock(rt->sched, &t->task);
+	mask = t->task.cpus_allowed;
+	bits = t->task.cpus_allowed_bits;
+	(void)cl_task_set_affinity(&t->task, rt->pin_masks + (size_t)t->w->cpu * rt->mask_words,
+				   rt->nr_workers);
+	if (rq)
+		cl_task_rq_unlock(rq, &t->task);
+	t->w->nr_preempts++;
+	CL_WRITE_ONCE(t->np, t->np - 1);
+	cl__rt_preempt_yield(t);
+	cl__rt_np_inc(t);
+	rq = cl_task_rq_lock(rt->sched, &t->task);
+	(void)cl_task_set_affinity(&t->task, mask, bits);
+	if (rq)
+		cl_task_rq_unlock(rq, &t->task);
+	CL_BARRIER();
+	CL_WRITE_ONCE(t->np, t->np - 1);
+}
+
+/* Route CL_RUNTIME_PREEMPT_SIGNAL to the handler; 0 if it is ours now. */
+CL_INLINE int cl__rt_preempt_signal_init(void)
+{
+	struct sigaction old, sa;
+
+	if (sigaction(CL_RUNTIME_PREEMPT_SIGNAL, NULL, &old) != 0)
+		return -1;
+	if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == cl__rt_preempt_signal)
+		return 0;
+	if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+		return -1; /* the application's: leave it */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = cl__rt_preempt_signal;
+	/* NODEFER: the task switched to from the handler stays preemptible */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(CL_RUNTIME_PREEMPT_SIGNAL, &sa, NULL);
+}
+#endif
+
+/* The tick thread (see above). */
+CL_INLINE void *cl__rt_tick_main(void *arg)
+{
+	struct cl_runtime *rt = (struct cl_runtime *)arg;
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(rt->slice_ns / 1000000000ULL);
+	ts.tv_nsec = (long)(rt->slice_ns % 1000000000ULL);
+	while (!CL_ATOMIC_LOAD(&rt->tick_stop, CL_ACQUIRE)) {
+		cl__rt_futex(&rt->tick_stop, CL__FUTEX_WAIT, 0, &ts);
+		for (unsigned int i = 0; i < rt->nr_workers; i++) {
+			struct cl__rt_worker *w = &rt->workers[i];
+			unsigned long sw = CL_ATOMIC_LOAD(&w->nr_switches, CL_RELAXED);
+
+			if (sw == w->tick_switches && CL_ATOMIC_LOAD(&w->in_task, CL_RELAXED) &&
+			    !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)) {
+				CL_ATOMIC_STORE(&w->preempt_pending, 1, CL_RELAXED);
+#ifdef CL__RT_ASYNC_PREEMPT
+				if (rt->preempt_signal)
+					pthread_kill(w->thread, CL_RUNTIME_PREEMPT_SIGNAL);
+#endif
+			}
+			w->tick_switches = sw;
+		}
+	}
+	return NULL;
+}
+
+/**
+ * cl_preempt_disable() - keep the calling task from being preempted until
+ * the matching cl_preempt_enable(). Calls nest.
+ *
+ * For code the runtime cannot see into: a spinlock of the application's
+ * own or of the runqueue API (cl_task_group_*()) held by a task, a
+ * flockfile() region, code whose thread-local state must not be shared
+ * with the next task on the worker. Blocking calls still switch.
+ *
+ * Context: a runtime task (no effect elsewhere).
+ */
+CL_INLINE void cl_preempt_disable(void)
+{
+	(void)cl__rt_np_enter();
+}
+
+/**
+ * cl_preempt_enable() - end a cl_preempt_disable() section; if the slice
+ * ran out meanwhile, yield now.
+ *
+ * Context: a runtime task, after cl_preempt_disable() (no effect elsewhere).
+ */
+CL_INLINE void cl_preempt_enable(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	if (t && t->np > 0)
+		cl__rt_np_exit(t);
+}
+
+/* Start the tick (and the signal) unless @rt has no preemption. */
+CL_INLINE int cl__rt_tick_start(struct cl_runtime *rt)
+{
+	if (!rt->slice_ns)
+		return 0;
+#ifdef CL__RT_ASYNC_PREEMPT
+	rt->preempt_signal = cl__rt_preempt_signal_init() == 0;
+#endif
+	if (pthread_create(&rt->tick_thread, NULL, cl__rt_tick_main, rt) != 0)
+		return -1;
+	rt->tick_started = 1;
+	return 0;
+}
+
+CL_INLINE void cl__rt_tick_stop(struct cl_runtime *rt)
+{
+	if (!rt->tick_started)
+		return;
+	CL_ATOMIC_STORE(&rt->tick_stop, 1, CL_RELEASE);
+	cl__rt_futex(&rt->tick_stop, CL__FUTEX_WAKE, 1, NULL);
+	pthread_join(rt->tick_thread, NULL);
+	rt->tick_started = 0;
+}
 
 /* ---- workers ---- */
 
@@ -1615,6 +1928,7 @@ CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
 {
 	CL_INJECT(64);
+	cl__rt_tick_stop(rt);
 	CL_ATOMIC_STORE(&rt->stop, 1, CL_SEQ_CST);
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
 		if (rt->workers[i].started) {
@@ -1667,6 +1981,8 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->guard_size = attr && attr->guard_size ? attr->guard_size : CL_RUNTIME_GUARD_SIZE;
 	rt->guard_size = (rt->guard_size + cl__rt_page() - 1) & ~(cl__rt_page() - 1);
 	rt->no_overflow_report = attr && (attr->flags & CL_RUNTIME_NO_OVERFLOW_REPORT);
+	rt->slice_ns = attr && (attr->flags & CL_RUNTIME_NO_PREEMPT) ? 0
+		       : attr && attr->slice_ns ? attr->slice_ns : CL_RUNTIME_SLICE_NS;
 	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;
 	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
 	rt->precise_clock = (attr && (attr->flags & CL_RUNTIME_PRECISE_CLOCK)) || !cl__rt_clock_sampling_ok();
@@ -1719,6 +2035,12 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 			return NULL;
 		}
 		rt->workers[i].started = 1;
+	}
+	if (cl__rt_tick_start(rt) != 0) {
+		cl__rt_stop_workers(rt);
+		cl__rt_free(rt);
+		errno = EAGAIN;
+		return NULL;
 	}
 	return rt;
 }
