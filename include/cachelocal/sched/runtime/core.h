@@ -167,6 +167,7 @@ struct cl_rt_task {
 	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
+	struct cl_rt_task *remote_next;    /* in a worker's remote_wakes */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
@@ -209,6 +210,7 @@ struct cl__rt_worker {
 	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
 	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
 	int preempt_pending;               /* set by the tick: the running task used its slice */
+	struct cl_rt_task *remote_wakes;   /* remote wakeups: a lock-free stack (cl__rt_wake()) */
 	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
 	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
 	struct cl_rt_task **wake_tail;
@@ -237,6 +239,7 @@ struct cl__rt_worker {
 	uint64_t nr_clock_skips;           /* hand-off switches that kept the last reading */
 	uint64_t nr_handoffs;              /* direct hand-offs (no rq lock) */
 	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
+	uint64_t nr_remote_drains;         /* remote wake lists taken over */
 };
 
 /**
@@ -801,6 +804,48 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 
 CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
 
+/*
+ * Remote wake list (the kernel's TTWU_QUEUE). A waker on another worker,
+ * or outside the runtime, does not take @w's rq lock: it pushes the task on
+ * @w->remote_wakes (a lock-free stack on the line of @w's `sleeping` word)
+ * and kicks @w only if it sleeps (cl__rt_wake_remote()). @w takes the whole
+ * stack with one exchange at its next switch or idle-loop pick, under its
+ * own rq lock, and appends it in wake order to its local wake list, which
+ * the same switch then enqueues. A wakeup thus moves one line to the
+ * waker's CPU and back, instead of the rq lock, the rq and the entity.
+ * Against a lost wakeup: the waker pushes, then reads `sleeping`; the
+ * worker sets `sleeping`, then reads the stack (both sequentially
+ * consistent), so one of them sees the other.
+ */
+CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
+{
+	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
+}
+
+/* Move @w's remote wakeups to its local wake list. Context: @w's thread, rq lock. */
+CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *t, *fifo = NULL;
+
+	if (CL_LIKELY(!cl__rt_remote_pending(w)))
+		return;
+	t = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl_rt_task *)NULL, CL_ACQUIRE);
+	w->nr_remote_drains++;
+	while (t) { /* the stack is newest first */
+		struct cl_rt_task *n = t->remote_next;
+
+		t->remote_next = fifo;
+		fifo = t;
+		t = n;
+	}
+	for (t = fifo; t; t = t->remote_next) {
+		t->wake_next = NULL;
+		*w->wake_tail = t;
+		w->wake_tail = &t->wake_next;
+		w->nr_wakes++;
+	}
+}
+
 /* Enqueue the local wakeups @w deferred (cl__rt_wake()). Context: @w's rq lock. */
 CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
 {
@@ -853,7 +898,8 @@ CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
 CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self, int mode)
 {
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 && !self->task.tg && !w->wake_head->task.tg &&
-	       CL_READ_ONCE(w->rq->nr_running) == 1 && !CL_READ_ONCE(w->resched);
+	       CL_READ_ONCE(w->rq->nr_running) == 1 && !CL_READ_ONCE(w->resched) &&
+	       !cl__rt_remote_pending(w);
 }
 
 CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
@@ -970,6 +1016,7 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		}
 	}
 	cl__rq_lock(rq);
+	cl__rt_drain_remote(w); /* before the sync: the rq's stale curr may be on it */
 	cl__rt_handoff_sync(w, self);
 	if (hand_off) {
 		if (CL_UNLIKELY(rq->nr_running + w->nr_wakes > solo)) {
@@ -1082,6 +1129,18 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
 }
 
+/* Push @t on @w's remote wake list; kick @w if it sleeps. */
+CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	struct cl_rt_task *old = CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED);
+
+	do
+		t->remote_next = old;
+	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, t, CL_SEQ_CST, CL_RELAXED));
+	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
+		cl__rt_kick(w);
+}
+
 /*
  * cl__rt_wake() - make @t, blocked and taken off its wait list by the
  * caller, runnable again on the rq of the worker that last ran it.
@@ -1107,7 +1166,7 @@ CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 		w->wake_tail = &t->wake_next;
 		w->nr_wakes++;
 	} else {
-		cl__rt_enqueue_wake(t->rt, t, t->w->cpu, self ? self->w : NULL, CL_ENQUEUE_WAKEUP);
+		cl__rt_wake_remote(t->w, t);
 	}
 	if (self) { /* no yield here: this may run in cl__rt_finish() */
 		CL_BARRIER();
@@ -1294,12 +1353,8 @@ CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spa
 {
 	struct cl_rt_task *self = cl__rt_np_enter(), *h = cl__rt_spawn(rt, attr, fn, arg);
 
-	if (self) {
-		int e = errno;
-
-		cl__rt_np_exit(self);
-		errno = e;
-	}
+	if (self)
+		cl__rt_np_exit(self); /* (keeps errno) */
 	return h;
 }
 
@@ -1598,6 +1653,16 @@ extern char etext[];
 #endif
 #endif
 
+/*
+ * errno after a switch: the task may resume on another worker thread, and
+ * an errno address computed before the switch would be the old thread's.
+ * A call the compiler cannot see through computes it afresh.
+ */
+CL_NOINLINE CL_UNUSED static void cl__rt_set_errno(int e)
+{
+	errno = e;
+}
+
 /* Yield the rest of the slice: at a runtime call after a mark, or from the
  * signal handler. Keeps errno. */
 CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t)
@@ -1608,7 +1673,7 @@ CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t)
 	cl__rt_schedule(t->w, t, CL__RT_YIELD, NULL);
 	CL_BARRIER();
 	CL_WRITE_ONCE(t->np, t->np - 1);
-	errno = e;
+	cl__rt_set_errno(e);
 }
 
 #ifdef CL__RT_ASYNC_PREEMPT
@@ -1796,6 +1861,7 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	cl__rq_lock(w->rq);
 	w->now_ns = cl__rt_now(w->rt);
 	cl__rq_update_clock(w->rq, w->now_ns);
+	cl__rt_drain_remote(w);
 	cl__rt_flush_wakes(w);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
@@ -1860,7 +1926,8 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 
 			until = now + rt->spin_ns;
 			for (unsigned int i = 1;; i++) {
-				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop)) {
+				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop) ||
+				    cl__rt_remote_pending(w)) {
 					hit = 1;
 					break;
 				}
@@ -1876,9 +1943,10 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		/* sleep: announce, recheck, wait (see the wake protocol) */
 		cl__rq_lock(w->rq);
 		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
-			CL_ATOMIC_STORE(&w->sleeping, 1, CL_RELAXED);
+			CL_ATOMIC_STORE(&w->sleeping, 1, CL_SEQ_CST);
 		cl__rq_unlock(w->rq);
-		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED)) {
+		/* a remote waker pushes, then reads `sleeping`: see cl__rt_drain_remote() */
+		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED) && !CL_ATOMIC_LOAD(&w->remote_wakes, CL_SEQ_CST)) {
 			struct timespec ts;
 
 			ts.tv_sec = (time_t)(rt->balance_ns / 1000000000ULL);
@@ -2091,7 +2159,7 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
 
 			epoch[pass][i] = CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST);
 			if (!CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST) ||
-			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST))
+			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST) || cl__rt_remote_pending(w))
 				return 0;
 			if (CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST) != epoch[pass][i])
 				return 0;
