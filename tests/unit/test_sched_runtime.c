@@ -73,8 +73,10 @@ static void *batch_spawner(void *p)
 {
 	struct batch *b = (struct batch *)p;
 
+	cl_preempt_disable(); /* a slice running out between two spawns would let one start alone */
 	for (int i = 0; i < b->n; i++)
 		b->t[i] = cl_spawn(b->rt, &b->sa[i], b->fn[i], b->arg[i]);
+	cl_preempt_enable();
 	return NULL;
 }
 
