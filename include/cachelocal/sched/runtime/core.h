@@ -361,6 +361,17 @@ CL_NOINLINE CL_UNUSED static struct cl_rt_task *cl__rt_current(void)
 	return t;
 }
 
+/* One byte per thread: its address identifies a thread outside the tasks. */
+CL_WEAK __thread char cl__rt_tls_thread_id;
+
+/* Who is calling (a mutex owner): the task, or the thread outside tasks. */
+CL_INLINE const void *cl__rt_caller_id(void)
+{
+	const struct cl_rt_task *self = cl__rt_current();
+
+	return self ? (const void *)self : (const void *)&cl__rt_tls_thread_id;
+}
+
 /* ---- preemption: the non-preemptible count ---- */
 
 /*

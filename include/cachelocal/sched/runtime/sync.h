@@ -498,12 +498,10 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 /*
  * struct cl_mutex - a sleeping lock for tasks. state: 0 free, 1 held, 2
  * held and maybe waited for. Uncontended lock and unlock are one atomic
- * each (plus a plain store and load of the owner, on the same line); a
- * contended unlock hands the lock to the first waiter (FIFO, no barging
- * past a woken waiter). owner: the holding task, or for a thread outside
- * the runtime's tasks the address of its cl__rt_tls_thread_id; written only
- * by the holder (or by the unlocker handing over), so an unlock by anyone
- * else is seen and refused.
+ * each (plus the owner's store and load); a contended unlock hands the
+ * lock to the first waiter (FIFO, no barging past a woken waiter). owner:
+ * cl__rt_caller_id() of the holder, written only by it (or by the unlocker
+ * handing over), so an unlock by anyone else is seen and refused.
  */
 struct cl_mutex {
 	int state;
@@ -513,17 +511,6 @@ struct cl_mutex {
 };
 
 #define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters), NULL }
-
-/* One byte per thread: its address identifies a thread outside the tasks. */
-CL_WEAK __thread char cl__rt_tls_thread_id;
-
-/* Who is calling, as a mutex owner: the task, or the thread outside tasks. */
-CL_INLINE const void *cl__mutex_me(void)
-{
-	const struct cl_rt_task *self = cl__rt_current();
-
-	return self ? (const void *)self : (const void *)&cl__rt_tls_thread_id;
-}
 
 CL_INLINE void cl__mutex_set_owner(struct cl_mutex *m, const void *who)
 {
@@ -554,7 +541,7 @@ CL_INLINE int cl_mutex_trylock(struct cl_mutex *m)
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
 	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)) {
-		cl__mutex_set_owner(m, cl__mutex_me());
+		cl__mutex_set_owner(m, cl__rt_caller_id());
 		return 0;
 	}
 	errno = EBUSY;
@@ -576,7 +563,7 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
 	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))) {
-		cl__mutex_set_owner(m, cl__mutex_me());
+		cl__mutex_set_owner(m, cl__rt_caller_id());
 		return 0;
 	}
 	self = cl__rt_need_task();
@@ -612,7 +599,7 @@ CL_INLINE int cl_mutex_unlock(struct cl_mutex *m)
 
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&m->owner, CL_RELAXED) != cl__mutex_me())) {
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&m->owner, CL_RELAXED) != cl__rt_caller_id())) {
 		errno = EPERM;
 		return -1;
 	}
