@@ -6,14 +6,21 @@
  *   --same-cpu    both tasks on one worker pinned to the first allowed CPU
  *                 (kernel side: taskset -c CPU perf bench sched pipe -T)
  *   --cross-cpu   one task on each of two workers on two CPUs
- *                 (kernel side: perf bench sched pipe -T, unpinned)
+ *                 (kernel side: perf bench sched pipe -T, unpinned); also
+ *                 the round trip of one cache line between the same two
+ *                 CPUs, measured after each run, and the ratio
  *   --unpinned    two unpinned workers, tasks placed by the balancer
  *                 (kernel side: perf bench sched pipe -T, unpinned)
  * Without a placement option all three run. Prints the kernel tool's lines
  * (Total time, usecs/op, ops/sec) for the median run, then the harness row.
  * --vs-kernel also runs the kernel's tool the same number of times with the
  * matching placement and prints its median and the ratio.
+ * --hog runs the pair on one worker alone and beside a task that never
+ * yields (preemption), alternating run by run: both rates, their ratio and
+ * the round trip's p99 beside the hog in slices.
  */
+#include <stdatomic.h>
+
 #include <cachelocal/sched/runtime.h>
 
 #include "rtbench.h"
@@ -88,11 +95,11 @@ static double pipe_run(int place, long loops, double *cpu_share)
 
 	a0 = (struct pipe_arg){ c1, c2, loops, 1, 0, 0 };
 	a1 = (struct pipe_arg){ c2, c1, loops, 0, 0, 0 };
-	sa0.cpu = 0;
-	sa1.cpu = place == SAME ? 0 : 1;
-	sa0.pin = sa1.pin = place != UNPINNED;
-	if (place == UNPINNED)
-		sa0.cpu = sa1.cpu = -1;
+	if (place != UNPINNED) {
+		sa0.worker = CL_SPAWN_WORKER(0);
+		sa1.worker = CL_SPAWN_WORKER(place == SAME ? 0 : 1);
+		sa0.pin = sa1.pin = 1;
+	}
 	t1 = cl_spawn(rt, &sa1, pipe_task, &a1);
 	t0 = cl_spawn(rt, &sa0, pipe_task, &a0);
 	if (t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1)
@@ -104,6 +111,193 @@ static double pipe_run(int place, long loops, double *cpu_share)
 	cl_runtime_destroy(rt);
 	cl_chan_destroy(c1);
 	cl_chan_destroy(c2);
+	return ns;
+}
+
+/* ---- --hog: the pair beside a task that never yields (preemption) ---- */
+
+static atomic_int hog_stop;
+static atomic_long hog_spins;
+
+static void *hog_task(void *p)
+{
+	(void)p;
+	while (!atomic_load_explicit(&hog_stop, memory_order_relaxed))
+		atomic_fetch_add_explicit(&hog_spins, 1, memory_order_relaxed);
+	return NULL;
+}
+
+struct hog_arg {
+	struct cl_chan *to, *from;
+	long loops;
+	int first;
+	uint64_t ns;
+	uint64_t *rtt; /* first task: each round trip's ns */
+};
+
+static void *hog_pair_task(void *p)
+{
+	struct hog_arg *a = (struct hog_arg *)p;
+	uint64_t t0, prev;
+	int v = 0;
+
+	while (a->first && !atomic_load(&hog_spins) && !atomic_load(&hog_stop))
+		cl_yield(); /* the hog (if any) runs: start beside it */
+	t0 = prev = bench_now_ns();
+	for (long i = 0; i < a->loops; i++) {
+		if (a->first) {
+			if (cl_chan_send(a->to, &v) || cl_chan_recv(a->from, &v))
+				return (void *)1;
+			uint64_t now = bench_now_ns();
+
+			a->rtt[i] = now - prev;
+			prev = now;
+		} else if (cl_chan_recv(a->from, &v) || cl_chan_send(a->to, &v)) {
+			return (void *)1;
+		}
+		v++;
+	}
+	a->ns = bench_now_ns() - t0;
+	if (a->first)
+		atomic_store(&hog_stop, 1);
+	return NULL;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* One run on one pinned worker: ns per round trip of the pair, with or
+ * without the hog beside it; *p99: the 99th percentile round trip (ns). */
+static double hog_run(int with_hog, long loops, uint64_t *rtt, double *p99, double *worst)
+{
+	struct cl_runtime_attr ra;
+	struct cl_spawn_attr sa;
+	struct hog_arg a0, a1;
+	struct cl_runtime *rt;
+	struct cl_rt_task *h = NULL, *t0, *t1;
+	void *r0 = (void *)1, *r1 = (void *)1;
+	double ns = -1;
+
+	memset(&ra, 0, sizeof(ra));
+	ra.nr_workers = 1;
+	ra.flags = rt_flags;
+	rt = cl_runtime_create(&ra);
+	if (!rt)
+		return -1;
+	struct cl_chan *c1 = cl_chan_create(sizeof(int), 1), *c2 = cl_chan_create(sizeof(int), 1);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.worker = CL_SPAWN_WORKER(0);
+	sa.pin = 1;
+	atomic_store(&hog_stop, !with_hog);
+	atomic_store(&hog_spins, 0);
+	a0 = (struct hog_arg){ c1, c2, loops, 1, 0, rtt };
+	a1 = (struct hog_arg){ c2, c1, loops, 0, 0, NULL };
+	if (with_hog)
+		h = cl_spawn(rt, &sa, hog_task, NULL);
+	t0 = cl_spawn(rt, &sa, hog_pair_task, &a0);
+	t1 = cl_spawn(rt, &sa, hog_pair_task, &a1);
+	if (t0 && t1 && (!with_hog || h) && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1 &&
+	    (!h || !cl_join(h, NULL))) {
+		ns = (double)a0.ns / (double)loops;
+		qsort(rtt, (size_t)loops, sizeof(*rtt), cmp_u64);
+		*p99 = (double)rtt[(size_t)((double)loops * 0.99)];
+		*worst = (double)rtt[loops - 1];
+	}
+	cl_runtime_destroy(rt);
+	cl_chan_destroy(c1);
+	cl_chan_destroy(c2);
+	return ns;
+}
+
+/* --hog: solo and beside-the-hog runs alternate; prints both, the rate kept
+ * and the p99 round trip beside the hog in slices. */
+static int hog_main(struct bench *b, long loops)
+{
+	double solo[BENCH_MAX_RUNS], hog[BENCH_MAX_RUNS], p99s[BENCH_MAX_RUNS], worst[BENCH_MAX_RUNS];
+	double dummy, dummy2, ms, mh, mp;
+	uint64_t *rtt = (uint64_t *)calloc((size_t)loops, sizeof(*rtt));
+	const double slice = (double)CL_RUNTIME_SLICE_NS;
+
+	if (!rtt)
+		return 1;
+	for (int r = 0; r < b->runs; r++) {
+		solo[r] = hog_run(0, loops, rtt, &dummy, &dummy2);
+		hog[r] = hog_run(1, loops, rtt, &p99s[r], &worst[r]);
+		if (solo[r] < 0 || hog[r] < 0) {
+			fprintf(stderr, "pipe: --hog run failed: %s\n", strerror(errno));
+			free(rtt);
+			return 1;
+		}
+		bench_progress(b, "hog run %d: solo %.1f ns/op, beside the hog %.1f ns/op, p99 %.0f ns, max %.0f ns",
+			       r, solo[r], hog[r], p99s[r], worst[r]);
+	}
+	free(rtt);
+	ms = bench_median(solo, b->runs);
+	mh = bench_median(hog, b->runs);
+	mp = bench_median(p99s, b->runs);
+	if (!b->json_only)
+		printf("# one pinned worker, slice %.1f ms: the pair alone %.1f ns/op, beside a task that "
+		       "never yields %.1f ns/op;\n# round trip p99 beside it %.0f ns = %.2f slices (max %.2f "
+		       "slices)\n",
+		       slice / 1e6, ms, mh, mp, mp / slice, bench_median(worst, b->runs) / slice);
+	bench_report(b, "pipe round trip", "pair alone", "same-cpu", 2, solo, b->runs, "ns/op");
+	bench_report(b, "pipe round trip", "pair beside a hog", "same-cpu", 2, hog, b->runs, "ns/op");
+	bench_report(b, "pipe round trip p99", "pair beside a hog", "same-cpu", 2, p99s, b->runs, "ns");
+	bench_report(b, "pipe round trip max", "pair beside a hog", "same-cpu", 2, worst, b->runs, "ns");
+	rtb_goal(b, "pipe beside a hog >= 50% of the solo rate", bench_ratio(b, "pipe beside a hog",
+		 "rate beside the hog / rate alone", ms, mh), 0.5, 1);
+	rtb_goal(b, "pipe p99 beside a hog <= 2 slices", mp / slice, 2, 0);
+	return bench_finish(b);
+}
+
+/* ---- --cross-cpu: the hardware floor, one cache line's round trip ---- */
+
+static struct {
+	CL_ALIGNED(CL_FALSE_SHARING_SIZE) atomic_long v;
+	long loops;
+	int cpu;
+} line;
+
+static void *line_echo(void *p)
+{
+	(void)p;
+	bench_pin(line.cpu);
+	for (long i = 0; i < line.loops; i++) {
+		while (atomic_load_explicit(&line.v, memory_order_acquire) != 2 * i + 1)
+			CL_CPU_RELAX();
+		atomic_store_explicit(&line.v, 2 * i + 2, memory_order_release);
+	}
+	return NULL;
+}
+
+/* ns per round trip of one cache line between the first two allowed CPUs
+ * (store, spin for the answer), or -1. */
+static double line_rtt(long loops)
+{
+	pthread_t th;
+	uint64_t t0;
+	double ns;
+
+	atomic_store(&line.v, 0);
+	line.loops = loops;
+	line.cpu = bench_allowed_cpu(1);
+	if (pthread_create(&th, NULL, line_echo, NULL) != 0)
+		return -1;
+	bench_pin(bench_allowed_cpu(0));
+	t0 = bench_now_ns();
+	for (long i = 0; i < loops; i++) {
+		atomic_store_explicit(&line.v, 2 * i + 1, memory_order_release);
+		while (atomic_load_explicit(&line.v, memory_order_acquire) != 2 * i + 2)
+			CL_CPU_RELAX();
+	}
+	ns = (double)(bench_now_ns() - t0) / (double)loops;
+	pthread_join(th, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), bench_initial_cpus());
 	return ns;
 }
 
@@ -122,7 +316,7 @@ static void print_kernel_style(const char *who, long loops, double ns_per_op)
 static void usage(void)
 {
 	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel] [--spin-ns N]\n"
-	       "            [--precise-clock]\n"
+	       "            [--precise-clock] [--hog]\n"
 	       "            [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
 	       "  -l LOOPS     round trips per run (default 1000000; --quick: 100000)\n"
 	       "  --same-cpu   both tasks on one worker (kernel: taskset -c CPU perf bench sched pipe -T)\n"
@@ -132,6 +326,8 @@ static void usage(void)
 	       "  --spin-ns N  idle workers spin N ns before sleeping (default: the runtime's, 50000)\n"
 	       "  --precise-clock  read the clock at every switch (CL_RUNTIME_PRECISE_CLOCK; default:\n"
 	       "               uncontended hand-offs sample it at the kernel tick, docs/runtime.md)\n"
+	       "  --hog        the pair on one worker alone and beside a task that never yields:\n"
+	       "               rate kept and round-trip p99 in preemption slices\n"
 	       "  (no placement option: all three)\n");
 	bench_usage("pipe");
 }
@@ -140,8 +336,9 @@ int main(int argc, char **argv)
 {
 	struct bench b;
 	long loops = -1;
-	int want[3] = { 0, 0, 0 }, any = 0, vs_kernel = 0;
+	int want[3] = { 0, 0, 0 }, any = 0, vs_kernel = 0, hog = 0;
 	double samples[BENCH_MAX_RUNS], ksamples[BENCH_MAX_RUNS], shares[BENCH_MAX_RUNS];
+	double lines[BENCH_MAX_RUNS];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -159,6 +356,8 @@ int main(int argc, char **argv)
 			spin_ns = (uint64_t)rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
 		} else if (!strcmp(argv[i], "--precise-clock")) {
 			rt_flags |= CL_RUNTIME_PRECISE_CLOCK;
+		} else if (!strcmp(argv[i], "--hog")) {
+			hog = 1;
 		} else if (!strcmp(argv[i], "--vs-kernel")) {
 			vs_kernel = 1;
 		} else if (!bench_is_shared_arg(argc, argv, &i)) {
@@ -168,6 +367,8 @@ int main(int argc, char **argv)
 	bench_init(&b, "pipe", argc, argv);
 	if (loops < 0)
 		loops = b.smoke ? 1000 : b.quick ? 100000 : 1000000;
+	if (hog)
+		return hog_main(&b, loops);
 	if (!any)
 		want[SAME] = want[CROSS] = want[UNPINNED] = 1;
 	if (vs_kernel && !rtb_have_perf()) {
@@ -204,6 +405,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			bench_progress(&b, "%s run %d: %.1f ns/op", place_name[p], r, samples[r]);
+			if (p == CROSS) { /* the same two CPUs' cache-line round trip, this run */
+				lines[r] = line_rtt(b.smoke ? 1000 : 200000);
+				if (lines[r] < 0)
+					return 1;
+				bench_progress(&b, "cache line run %d: %.1f ns/op", r, lines[r]);
+			}
 			if (!vs_kernel)
 				continue;
 			double us = rtb_run_kernel(cmd, "usecs/op");
@@ -228,6 +435,19 @@ int main(int argc, char **argv)
 		}
 		bench_report(&b, "pipe round trip", "cachelocal", place_name[p], 2, samples, b.runs,
 			     "ns/op");
+		if (p == CROSS) {
+			double lmed = bench_median(lines, b.runs), lr;
+
+			if (!b.json_only)
+				printf("# cache-line round trip between CPUs %d and %d (store, spin for the answer), "
+				       "same runs: %.1f ns; pipe cross-cpu / cache line: %.2fx\n",
+				       cpu0, bench_allowed_cpu(1), lmed, med / lmed);
+			bench_report(&b, "cache line round trip", "two threads", place_name[p], 2, lines, b.runs,
+				     "ns/op");
+			lr = bench_ratio(&b, "pipe cross-cpu", "pipe / cache-line round trip (x the floor)",
+					 med, lmed);
+			rtb_goal(&b, "pipe cross-cpu <= 4x the cache-line round trip", lr, 4, 0);
+		}
 		if (!vs_kernel)
 			continue;
 		kmed = bench_median(ksamples, b.runs);

@@ -83,7 +83,7 @@ static int rf_run(double *moved_ns, double *same_ns, double *tput, double *nmove
 	if (!rt)
 		return -1;
 	memset(&sa, 0, sizeof(sa));
-	sa.cpu = 0;
+	sa.worker = CL_SPAWN_WORKER(0);
 	t0 = bench_now_ns();
 	for (int i = 0; i < RF_NT; i++) {
 		memset(&rf[i], 0, sizeof(rf[i]));

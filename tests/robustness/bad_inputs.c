@@ -1688,11 +1688,11 @@ static void l5_runtime_cases(void)
 		RB_NULL(cl_spawn(rt, NIL, NIL, NIL), EINVAL);
 		cl_runtime_destroy(rt);
 	}
-	CASE("cl_spawn", "attr->cpu out of range")
+	CASE("cl_spawn", "attr->worker out of range")
 	{
 		struct cl_runtime_attr a = { .nr_workers = 1 };
 		struct cl_runtime *rt = cl_runtime_create(&a);
-		struct cl_spawn_attr sa = { .cpu = 5 };
+		struct cl_spawn_attr sa = { .worker = CL_SPAWN_WORKER(5) };
 		RB_NULL(cl_spawn(rt, &sa, rb_task_fn, NIL), EINVAL);
 		cl_runtime_destroy(rt);
 	}

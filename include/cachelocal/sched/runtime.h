@@ -10,9 +10,10 @@
  *	cl_join(t, &ret);
  *	cl_runtime_destroy(rt);
  *
- * Model. Worker n runs the tasks of rq n. Tasks are cooperative: a task
- * runs until it blocks (channel, mutex, condvar, wait queue, join), yields
- * or returns; the switch saves its callee-saved registers on its stack and
+ * Model. Worker n runs the tasks of rq n. A task runs until it blocks
+ * (channel, mutex, condvar, wait queue, join), yields, returns, or has run
+ * a whole slice (CL_RUNTIME_SLICE_NS): then a tick preempts it at a safe
+ * point or at its next runtime call (see "preemption" in runtime/core.h); the switch saves its callee-saved registers on its stack and
  * resumes the next task the fair class picks (cl_rq_pick_next()) directly,
  * or the worker's idle loop when the rq is empty. The idle loop balances
  * (balance.h: pull from the busiest rq, coldest tasks first), spins for
@@ -33,15 +34,20 @@
  *     take L) always finds a task that is completely off its CPU.
  *  3. A waker takes the record off the list under L and writes its result;
  *     from then on it alone owns the wakeup (each record is woken once).
- *     It then takes the rq lock of the worker that last ran the task,
- *     enqueues it, reads that worker's `sleeping` flag, and releases the
- *     lock. Same worker: the enqueue is deferred to the worker's next
+ *     Another worker's task (or a thread outside): the waker pushes it on
+ *     the remote wake list of the worker that last ran it (lock-free; no
+ *     rq lock), then reads that worker's `sleeping` flag; that worker
+ *     enqueues the list under its own rq lock at its next switch or idle
+ *     pick. Same worker: the enqueue is deferred to the worker's next
  *     switch (a list only that thread touches; the switch takes the rq
- *     lock anyway). If `sleeping` was set, the waker swaps it to 0 and, if
- *     it was the one to clear it, FUTEX_WAKEs the worker.
+ *     lock anyway). Spawns enqueue under the target's rq lock and read
+ *     `sleeping` under it. If `sleeping` was set, the waker swaps it to 0
+ *     and, if it was the one to clear it, FUTEX_WAKEs the worker.
  *  4. An idle worker decides to sleep under its rq lock: only if
  *     nr_running is 0 (and no stop is asked) does it set `sleeping` = 1;
- *     then, without the lock, FUTEX_WAIT(sleeping, 1). The lock orders the
+ *     then, if its remote wake list is still empty (a remote waker pushes
+ *     before it reads `sleeping`, both sequentially consistent), without
+ *     the lock, FUTEX_WAIT(sleeping, 1). The lock orders the
  *     two sides: either the worker saw the waker's task (it does not
  *     sleep), or the waker saw `sleeping` = 1 (it wakes it). A wake that
  *     lands before the FUTEX_WAIT leaves the word 0, so the wait returns
@@ -51,14 +57,15 @@
  *     a queued, switching-out task cannot be stolen by a balancer (which
  *     needs that lock) before its context is saved.
  *  6. Direct hand-off: a task that blocks, within the same kernel tick,
- *     with exactly one task on its worker's wake list and nothing else on
- *     the rq switches to that task without the rq lock and without touching
- *     the rq, which keeps the task it last picked as its (stale) curr. A
- *     remote waker that finds its task still queued that way records it
- *     (stale_woken, under the rq lock) and sets the worker's `resched` flag
- *     instead of enqueueing it; any other remote enqueue raises nr_running. Either makes the next
- *     switch take the full path (2-4), which first brings the rq up to date
- *     (cl__rt_handoff_sync()). A worker only sleeps through the full path.
+ *     with exactly one task on its worker's wake list, nothing else on
+ *     the rq and an empty remote wake list switches to that task without
+ *     the rq lock and without touching the rq, which keeps the task it last
+ *     picked as its (stale) curr. A remote wakeup (a push on the remote
+ *     wake list) or spawn (nr_running raised) stops the chain: the next
+ *     switch takes the full path (2-4), which drains the remote list into
+ *     the wake list and then brings the rq up to date
+ *     (cl__rt_handoff_sync(): a stale curr found on the wake list stays
+ *     queued). A worker only sleeps through the full path.
  * Lock order: object lock (channel, mutex wait lock, condvar, join lock)
  * -> rq lock(s) (two in address order, balance.h). No rq lock is held
  * while a task's own code runs.
@@ -68,8 +75,9 @@
  * with EPERM instead of blocking.
  *
  * Task descriptors come from a per-CPU object cache (objcache.h); each
- * keeps its stack mapping (a PROT_NONE guard page below the stack) while it
- * sits in the cache, so a spawn on a warm cache makes no system call.
+ * keeps its stack slot (a guard region below the stack, in a batch of
+ * slots that is one mapping) while it sits in the cache, so a spawn on a
+ * warm cache makes no system call.
  */
 #ifndef CACHELOCAL_SCHED_RUNTIME_H
 #define CACHELOCAL_SCHED_RUNTIME_H

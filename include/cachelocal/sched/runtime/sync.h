@@ -21,7 +21,7 @@
  *   cl_chan_try*          any                              never (any thread)
  *   cl_chan_close         any; wakes every waiter          never (any thread)
  *   cl_mutex_lock         any                              task only
- *   cl_mutex_trylock/unlock any                            never
+ *   cl_mutex_trylock/unlock any (unlock: the holder only)  never
  *   cl_cond_wait          any                              task only
  *   cl_cond_signal/broadcast any                           never (any thread)
  *   *_destroy             nothing on the same object       never
@@ -97,7 +97,7 @@ CL_INLINE void cl_waitq_lock(struct cl_waitq *wq)
 {
 	if (CL__BAD_ARG(wq == NULL))
 		return;
-	cl_spin_lock(&wq->lock);
+	cl__rt_lock(&wq->lock);
 }
 
 /** cl_waitq_unlock() - release @wq's lock. @wq: the queue. Context: the holder. */
@@ -105,7 +105,7 @@ CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
 {
 	if (CL__BAD_ARG(wq == NULL))
 		return;
-	cl_spin_unlock(&wq->lock);
+	cl__rt_unlock(&wq->lock);
 }
 
 /**
@@ -127,7 +127,7 @@ CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
 		return -1;
 	self = cl__rt_need_task();
 	if (!self) {
-		cl_spin_unlock(&wq->lock);
+		cl__rt_unlock(&wq->lock);
 		return -1;
 	}
 	cl__rt_wait_on(self, &wq->waiters, &wq->lock, NULL);
@@ -153,15 +153,15 @@ CL_INLINE int cl_waitq_wake_one(struct cl_waitq *wq)
 
 	if (CL__BAD_ARG(wq == NULL))
 		return 0;
-	cl_spin_lock(&wq->lock);
+	cl__rt_lock(&wq->lock);
 	wt = cl__rt_waiter_pop(&wq->waiters);
 	if (!wt) {
-		cl_spin_unlock(&wq->lock);
+		cl__rt_unlock(&wq->lock);
 		return 0;
 	}
 	t = wt->t;
 	wt->status = 0;
-	cl_spin_unlock(&wq->lock);
+	cl__rt_unlock(&wq->lock);
 	cl__rt_wake(t);
 	return 1;
 }
@@ -181,10 +181,10 @@ CL_INLINE int cl_waitq_wake_all(struct cl_waitq *wq)
 	if (CL__BAD_ARG(wq == NULL))
 		return 0;
 	CDS_INIT_LIST_HEAD(&list);
-	cl_spin_lock(&wq->lock);
+	cl__rt_lock(&wq->lock);
 	cds_list_splice(&wq->waiters, &list);
 	CDS_INIT_LIST_HEAD(&wq->waiters);
-	cl_spin_unlock(&wq->lock);
+	cl__rt_unlock(&wq->lock);
 	while (!cds_list_empty(&list)) {
 		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
 		struct cl_rt_task *t = wt->t;
@@ -288,13 +288,13 @@ CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg)
 
 		memcpy(wt->data, msg, c->esize);
 		wt->status = 0;
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		cl__rt_wake(t);
 		return 1;
 	}
 	if (c->count < c->cap) {
 		cl__chan_push(c, msg);
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		return 1;
 	}
 	return 0;
@@ -312,7 +312,7 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 		c->count--;
 		wt = cl__rt_waiter_pop(&c->sendq);
 		if (!wt) {
-			cl_spin_unlock(&c->lock);
+			cl__rt_unlock(&c->lock);
 			return 1;
 		}
 		cl__chan_push(c, wt->data);
@@ -324,7 +324,7 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 	}
 	t = wt->t;
 	wt->status = 0;
-	cl_spin_unlock(&c->lock);
+	cl__rt_unlock(&c->lock);
 	cl__rt_wake(t);
 	return 1;
 }
@@ -339,9 +339,9 @@ CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg)
 		errno = EINVAL;
 		return -1;
 	}
-	cl_spin_lock(&c->lock);
+	cl__rt_lock(&c->lock);
 	if (c->closed) {
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		errno = EPIPE;
 		return -1;
 	}
@@ -368,7 +368,7 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 		return r > 0 ? 0 : -1;
 	self = cl__rt_need_task();
 	if (!self) {
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		return -1;
 	}
 	if (cl__rt_wait_on(self, &c->sendq, &c->lock, (void *)(uintptr_t)msg) != 0) {
@@ -396,17 +396,17 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 		errno = EINVAL;
 		return -1;
 	}
-	cl_spin_lock(&c->lock);
+	cl__rt_lock(&c->lock);
 	if (cl__chan_recv_locked(c, out))
 		return 0;
 	if (c->closed) {
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		errno = EPIPE;
 		return -1;
 	}
 	self = cl__rt_need_task();
 	if (!self) {
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		return -1;
 	}
 	if (cl__rt_wait_on(self, &c->recvq, &c->lock, out) != 0) {
@@ -428,7 +428,7 @@ CL_INLINE int cl_chan_trysend(struct cl_chan *c, const void *msg)
 
 	if (r)
 		return r > 0 ? 0 : -1;
-	cl_spin_unlock(&c->lock);
+	cl__rt_unlock(&c->lock);
 	errno = EAGAIN;
 	return -1;
 }
@@ -445,11 +445,11 @@ CL_INLINE int cl_chan_tryrecv(struct cl_chan *c, void *out)
 		errno = EINVAL;
 		return -1;
 	}
-	cl_spin_lock(&c->lock);
+	cl__rt_lock(&c->lock);
 	if (cl__chan_recv_locked(c, out))
 		return 0;
 	errno = c->closed ? EPIPE : EAGAIN;
-	cl_spin_unlock(&c->lock);
+	cl__rt_unlock(&c->lock);
 	return -1;
 }
 
@@ -470,9 +470,9 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 		return -1;
 	}
 	CDS_INIT_LIST_HEAD(&list);
-	cl_spin_lock(&c->lock);
+	cl__rt_lock(&c->lock);
 	if (c->closed) {
-		cl_spin_unlock(&c->lock);
+		cl__rt_unlock(&c->lock);
 		errno = EPIPE;
 		return -1;
 	}
@@ -482,7 +482,7 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 	CDS_INIT_LIST_HEAD(&c->recvq);
 	cds_list_splice(&c->sendq, &list);
 	CDS_INIT_LIST_HEAD(&c->sendq);
-	cl_spin_unlock(&c->lock);
+	cl__rt_unlock(&c->lock);
 	while (!cds_list_empty(&list)) {
 		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
 		struct cl_rt_task *t = wt->t;
@@ -498,16 +498,24 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 /*
  * struct cl_mutex - a sleeping lock for tasks. state: 0 free, 1 held, 2
  * held and maybe waited for. Uncontended lock and unlock are one atomic
- * each; a contended unlock hands the lock to the first waiter (FIFO, no
- * barging past a woken waiter).
+ * each (plus the owner's store and load); a contended unlock hands the
+ * lock to the first waiter (FIFO, no barging past a woken waiter). owner:
+ * cl__rt_caller_id() of the holder, written only by it (or by the unlocker
+ * handing over), so an unlock by anyone else is seen and refused.
  */
 struct cl_mutex {
 	int state;
 	struct cl_spinlock wait_lock;
 	struct cds_list_head waiters;
+	const void *owner;
 };
 
-#define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters) }
+#define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters), NULL }
+
+CL_INLINE void cl__mutex_set_owner(struct cl_mutex *m, const void *who)
+{
+	CL_ATOMIC_STORE(&m->owner, who, CL_RELAXED);
+}
 
 /** cl_mutex_init() - unlocked. @m: the mutex. Context: before use. */
 CL_INLINE void cl_mutex_init(struct cl_mutex *m)
@@ -517,6 +525,7 @@ CL_INLINE void cl_mutex_init(struct cl_mutex *m)
 	m->state = 0;
 	cl_spin_init(&m->wait_lock);
 	CDS_INIT_LIST_HEAD(&m->waiters);
+	m->owner = NULL;
 }
 
 /**
@@ -531,8 +540,10 @@ CL_INLINE int cl_mutex_trylock(struct cl_mutex *m)
 
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
-	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))
+	if (CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)) {
+		cl__mutex_set_owner(m, cl__rt_caller_id());
 		return 0;
+	}
 	errno = EBUSY;
 	return -1;
 }
@@ -551,17 +562,20 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 
 	if (CL__BAD_ARG(m == NULL))
 		return -1;
-	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED)))
+	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &z, 1, CL_ACQUIRE, CL_RELAXED))) {
+		cl__mutex_set_owner(m, cl__rt_caller_id());
 		return 0;
+	}
 	self = cl__rt_need_task();
 	if (!self)
 		return -1;
-	cl_spin_lock(&m->wait_lock);
+	cl__rt_lock(&m->wait_lock);
 	if (CL_ATOMIC_XCHG(&m->state, 2, CL_ACQUIRE) == 0) {
-		cl_spin_unlock(&m->wait_lock);
+		cl__mutex_set_owner(m, self);
+		cl__rt_unlock(&m->wait_lock);
 		return 0;
 	}
-	/* handed over by cl_mutex_unlock() when woken */
+	/* handed over by cl_mutex_unlock() when woken (it set the owner) */
 	cl__rt_wait_on(self, &m->waiters, &m->wait_lock, NULL);
 	return 0;
 }
@@ -569,31 +583,44 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 /**
  * cl_mutex_unlock() - release @m (to the first waiter if any).
  * @m: the mutex, held by the caller.
+ *
+ * The holder is the task (or, outside tasks, the thread) that took it; the
+ * lock stays with it if anyone else calls this.
+ *
  * Context: any thread holding it.
+ * Return: 0, or -1 with errno EINVAL (NULL @m) or EPERM (@m is not held,
+ * or held by another task or thread: nothing changed).
  */
-CL_INLINE void cl_mutex_unlock(struct cl_mutex *m)
+CL_INLINE int cl_mutex_unlock(struct cl_mutex *m)
 {
 	struct cl__rt_waiter *wt;
 	struct cl_rt_task *t;
 	int one = 1;
 
 	if (CL__BAD_ARG(m == NULL))
-		return;
+		return -1;
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&m->owner, CL_RELAXED) != cl__rt_caller_id())) {
+		errno = EPERM;
+		return -1;
+	}
+	cl__mutex_set_owner(m, NULL); /* published by the release below */
 	if (CL_LIKELY(CL_ATOMIC_CAS(&m->state, &one, 0, CL_RELEASE, CL_RELAXED)))
-		return;
-	cl_spin_lock(&m->wait_lock);
+		return 0;
+	cl__rt_lock(&m->wait_lock);
 	wt = cl__rt_waiter_pop(&m->waiters);
 	if (!wt) {
 		CL_ATOMIC_STORE(&m->state, 0, CL_RELEASE);
-		cl_spin_unlock(&m->wait_lock);
-		return;
+		cl__rt_unlock(&m->wait_lock);
+		return 0;
 	}
 	/* ownership passes to wt; stay 2 while others wait */
-	CL_ATOMIC_STORE(&m->state, cds_list_empty(&m->waiters) ? 1 : 2, CL_RELEASE);
 	t = wt->t;
+	cl__mutex_set_owner(m, t);
+	CL_ATOMIC_STORE(&m->state, cds_list_empty(&m->waiters) ? 1 : 2, CL_RELEASE);
 	wt->status = 0;
-	cl_spin_unlock(&m->wait_lock);
+	cl__rt_unlock(&m->wait_lock);
 	cl__rt_wake(t);
+	return 0;
 }
 
 /* ---- condition variable ---- */
@@ -621,7 +648,8 @@ CL_INLINE void cl_cond_init(struct cl_cond *cv)
  * on the condition.
  *
  * Context: a runtime task holding @m.
- * Return: 0, or -1 with errno EPERM outside a task (@m still held).
+ * Return: 0, or -1 with errno EPERM outside a task or when the caller does
+ * not hold @m (@m untouched).
  */
 CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
 {
@@ -632,8 +660,11 @@ CL_INLINE int cl_cond_wait(struct cl_cond *cv, struct cl_mutex *m)
 	self = cl__rt_need_task();
 	if (!self)
 		return -1;
-	cl_spin_lock(&cv->wq.lock);
-	cl_mutex_unlock(m);
+	cl__rt_lock(&cv->wq.lock);
+	if (cl_mutex_unlock(m) != 0) {
+		cl__rt_unlock(&cv->wq.lock);
+		return -1;
+	}
 	cl__rt_wait_on(self, &cv->wq.waiters, &cv->wq.lock, NULL);
 	return cl_mutex_lock(m);
 }
