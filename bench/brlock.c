@@ -18,7 +18,7 @@
  * "cpu" (the readers' CPU time, CLOCK_THREAD_CPUTIME_ID, per pair): on a
  * loaded machine the wall clock also counts the time a pinned thread waits
  * for its CPU (with 2 threads, CPU time understates contention when they do
- * not run at the same time). Goal of the issue:
+ * not run at the same time). Goal:
  * brlock read pair >= 10x faster than pthread_rwlock with 2 readers.
  */
 #include "bench.h"

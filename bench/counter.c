@@ -11,7 +11,7 @@
  *   per-thread        each thread its own padded word (no sharing at all;
  *                     the bound, but not a counter anyone else can read cheaply)
  * Reported: throughput in Mops/s (all threads together), median of --runs
- * (>= 5) and min-max; ratios rseq-counter / others. The issue's goals with 2
+ * (>= 5) and min-max; ratios rseq-counter / others. Goals with 2
  * threads: >= 3x shared-atomic, >= 1.3x percpu-atomic. Each run checks that
  * the counter holds exactly threads x ops.
  *

@@ -3,7 +3,7 @@
  * bench/librseq_cmp.h - cachelocal beside librseq, per operation, in one run.
  *
  * Included by bench/counter.c (operations) and bench/ids.c (id getters).
- * librseq is the field's reference per-CPU operations library; the issue's
+ * librseq is the field's reference per-CPU operations library; the
  * goal is per-op parity: cachelocal within 1.1x of librseq.
  *
  * Built with BENCH_HAVE_LIBRSEQ (the Makefile defines it and links -lrseq

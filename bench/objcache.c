@@ -17,7 +17,7 @@
  *   cpu   the threads' CPU time (CLOCK_THREAD_CPUTIME_ID) per alloc+free: on
  *         a loaded machine the wall clock also counts the time a pinned
  *         thread waits for its CPU; CPU time does not (with 2 threads it
- *         understates contention when they do not run at the same time). Goals of the issue: objcache pair >= 2x faster than malloc with
+ *         understates contention when they do not run at the same time). Goals: objcache pair >= 2x faster than malloc with
  * 1 thread, >= 5x faster than mutex-list with 2 threads.
  */
 #include "bench.h"

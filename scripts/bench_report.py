@@ -28,7 +28,7 @@ Peers (bench/peers/, docs/benchmarks.md): every binary under a peers/
 directory runs once after the experiments (each measures ours and theirs
 interleaved, >= 5 runs, itself); every line with "kind": "peer", from any
 binary, becomes one entry of report.json's "peers" array and one row of
-report.md's Peers section, judged against PEER_GOALS where the issue names
+report.md's Peers section, judged against PEER_GOALS where the project sets
 a goal. --peer-skipped PACKAGE (repeatable) records a peer not built
 because its package is missing: listed as skipped, nothing measured.
 """
@@ -175,7 +175,7 @@ EXPERIMENTS = [
 
 LOWER_UNITS = ("ns", "us", "ms", "misses", "cycles", "s/")
 
-# The issue's goals for this machine (quick mode) as a minimum gain; met only
+# The project's goals for this machine (quick mode) as a minimum gain; met only
 # with a `reproduced` verdict (or, for a gain of 1.0 = "no worse", anything
 # but `contrary`). E5*: LL misses -25% or better = gain >= 1/0.75.
 GOALS = {"E1": (3.0, "gain >= 3x"), "E2": (1.5, "gain >= 1.5x"), "rqscale": (1 / 3.0, "step(100,000) <= 3x step(16)"),

@@ -2,7 +2,7 @@
 /*
  * tests/unit/test_percpu.c - per-CPU stride pools: addressing, packing,
  * zeroing, RSS of a 384-CPU pool, robust mode, NUMA policy, fork, threads,
- * and every bad input of issue 3.
+ * and every bad input of the pool API.
  */
 #include <errno.h>
 #include <stdint.h>

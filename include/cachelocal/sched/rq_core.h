@@ -149,7 +149,7 @@ CL_ASSERT_APART_GUARD(struct cl_rq, lock, nr_running);
 CL_ASSERT_APART_GUARD(struct cl_rq, lock, clock);
 CL_ASSERT_APART(struct cl_rq, curr, clock);
 #endif
-/* The issue's "must show" pair; the first fails under CL_RQ_LAYOUT_SCATTERED
+/* The T1 pair: the pick group's line and the lock apart; the first fails under CL_RQ_LAYOUT_SCATTERED
  * (tests/compile-fail/sched_rq_scattered.c). */
 #ifndef CL_RQ_LAYOUT_SCATTERED
 CL_ASSERT_APART(struct cl_rq, lock, nr_running);
