@@ -76,7 +76,14 @@ CL_INLINE struct cl_rq *cl_sched_rq(const struct cl_sched *s, unsigned int cpu)
 	return cl__sched_rq(s, cpu);
 }
 
-/** cl_sched_nr_cpus() - number of rqs. @s: the instance. Return: the count (0, EINVAL: NULL @s). Context: any. */
+/**
+ * cl_sched_nr_cpus() - number of rqs.
+ * @s: the instance.
+ *
+ * Return: the count (0, EINVAL: NULL @s).
+ *
+ * Context: any.
+ */
 CL_INLINE unsigned int cl_sched_nr_cpus(const struct cl_sched *s)
 {
 	if (CL__BAD_ARG(s == NULL))
@@ -84,7 +91,14 @@ CL_INLINE unsigned int cl_sched_nr_cpus(const struct cl_sched *s)
 	return s->nr_cpus;
 }
 
-/** cl_sched_root_group() - the root task group. @s: the instance. Return: it (NULL, EINVAL: NULL @s). Context: any. */
+/**
+ * cl_sched_root_group() - the root task group.
+ * @s: the instance.
+ *
+ * Return: it (NULL, EINVAL: NULL @s).
+ *
+ * Context: any.
+ */
 CL_INLINE struct cl_task_group *cl_sched_root_group(struct cl_sched *s)
 {
 	if (CL__BAD_ARG(s == NULL))
@@ -94,14 +108,24 @@ CL_INLINE struct cl_task_group *cl_sched_root_group(struct cl_sched *s)
 
 /* ---- locking and clock ---- */
 
-/** cl_rq_lock() - take @rq's lock. @rq: the rq. Context: not holding it (not recursive). */
+/**
+ * cl_rq_lock() - take @rq's lock.
+ * @rq: the rq.
+ *
+ * Context: not holding it (not recursive).
+ */
 CL_INLINE void cl_rq_lock(struct cl_rq *rq)
 {
 	if (!CL__BAD_ARG(rq == NULL))
 		cl__rq_lock(rq);
 }
 
-/** cl_rq_unlock() - release @rq's lock. @rq: the rq. Context: the holder. */
+/**
+ * cl_rq_unlock() - release @rq's lock.
+ * @rq: the rq.
+ *
+ * Context: the holder.
+ */
 CL_INLINE void cl_rq_unlock(struct cl_rq *rq)
 {
 	if (!CL__BAD_ARG(rq == NULL))
@@ -131,7 +155,13 @@ CL_INLINE void cl_rq_lock_two(struct cl_rq *a, struct cl_rq *b)
 	}
 }
 
-/** cl_rq_unlock_two() - release what cl_rq_lock_two() took. @a: rq. @b: rq. Context: holder. */
+/**
+ * cl_rq_unlock_two() - release what cl_rq_lock_two() took.
+ * @a: rq.
+ * @b: rq.
+ *
+ * Context: holder.
+ */
 CL_INLINE void cl_rq_unlock_two(struct cl_rq *a, struct cl_rq *b)
 {
 	if (CL__BAD_ARG(a == NULL || b == NULL))

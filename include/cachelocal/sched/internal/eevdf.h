@@ -74,6 +74,10 @@ CL_INLINE int cl__eligible_v(const struct cl_cfs_rq *cfs_rq, int64_t avg, unsign
 
 /**
  * cl__entity_eligible() - lag >= 0: @se has not received more than its share.
+ * @cfs_rq: the queue @se is on (or is being placed on).
+ * @se: the entity.
+ *
+ * Return: 1 when eligible, else 0.
  */
 CL_INLINE int cl__entity_eligible(const struct cl_cfs_rq *cfs_rq, const struct cl_sched_entity *se)
 {
