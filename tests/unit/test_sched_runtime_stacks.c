@@ -166,8 +166,10 @@ Test(sched_runtime_stacks, hundred_thousand_parked_tasks_without_a_mapping_each,
 		sched_yield();
 	during = count_mappings();
 	cr_log_info("%ld parked tasks: %ld -> %ld mappings", n, before, during);
+#ifndef CL_HAVE_TSAN /* TSan maps memory of its own for every fiber (about 4 mappings each) */
 	cr_assert_lt(during - before, n / 16 + 64, "%ld parked tasks added %ld mappings", n,
 		     during - before);
+#endif
 	cl_waitq_lock(&pk.wq);
 	pk.released = 1;
 	cl_waitq_unlock(&pk.wq);
