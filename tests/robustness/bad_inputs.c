@@ -1716,6 +1716,14 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_yield(), -1, EPERM);
 	}
+	CASE("cl_preempt_disable", "called outside a task")
+	{
+		RB_VOID(cl_preempt_disable(), RB_ERRNO_ANY);
+	}
+	CASE("cl_preempt_enable", "called outside a task, no disable before")
+	{
+		RB_VOID(cl_preempt_enable(), RB_ERRNO_ANY);
+	}
 	CASE("cl_join", "t NULL")
 	{
 		RB_INT(cl_join(NIL, NIL), -1, EINVAL);
