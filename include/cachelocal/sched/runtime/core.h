@@ -2127,7 +2127,14 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	return rt;
 }
 
-/** cl_runtime_nr_workers() - number of workers. @rt: the runtime. Return: it. Context: any. */
+/**
+ * cl_runtime_nr_workers() - number of workers.
+ * @rt: the runtime.
+ *
+ * Return: it.
+ *
+ * Context: any.
+ */
 CL_INLINE unsigned int cl_runtime_nr_workers(const struct cl_runtime *rt)
 {
 	if (CL__BAD_ARG(rt == NULL))
@@ -2148,7 +2155,13 @@ CL_INLINE struct cl_sched *cl_runtime_sched(struct cl_runtime *rt)
 	return rt->sched;
 }
 
-/** cl_runtime_context_kind() - "x86_64-asm" or "ucontext". Context: any. Return: the name. */
+/**
+ * cl_runtime_context_kind() - "x86_64-asm" or "ucontext".
+ *
+ * Context: any.
+ *
+ * Return: the name.
+ */
 CL_INLINE const char *cl_runtime_context_kind(void)
 {
 	return CL__CTX_KIND;

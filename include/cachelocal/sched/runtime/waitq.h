@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/waitq.h - the wait queue of the M:N runtime and
+ * the waiter-record helpers every blocking primitive of sync.h shares (the
+ * pattern and the synchronization table: sync.h). Included by sync.h.
+ */
+#ifndef CACHELOCAL_SCHED_RUNTIME_WAITQ_H
+#define CACHELOCAL_SCHED_RUNTIME_WAITQ_H
+
+#include "core.h"
+
+CL_BEGIN_DECLS
+
+/* Enqueue the current task's waiter record @wt (with @data) on @list and
+ * block; @lock is held by the caller and released after the switch. */
+CL_INLINE int cl__rt_wait_on(struct cl_rt_task *self, struct cds_list_head *list,
+			     struct cl_spinlock *lock, void *data)
+{
+	struct cl__rt_waiter wt;
+
+	wt.t = self;
+	wt.data = data;
+	wt.status = -1;
+	cds_list_add_tail(&wt.node, list);
+	cl__rt_block(self, lock);
+	return wt.status;
+}
+
+/* Take the first waiter record off @list (lock held), or NULL. */
+CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
+{
+	struct cl__rt_waiter *wt;
+
+	if (cds_list_empty(list))
+		return NULL;
+	wt = cl_container_of(list->next, struct cl__rt_waiter, node);
+	cds_list_del(&wt->node);
+	return wt;
+}
+
+/* Error for a blocking call made outside a task. */
+CL_INLINE struct cl_rt_task *cl__rt_need_task(void)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (!self)
+		errno = EPERM;
+	return self;
+}
+
+/* ---- wait queue ---- */
+
+/*
+ * struct cl_waitq - tasks waiting for an event the caller defines. The
+ * condition is checked by the caller under the queue's lock
+ * (cl_waitq_lock()), so a wakeup between the check and the sleep cannot be
+ * lost: cl_waitq_wait() is called with the lock held.
+ */
+struct cl_waitq {
+	struct cl_spinlock lock;
+	struct cds_list_head waiters;
+};
+
+/**
+ * cl_waitq_init() - an empty queue.
+ * @wq: the queue.
+ *
+ * Context: before use.
+ */
+CL_INLINE void cl_waitq_init(struct cl_waitq *wq)
+{
+	if (CL__BAD_ARG(wq == NULL))
+		return;
+	cl_spin_init(&wq->lock);
+	CDS_INIT_LIST_HEAD(&wq->waiters);
+}
+
+/**
+ * cl_waitq_lock() - take @wq's lock (to check the condition).
+ * @wq: the queue.
+ *
+ * Context: any.
+ */
+CL_INLINE void cl_waitq_lock(struct cl_waitq *wq)
+{
+	if (CL__BAD_ARG(wq == NULL))
+		return;
+	cl__rt_lock(&wq->lock);
+}
+
+/**
+ * cl_waitq_unlock() - release @wq's lock.
+ * @wq: the queue.
+ *
+ * Context: the holder.
+ */
+CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
+{
+	if (CL__BAD_ARG(wq == NULL))
+		return;
+	cl__rt_unlock(&wq->lock);
+}
+
+/**
+ * cl_waitq_wait() - sleep on @wq until woken.
+ * @wq: the queue, locked by the caller (who found its condition false).
+ *
+ * Returns with the lock released (recheck the condition: a broadcast or a
+ * wake meant for another condition also wakes).
+ *
+ * Context: a runtime task holding @wq's lock and no other spinlock.
+ * Return: 0, or -1 with errno EPERM outside a task (the lock is then
+ * released too).
+ */
+CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
+{
+	struct cl_rt_task *self;
+
+	if (CL__BAD_ARG(wq == NULL))
+		return -1;
+	self = cl__rt_need_task();
+	if (!self) {
+		cl__rt_unlock(&wq->lock);
+		return -1;
+	}
+	cl__rt_wait_on(self, &wq->waiters, &wq->lock, NULL);
+	return 0;
+}
+
+/**
+ * cl_waitq_wake_one() - wake the longest waiting task.
+ * @wq: the queue (not locked by the caller).
+ *
+ * Takes the queue's lock, a test-and-set spinlock (not fair): calling this
+ * in a tight loop until a task shows up can keep the tasks that want to
+ * sleep on @wq from getting that lock for a long time. Wait for a condition
+ * the waiters set instead.
+ *
+ * Context: any thread.
+ * Return: 1 if a task was woken, 0 if none waited.
+ */
+CL_INLINE int cl_waitq_wake_one(struct cl_waitq *wq)
+{
+	struct cl__rt_waiter *wt;
+	struct cl_rt_task *t;
+
+	if (CL__BAD_ARG(wq == NULL))
+		return 0;
+	cl__rt_lock(&wq->lock);
+	wt = cl__rt_waiter_pop(&wq->waiters);
+	if (!wt) {
+		cl__rt_unlock(&wq->lock);
+		return 0;
+	}
+	t = wt->t;
+	wt->status = 0;
+	cl__rt_unlock(&wq->lock);
+	cl__rt_wake(t);
+	return 1;
+}
+
+/**
+ * cl_waitq_wake_all() - wake every waiting task.
+ * @wq: the queue (not locked by the caller).
+ *
+ * Context: any thread.
+ * Return: the number woken.
+ */
+CL_INLINE int cl_waitq_wake_all(struct cl_waitq *wq)
+{
+	struct cds_list_head list;
+	int n = 0;
+
+	if (CL__BAD_ARG(wq == NULL))
+		return 0;
+	CDS_INIT_LIST_HEAD(&list);
+	cl__rt_lock(&wq->lock);
+	cds_list_splice(&wq->waiters, &list);
+	CDS_INIT_LIST_HEAD(&wq->waiters);
+	cl__rt_unlock(&wq->lock);
+	while (!cds_list_empty(&list)) {
+		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
+		struct cl_rt_task *t = wt->t;
+
+		wt->status = 0;
+		cl__rt_wake(t);
+		n++;
+	}
+	return n;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_WAITQ_H */
