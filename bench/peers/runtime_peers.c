@@ -126,8 +126,8 @@ static double ours_pingpong(struct cl_runtime *rt, int place, long loops)
 	memset(&s0, 0, sizeof(s0));
 	memset(&s1, 0, sizeof(s1));
 	s0.pin = s1.pin = 1;
-	s0.cpu = 0;
-	s1.cpu = place == P_SAME ? 0 : 1;
+	s0.worker = CL_SPAWN_WORKER(0);
+	s1.worker = CL_SPAWN_WORKER(place == P_SAME ? 0 : 1);
 	t1 = cl_spawn(rt, &s1, pp_task, &a1);
 	t0 = cl_spawn(rt, &s0, pp_task, &a0);
 	ok = t0 && t1 && !cl_join(t0, &r0) && !cl_join(t1, &r1) && !r0 && !r1;
