@@ -1656,11 +1656,11 @@ CL_INLINE void cl__rt_altstack_fini(void *m)
  * its own interceptors, the signal is not used: marking only.
  */
 #if defined(CL__RT_OVERFLOW_REPORT) && defined(__USE_MISC) && !defined(CL_HAVE_TSAN) && \
-	(defined(__x86_64__) || defined(__aarch64__))
+	(defined(CL_ARCH_X86_64) || defined(CL_ARCH_AARCH64))
 #define CL__RT_ASYNC_PREEMPT 1
 extern char __executable_start[];
 extern char etext[];
-#if defined(__x86_64__)
+#if defined(CL_ARCH_X86_64)
 #define CL__RT_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.gregs[16]) /* REG_RIP */
 #else
 #define CL__RT_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.pc)
