@@ -172,16 +172,14 @@ CL_INLINE int cl__brlock_memb_ready(void)
 }
 
 /*
- * A full barrier in every running thread of the process (cl_fence_all_threads()
- * registers again after a fork). Registered once and refused now: nothing
- * else to try but a full fence and a context switch of this thread.
+ * A full barrier in every running thread of the process
+ * (cl_fence_all_threads(), which registers again after a fork). Registered
+ * once and refused now, it has done what is left: a full fence and a
+ * context switch of this thread.
  */
 CL_INLINE void cl__brlock_memb_fence(void)
 {
-	if (cl_fence_all_threads() != 0) {
-		CL__BRLOCK_MEMB_FENCE(CL_SEQ_CST);
-		sched_yield();
-	}
+	(void)cl_fence_all_threads();
 }
 
 /* Sleep while *addr == val (spurious wake-ups possible; callers re-check); errno kept. */

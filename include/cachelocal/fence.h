@@ -288,7 +288,11 @@ CL_INLINE int cl_fence_all_threads(void)
 {
 	if (cl__fence_all_memb_ready() && cl__membarrier() == 0)
 		return 0;
+#ifdef CL_HAVE_TSAN
+	CL_BARRIER(); /* TSan rejects standalone fences; its builds order with seq_cst atomics */
+#else
 	CL_ATOMIC_FENCE(CL_SEQ_CST);
+#endif
 	sched_yield();
 	errno = ENOSYS;
 	return -1;
