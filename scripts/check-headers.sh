@@ -9,7 +9,9 @@
 # and every cl_/CL_ name in README.md and docs/ exists in the headers
 # (check-doc-names.sh).
 # Usage: check-headers.sh  (env: EXTRA_CFLAGS, e.g. the liburcu cflags)
+#        check-headers.sh --alone HEADER  (one header, used by the above)
 set -u
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -18,6 +20,27 @@ cxxwarn="-Wall -Wextra -Werror -pedantic -Wshadow -Wundef -Wcast-align"
 extra="${EXTRA_CFLAGS:-}"
 fail=0
 n=0
+
+# --alone HEADER: one header alone, as C11 (gcc, clang) and C++17 (g++,
+# clang++); prints a FAIL: line and the errors for each build that fails.
+if [ "${1:-}" = --alone ]; then
+	h=$2
+	printf '#include <%s>\n#include <%s>\n' "$h" "$h" >"$tmp/t.c"
+	cp "$tmp/t.c" "$tmp/t.cpp"
+	for cc in gcc clang; do
+		if ! $cc -std=c11 $cwarn -Iinclude $extra -c "$tmp/t.c" -o "$tmp/t.o" 2>"$tmp/err"; then
+			{ echo "FAIL: $h as C11 with $cc:"; head -20 "$tmp/err"; } >>"$tmp/report"
+		fi
+	done
+	for cxx in g++ clang++; do
+		if ! $cxx -std=c++17 $cxxwarn -Iinclude $extra -c "$tmp/t.cpp" -o "$tmp/t.o" 2>"$tmp/err"; then
+			{ echo "FAIL: $h as C++17 -pedantic with $cxx:"; head -20 "$tmp/err"; } >>"$tmp/report"
+		fi
+	done
+	# in one write, so parallel jobs do not interleave
+	[ ! -s "$tmp/report" ] || cat "$tmp/report"
+	exit 0
+fi
 
 # ---- layers: no upward include; the checker rejects planted bad includes
 n=$((n + 2))
@@ -38,23 +61,14 @@ python3 scripts/check-kernel-doc.py $kdoc_ex || fail=$((fail + 1))
 n=$((n + 1))
 sh scripts/check-doc-names.sh || fail=$((fail + 1))
 
-# ---- each header alone (twice: the include guard works), C11 and C++17
-for h in $(cd include && find cachelocal -name '*.h' ! -path '*/arch/*' | sort); do
-	printf '#include <%s>\n#include <%s>\n' "$h" "$h" >"$tmp/t.c"
-	cp "$tmp/t.c" "$tmp/t.cpp"
-	for cc in gcc clang; do
-		n=$((n + 1))
-		if ! $cc -std=c11 $cwarn -Iinclude $extra -c "$tmp/t.c" -o "$tmp/t.o" 2>"$tmp/err"; then
-			echo "FAIL: $h as C11 with $cc:"; head -20 "$tmp/err"; fail=$((fail + 1))
-		fi
-	done
-	for cxx in g++ clang++; do
-		n=$((n + 1))
-		if ! $cxx -std=c++17 $cxxwarn -Iinclude $extra -c "$tmp/t.cpp" -o "$tmp/t.o" 2>"$tmp/err"; then
-			echo "FAIL: $h as C++17 -pedantic with $cxx:"; head -20 "$tmp/err"; fail=$((fail + 1))
-		fi
-	done
-done
+# ---- each header alone (twice: the include guard works), C11 and C++17;
+# one header per job (--alone above), a job per CPU.
+hdrs=$(cd include && find cachelocal -name '*.h' ! -path '*/arch/*' | sort)
+printf '%s\n' $hdrs | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} \
+	sh "$self" --alone {} >"$tmp/alone.out" 2>&1
+cat "$tmp/alone.out"
+n=$((n + 4 * $(printf '%s\n' $hdrs | wc -l)))
+fail=$((fail + $(grep -c '^FAIL: ' "$tmp/alone.out")))
 
 # ---- one layout in C and C++: offsets in grouped structs, printed by a C
 # and a C++ build of one program, must match (the C++ group markers are

@@ -44,21 +44,23 @@
 # them from that list).
 set -u
 
-# layer_of PATH (relative to include/cachelocal): a rank, or nothing.
+# layer_of PATH (relative to include/cachelocal): a rank, or nothing, in
+# $layer (no subshell: the check runs it for every include).
 layer_of() {
 	case "$1" in
-	version.h | config.h | compiler.h | sys.h) echo 0 ;;
-	internal/*) echo 1 ;;
-	cacheline.h | spinlock.h) echo 2 ;;
-	topology.h | rseq.h | arch/*) echo 4 ;;
-	percpu.h | cid.h) echo 6 ;;
-	percpu_ops.h | counter.h | counter_cid.h | objcache.h | brlock.h | fence.h | atfork.h) echo 8 ;;
-	cachelocal.h) echo 9 ;;
-	sched/*) echo 10 ;;
+	version.h | config.h | compiler.h | sys.h) layer=0 ;;
+	internal/*) layer=1 ;;
+	cacheline.h | spinlock.h) layer=2 ;;
+	topology.h | rseq.h | arch/*) layer=4 ;;
+	percpu.h | cid.h) layer=6 ;;
+	percpu_ops.h | counter.h | counter_cid.h | objcache.h | brlock.h | fence.h | atfork.h) layer=8 ;;
+	cachelocal.h) layer=9 ;;
+	sched/*) layer=10 ;;
 	*/*)
 		# a piece of a split header: the layer of DIR.h
 		layer_of "${1%%/*}.h"
 		;;
+	*) layer="" ;;
 	esac
 }
 
@@ -83,6 +85,32 @@ check_arch() {
 	python3 "$checker" arch $([ "${quiet_pending:-0}" = 1 ] && echo --quiet-pending) "$1"
 }
 
+# norm_path PATH: PATH (relative to cachelocal/) with "." and "dir/.."
+# resolved, in $normed; "../..." when it leaves cachelocal/. No subprocess:
+# the check runs it for every quoted include.
+norm_path() {
+	normed="" up=""
+	set -f
+	old_ifs=$IFS
+	IFS=/
+	for seg in $1; do
+		case "$seg" in
+		"" | .) ;;
+		..)
+			if [ -n "$normed" ]; then
+				case "$normed" in */*) normed=${normed%/*} ;; *) normed="" ;; esac
+			else
+				up="../$up"
+			fi
+			;;
+		*) normed=${normed:+$normed/}$seg ;;
+		esac
+	done
+	IFS=$old_ifs
+	set +f
+	normed=$up$normed
+}
+
 # check INCLUDE_DIR: rule 1; prints one line per violation, returns 1 if any.
 check() {
 	root=$1/cachelocal
@@ -92,7 +120,8 @@ check() {
 		return 2
 	fi
 	for f in $(cd "$root" && find . -name '*.h' | sed 's|^\./||' | sort); do
-		lf=$(layer_of "$f")
+		layer_of "$f"
+		lf=$layer
 		if [ -z "$lf" ]; then
 			echo "LAYER: cachelocal/$f is in no layer (add it to scripts/check-layers.sh and README)"
 			bad=1
@@ -105,12 +134,14 @@ check() {
 			"$root/$f" >"$tmpf"
 		while read -r kind inc; do
 			if [ "$kind" = q ]; then
-				target=$(realpath -m --relative-to="$root" "$root/$fdir/$inc")
+				norm_path "$fdir/$inc"
+				target=$normed
 			else
 				target=$inc
 			fi
 			case "$target" in ../* | /*) continue ;; esac # outside cachelocal/
-			lt=$(layer_of "$target")
+			layer_of "$target"
+			lt=$layer
 			if [ -z "$lt" ]; then
 				echo "LAYER: cachelocal/$f includes cachelocal/$target, which is in no layer"
 				bad=1
@@ -241,7 +272,10 @@ case "${1:-}" in
 --self-test) self_test ;;
 --layer)
 	shift
-	for f in "$@"; do echo "$f $(layer_name "$(layer_of "$f")")"; done
+	for f in "$@"; do
+		layer_of "$f"
+		echo "$f $(layer_name "$layer")"
+	done
 	;;
 --module)
 	shift

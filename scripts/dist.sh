@@ -5,7 +5,8 @@
 # tree, under cachelocal-VERSION/. Reproducible: sorted, owner 0, the
 # modification time of the last commit, gzip without a name or time.
 # Outside a git checkout (an unpacked tarball) it packs the files there
-# but build/.
+# but what .gitignore leaves out: build/, object files and the generated
+# fixtures under tests/data/ (their generator and hashes are packed).
 # Usage: dist.sh VERSION OUTDIR
 set -eu
 cd "$(dirname "$0")/.."
@@ -24,7 +25,12 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	u=$(git ls-files --others --exclude-standard | wc -l)
 	[ "$u" -eq 0 ] || echo "dist: note: $u untracked files are not in the tarball (git add them)"
 else
-	find . -path ./build -prune -o -type f -print | sed 's|^\./||' | sort >"$list"
+	# the same rules as .gitignore, written out (there is no git to ask)
+	find . -path ./build -prune -o -type f -print | sed 's|^\./||' |
+		awk '/\.o$/ { next }
+		     /^tests\/data\// && !/^tests\/data\/(gen-sysfs\.sh|sysfs\.sha256)$/ { next }
+		     { print }' |
+		sort >"$list"
 	mtime=@$(stat -c %Y include/cachelocal/version.h)
 fi
 tar --create --format=gnu --sort=name --owner=0 --group=0 --numeric-owner \
