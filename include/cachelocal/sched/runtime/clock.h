@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/clock.h - the runtime's clock and live-task count.
+ *
+ * cl__rt_now() (TSC when constant and nonstop, calibrated against
+ * CLOCK_MONOTONIC; through the CL_RUNTIME_CLOCK() test hook), the coarse tick
+ * clock, and the count of live tasks that cl_runtime_shutdown() waits on.
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_CLOCK_H
+#define CACHELOCAL_SCHED_RUNTIME_CLOCK_H
+
+CL_BEGIN_DECLS
+
+/* ---- clock ---- */
+
+#ifdef CL__CTX_HAVE_TICKS
+__extension__ typedef unsigned __int128 cl__u128;
+#endif
+
+/* The runtime's clock in ns (monotonic; the rq clocks and balancing use it). */
+CL_ALWAYS_INLINE uint64_t cl__rt_now_real(const struct cl_runtime *rt)
+{
+#ifdef CL__CTX_HAVE_TICKS
+	if (CL_LIKELY(rt->use_ticks)) {
+		cl__u128 d = (cl__u128)(cl__ctx_ticks() - rt->ticks_base);
+
+		return rt->ns_base + (uint64_t)((d * rt->ns_per_tick_q32) >> 32);
+	}
+#else
+	(void)rt;
+#endif
+	return (uint64_t)cl__now_ns();
+}
+
+/* ... as seen through the test hook CL_RUNTIME_CLOCK() (config.h; default: as is). */
+CL_ALWAYS_INLINE uint64_t cl__rt_now(const struct cl_runtime *rt)
+{
+	return CL_RUNTIME_CLOCK(cl__rt_now_real(rt));
+}
+
+/* CLOCK_MONOTONIC_COARSE (Linux): the time of the last kernel tick, read
+ * from the vDSO without touching the TSC. */
+#define CL__CLOCK_MONOTONIC_COARSE 6
+#if !defined(__cplusplus) && !defined(__USE_POSIX199309)
+extern int clock_getres(__clockid_t clock_id, struct timespec *res); /* strict C11: not declared */
+#endif
+
+/* The kernel's tick clock in ns: a cheap "has a tick passed since" test
+ * (through the test hook CL_RUNTIME_TICK_CLOCK(), config.h). */
+CL_ALWAYS_INLINE uint64_t cl__rt_tick_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CL__CLOCK_MONOTONIC_COARSE, &ts);
+	return CL_RUNTIME_TICK_CLOCK((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+}
+
+/*
+ * cl__rt_clock_init() - use the TSC if /proc/cpuinfo lists constant_tsc and
+ * nonstop_tsc: calibrate it against CLOCK_MONOTONIC over 2 ms.
+ */
+CL_INLINE void cl__rt_clock_init(struct cl_runtime *rt)
+{
+#ifdef CL__CTX_HAVE_TICKS
+	char line[4096];
+	int constant = 0, nonstop = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	uint64_t t0, n0, t1, n1;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && !(constant && nonstop)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		constant = strstr(line, " constant_tsc") != NULL;
+		nonstop = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	if (!constant || !nonstop)
+		return;
+	n0 = (uint64_t)cl__now_ns();
+	t0 = cl__ctx_ticks();
+	do
+		n1 = (uint64_t)cl__now_ns();
+	while (n1 - n0 < 2000000ULL);
+	t1 = cl__ctx_ticks();
+	if (t1 <= t0)
+		return;
+	rt->ns_per_tick_q32 = (uint64_t)(((cl__u128)(n1 - n0) << 32) / (t1 - t0));
+	rt->ticks_base = t1;
+	rt->ns_base = n1;
+	rt->use_ticks = rt->ns_per_tick_q32 != 0;
+#else
+	(void)rt;
+#endif
+}
+
+/*
+ * cl__rt_clock_sampling_ok() - may hand-offs sample the clock at the tick?
+ * Only if the coarse clock exists and ticks at least every 10 ms (HZ >=
+ * 100): its resolution bounds how long a charge may be deferred.
+ */
+CL_INLINE int cl__rt_clock_sampling_ok(void)
+{
+	struct timespec res;
+
+	if (clock_getres(CL__CLOCK_MONOTONIC_COARSE, &res) != 0)
+		return 0;
+	return res.tv_sec == 0 && res.tv_nsec > 0 && res.tv_nsec <= 10000000L;
+}
+
+/* ---- live tasks (shutdown) ---- */
+
+/* Tell a waiting cl_runtime_shutdown() to look again. */
+CL_INLINE void cl__rt_poke_shutdown(struct cl_runtime *rt)
+{
+	if (CL_ATOMIC_LOAD(&rt->shutdown_waiting, CL_SEQ_CST)) {
+		CL_ATOMIC_FETCH_ADD(&rt->quiesce_seq, 1, CL_SEQ_CST);
+		cl__futex_wake(&rt->quiesce_seq, INT_MAX);
+	}
+}
+
+CL_INLINE void cl__rt_live_add(struct cl_runtime *rt, long delta)
+{
+	if (CL_ATOMIC_FETCH_ADD(&rt->live, (unsigned long)delta, CL_SEQ_CST) + (unsigned long)delta == 0)
+		cl__rt_poke_shutdown(rt);
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_CLOCK_H */

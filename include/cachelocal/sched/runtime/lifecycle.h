@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/lifecycle.h - the runtime's lifecycle.
+ *
+ * cl_runtime_create() (attributes checked, workers started),
+ * cl_runtime_nr_workers(), cl_runtime_sched(), cl_runtime_context_kind(),
+ * cl_runtime_shutdown() (idempotent, safe from several threads) and
+ * cl_runtime_destroy().
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_LIFECYCLE_H
+#define CACHELOCAL_SCHED_RUNTIME_LIFECYCLE_H
+
+CL_BEGIN_DECLS
+
+/* ---- lifecycle ---- */
+
+CL_INLINE void cl__rt_free(struct cl_runtime *rt)
+{
+	struct cds_list_head *pos;
+
+	cds_list_for_each(pos, &rt->all) {
+		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
+
+#ifdef CL__RT_VALGRIND
+		VALGRIND_STACK_DEREGISTER(t->keep.vg_stack);
+#else
+		(void)t;
+#endif
+	}
+	for (unsigned int i = 0; i < rt->nr_batches; i++)
+		munmap(rt->batches[i], cl__rt_batch_slots(rt) * cl__rt_slot_size(rt));
+	free(rt->batches);
+	if (rt->tcache)
+		cl_objcache_destroy(rt->tcache);
+	free(rt->workers);
+	free(rt->pin_masks);
+	/* EBUSY only with tasks queued or attached to a group: every task was
+	 * detached (cl__rt_task_detach()) before we get here */
+	if (rt->sched)
+		(void)cl_sched_destroy(rt->sched);
+	free(rt);
+}
+
+/* Stop and join every started worker. */
+CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
+{
+	CL_INJECT(64);
+	cl__rt_tick_stop(rt);
+	CL_ATOMIC_STORE(&rt->stop, 1, CL_SEQ_CST);
+	for (unsigned int i = 0; i < rt->nr_workers; i++)
+		if (rt->workers[i].started) {
+			/* the worker checks stop under its rq lock before sleeping */
+			cl__rq_lock(rt->workers[i].rq);
+			cl__rq_unlock(rt->workers[i].rq);
+			cl__rt_kick(&rt->workers[i]);
+		}
+	for (unsigned int i = 0; i < rt->nr_workers; i++)
+		if (rt->workers[i].started) {
+			pthread_join(rt->workers[i].thread, NULL);
+			rt->workers[i].started = 0;
+		}
+}
+
+/**
+ * cl_runtime_create() - start a runtime: a scheduler instance with one rq
+ * per worker, and the workers (pinned, idle until tasks are spawned).
+ * @attr: knobs (NULL: defaults: one pinned worker per allowed CPU).
+ *
+ * Context: any thread registered with liburcu-memb if it creates task
+ * groups later (the runtime's workers register themselves).
+ * Return: the runtime, or NULL with errno EINVAL (more workers than
+ * CL_MAX_CPUS, @attr->stack_size or @attr->guard_size out of bounds), ENOMEM, or
+ * pthread_create's error.
+ */
+CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *attr)
+{
+	int cpus[CL_MAX_CPUS];
+	unsigned int nr_allowed = cl__rt_allowed_cpus(cpus, CL_MAX_CPUS), n;
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+	struct cl_runtime *rt;
+	int e;
+
+	n = attr && attr->nr_workers ? attr->nr_workers : nr_allowed;
+	if (n > CL_MAX_CPUS || (attr && ((attr->stack_size && (attr->stack_size < CL_RUNTIME_STACK_MIN ||
+							      attr->stack_size > CL_RUNTIME_STACK_MAX)) ||
+					 attr->guard_size > CL_RUNTIME_STACK_MAX))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rt = (struct cl_runtime *)calloc(1, sizeof(*rt));
+	if (!rt) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rt->nr_workers = n;
+	rt->stack_size = attr && attr->stack_size ? attr->stack_size : CL_RUNTIME_STACK_SIZE;
+	rt->stack_size = (rt->stack_size + 15u) & ~(size_t)15u;
+	rt->guard_size = attr && attr->guard_size ? attr->guard_size : CL_RUNTIME_GUARD_SIZE;
+	rt->guard_size = (rt->guard_size + cl__rt_page() - 1) & ~(cl__rt_page() - 1);
+	rt->no_overflow_report = attr && (attr->flags & CL_RUNTIME_NO_OVERFLOW_REPORT);
+	rt->slice_ns = attr && (attr->flags & CL_RUNTIME_NO_PREEMPT) ? 0
+		       : attr && attr->slice_ns ? attr->slice_ns : CL_RUNTIME_SLICE_NS;
+	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;
+	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
+	rt->precise_clock = (attr && (attr->flags & CL_RUNTIME_PRECISE_CLOCK)) || !cl__rt_clock_sampling_ok();
+	cl_spin_init(&rt->all_lock);
+	CDS_INIT_LIST_HEAD(&rt->all);
+	cl__rt_clock_init(rt);
+	rt->mask_words = n / bpl + 1;
+	rt->pin_masks = (unsigned long *)calloc((size_t)n * rt->mask_words, sizeof(unsigned long));
+	rt->workers = (struct cl__rt_worker *)aligned_alloc(CL_FALSE_SHARING_SIZE,
+							    (size_t)n * sizeof(struct cl__rt_worker));
+	{
+		struct cl_objcache_attr oa;
+
+		memset(&oa, 0, sizeof(oa));
+		oa.obj_size = sizeof(struct cl_rt_task);
+		oa.align = CL_CACHELINE_SIZE;
+		rt->tcache = cl_objcache_create(&oa);
+	}
+	rt->sched = rt->workers && rt->pin_masks && rt->tcache ? cl_sched_create(n, NULL) : NULL;
+	if (!rt->sched) {
+		cl__rt_free(rt);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset((void *)rt->workers, 0, (size_t)n * sizeof(struct cl__rt_worker));
+	if (attr && attr->migration_cost_ns == CL_RUNTIME_NEVER_HOT)
+		cl_balance_set_migration_cost(rt->sched, 0);
+	else
+		cl_balance_set_migration_cost(rt->sched, attr && attr->migration_cost_ns
+								 ? attr->migration_cost_ns
+								 : CL_RUNTIME_MIGRATION_COST_NS);
+	for (unsigned int i = 0; i < n; i++) {
+		struct cl__rt_worker *w = &rt->workers[i];
+
+		rt->pin_masks[(size_t)i * rt->mask_words + i / bpl] |= 1UL << (i % bpl);
+		w->rt = rt;
+		w->wake_tail = &w->wake_head;
+		w->cpu = i;
+		w->rq = cl__sched_rq(rt->sched, i);
+		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
+	}
+	if (!rt->no_overflow_report)
+		cl__rt_overflow_report_init();
+	for (unsigned int i = 0; i < n; i++) {
+		e = pthread_create(&rt->workers[i].thread, NULL, cl__rt_worker_main, &rt->workers[i]);
+		if (e) {
+			cl__rt_stop_workers(rt);
+			cl__rt_free(rt);
+			errno = e;
+			return NULL;
+		}
+		rt->workers[i].started = 1;
+	}
+	if (cl__rt_tick_start(rt) != 0) {
+		cl__rt_stop_workers(rt);
+		cl__rt_free(rt);
+		errno = EAGAIN;
+		return NULL;
+	}
+	return rt;
+}
+
+/**
+ * cl_runtime_nr_workers() - number of workers.
+ * @rt: the runtime.
+ *
+ * Return: it.
+ *
+ * Context: any.
+ */
+CL_INLINE unsigned int cl_runtime_nr_workers(const struct cl_runtime *rt)
+{
+	if (CL__BAD_ARG(rt == NULL))
+		return 0;
+	return rt->nr_workers;
+}
+
+/**
+ * cl_runtime_sched() - the scheduler instance under @rt (task groups are
+ * created under cl_sched_root_group(cl_runtime_sched(rt))).
+ * @rt: the runtime.
+ * Context: any. Return: it.
+ */
+CL_INLINE struct cl_sched *cl_runtime_sched(struct cl_runtime *rt)
+{
+	if (CL__BAD_ARG(rt == NULL))
+		return NULL;
+	return rt->sched;
+}
+
+/**
+ * cl_runtime_context_kind() - "x86_64-asm" or "ucontext".
+ *
+ * Context: any.
+ *
+ * Return: the name.
+ */
+CL_INLINE const char *cl_runtime_context_kind(void)
+{
+	return CL__CTX_KIND;
+}
+
+/*
+ * cl__rt_all_asleep() - is every worker asleep with an empty rq, and stayed
+ * so across two collections? Then no task runs, none is queued, and no
+ * task can wake another: the live tasks are all blocked for good (unless a
+ * thread outside the runtime wakes one, which the caller rules out).
+ */
+CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
+{
+	unsigned int epoch[2][64];
+	unsigned int n = rt->nr_workers < 64 ? rt->nr_workers : 64;
+
+	if (rt->nr_workers > 64)
+		return 0; /* not supported beyond 64 workers: shutdown just waits */
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < n; i++) {
+			struct cl__rt_worker *w = &rt->workers[i];
+
+			epoch[pass][i] = CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST);
+			if (!CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST) ||
+			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST) || cl__rt_remote_pending(w))
+				return 0;
+			if (CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST) != epoch[pass][i])
+				return 0;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (epoch[0][i] != epoch[1][i])
+			return 0;
+	return CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) != 0;
+}
+
+/**
+ * cl_runtime_shutdown() - wait until every task has returned, then stop and
+ * join the workers.
+ * @rt: the runtime.
+ *
+ * From the first call on, cl_spawn() from outside the runtime's tasks
+ * fails with EPIPE; tasks may still spawn tasks while it waits. A spawn
+ * from outside that was admitted before is waited for (never lost). If
+ * every remaining task is blocked (no task can run, so none can wake the
+ * others), it returns at once with EDEADLK and the runtime keeps running:
+ * a thread outside may unblock them (cl_chan_close(), cl_waitq_wake_all(),
+ * ...) and call it again. Joinable tasks not yet joined are freed by
+ * cl_runtime_destroy(). Idempotent, and safe from several threads at once:
+ * one of them stops the workers, the others wait for it, all return 0.
+ *
+ * Context: a thread outside the runtime's tasks; no other outside thread
+ * may be waking tasks concurrently (it would make the blocked count
+ * momentarily equal to the live count).
+ * Return: 0, or -1 with errno EINVAL (NULL @rt), EPERM (called from a
+ * task), EDEADLK (tasks remain, all blocked).
+ */
+CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
+{
+	int up = CL__RT_UP;
+
+	if (!rt) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (cl__rt_current()) {
+		errno = EPERM;
+		return -1;
+	}
+	if (CL_ATOMIC_LOAD(&rt->shut, CL_ACQUIRE) == CL__RT_SHUT)
+		return 0;
+	CL_ATOMIC_STORE(&rt->closing, 1, CL_SEQ_CST);
+	CL_ATOMIC_FETCH_ADD(&rt->shutdown_waiting, 1, CL_SEQ_CST);
+	for (;;) {
+		int seq = CL_ATOMIC_LOAD(&rt->quiesce_seq, CL_SEQ_CST), spawning;
+		struct timespec ts = { 0, 2000000 };
+
+		CL_INJECT(61); /* shutdown looks at the live tasks */
+		if (CL_ATOMIC_LOAD(&rt->shut, CL_ACQUIRE) != CL__RT_UP)
+			break; /* another caller is stopping the workers */
+		/* `spawning` before `live`: see cl__rt_spawn_admit() */
+		spawning = CL_ATOMIC_LOAD(&rt->spawning, CL_SEQ_CST);
+		if (!spawning && CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) == 0)
+			break;
+		if (!spawning && cl__rt_all_asleep(rt)) {
+			CL_ATOMIC_FETCH_SUB(&rt->shutdown_waiting, 1, CL_SEQ_CST);
+			errno = EDEADLK;
+			return -1;
+		}
+		cl__futex_wait(&rt->quiesce_seq, seq, &ts);
+	}
+	CL_ATOMIC_FETCH_SUB(&rt->shutdown_waiting, 1, CL_SEQ_CST);
+	CL_INJECT(63); /* no task left: about to stop the workers */
+	if (CL_ATOMIC_CAS(&rt->shut, &up, CL__RT_STOPPING, CL_SEQ_CST, CL_SEQ_CST)) {
+		cl__rt_stop_workers(rt);
+		CL_ATOMIC_STORE(&rt->shut, CL__RT_SHUT, CL_RELEASE);
+		cl__futex_wake(&rt->shut, INT_MAX);
+	} else {
+		while ((up = CL_ATOMIC_LOAD(&rt->shut, CL_ACQUIRE)) != CL__RT_SHUT)
+			cl__futex_wait(&rt->shut, up, NULL);
+	}
+	return 0;
+}
+
+/**
+ * cl_runtime_destroy() - shut @rt down (cl_runtime_shutdown()) and free it.
+ * @rt: the runtime (NULL: no-op, returns 0).
+ *
+ * Refuses while tasks remain blocked: if cl_runtime_shutdown() fails with
+ * EDEADLK, nothing is freed or stopped and -1/EDEADLK is returned. The
+ * runtime, its tasks and the objects they wait on stay usable: unblock the
+ * tasks (cl_chan_close(), cl_waitq_wake_all(), ...) and call it again.
+ * Blocked tasks are never discarded, so a wait object never lists a task
+ * whose stack is gone. Unjoined finished tasks are freed.
+ *
+ * Context: a thread outside the runtime's tasks, once: no other call on
+ * @rt may run concurrently or follow.
+ * Return: 0, or -1 with errno EDEADLK (tasks remain blocked; nothing
+ * freed) or EPERM (called from a task).
+ */
+CL_INLINE int cl_runtime_destroy(struct cl_runtime *rt)
+{
+	struct cds_list_head *pos;
+
+	if (!rt)
+		return 0;
+	if (cl_runtime_shutdown(rt) != 0)
+		return -1;
+	/* every task returned: the objects still handed out were not joined */
+	cds_list_for_each(pos, &rt->all) {
+		struct cl_rt_task *t = cl_container_of(pos, struct cl_rt_task, keep.all);
+
+		if (!CL_ATOMIC_LOAD(&t->refs, CL_ACQUIRE))
+			continue;
+		t->refs = 0;
+		cl__rt_task_release(t);
+	}
+	cl__rt_free(rt);
+	return 0;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_LIFECYCLE_H */

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/switch.h - switching and the wake-to-run protocol.
+ *
+ * cl__rt_switch() and the hand-off to the next task, blocking
+ * (cl__rt_block()), waking (cl__rt_enqueue_wake(): the local rq, or the
+ * remote wake list of the target worker), and cl__rt_schedule(), the pick
+ * of the next task after a block, a yield or an exit.
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_SWITCH_H
+#define CACHELOCAL_SCHED_RUNTIME_SWITCH_H
+
+CL_BEGIN_DECLS
+
+/* ---- switching ---- */
+
+/*
+ * cl__rt_switch() - suspend @from, resume @to on worker @w (same thread).
+ * Returns, in @from, the worker that resumed it. @exiting: @from never
+ * resumes (ASan drops its fake stack).
+ */
+CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl__rt_ctx *from,
+					      struct cl__rt_ctx *to, int exiting)
+{
+	void *r;
+
+#ifdef CL_HAVE_TSAN
+	__tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+#ifdef CL__RT_ASAN
+	__sanitizer_start_switch_fiber(exiting ? NULL : &from->asan_fake, to->stack_lo, to->stack_size);
+#else
+	(void)exiting;
+#endif
+	r = cl__ctx_switch(&from->ctx, &to->ctx, w);
+#ifdef CL__RT_ASAN
+	__sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
+#endif
+	return (struct cl__rt_worker *)r;
+}
+
+CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
+
+/*
+ * cl__rt_finish() - run first by whatever context a switch resumes, on
+ * worker @w: release what the previous context held across the switch
+ * (the rq lock, its wait-list lock) and retire it if it exited.
+ */
+CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *prev = w->fin.prev;
+	struct cl_spinlock *unlock = w->fin.unlock;
+	int mode = w->fin.mode;
+
+	w->fin.prev = NULL;
+	w->fin.unlock = NULL;
+	if (mode != CL__RT_HANDOFF)
+		cl__rq_unlock(w->rq);
+	if (unlock)
+		cl_spin_unlock(unlock);
+	if (prev && mode == CL__RT_EXIT) {
+		struct cds_list_head waiters;
+
+		CDS_INIT_LIST_HEAD(&waiters);
+		cl__rt_task_detach(prev); /* before a joiner can see it exited */
+		cl_spin_lock(&prev->join_lock);
+		CL_ATOMIC_STORE(&prev->exited, 1, CL_SEQ_CST);
+		cds_list_splice(&prev->join_waiters, &waiters);
+		CDS_INIT_LIST_HEAD(&prev->join_waiters);
+		cl_spin_unlock(&prev->join_lock);
+		if (CL_ATOMIC_LOAD(&prev->ext_joiner, CL_SEQ_CST))
+			cl__futex_wake(&prev->exited, INT_MAX);
+		cl__rt_wake_waiters(&waiters);
+		cl__rt_live_add(w->rt, -1);
+		cl__rt_task_put(prev);
+	}
+}
+
+/* Make @t the worker's current task (before switching to it). */
+CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	w->curr = t;
+	t->w = w;
+	cl__rt_tls_current = t;
+	/* a new slice: for the tick (cl__rt_tick_main()) */
+	CL_ATOMIC_STORE(&w->nr_switches, w->nr_switches + 1, CL_RELAXED);
+	if (CL_UNLIKELY(!w->in_task))
+		CL_ATOMIC_STORE(&w->in_task, 1, CL_RELAXED);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)))
+		CL_ATOMIC_STORE(&w->preempt_pending, 0, CL_RELAXED);
+}
+
+CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
+
+/*
+ * Remote wake list (the kernel's TTWU_QUEUE). A waker on another worker,
+ * or outside the runtime, does not take @w's rq lock: it pushes the task on
+ * @w->remote_wakes (a lock-free stack on the line of @w's `sleeping` word)
+ * and kicks @w only if it sleeps (cl__rt_wake_remote()). @w takes the whole
+ * stack with one exchange at its next switch or idle-loop pick, under its
+ * own rq lock, and appends it in wake order to its local wake list, which
+ * the same switch then enqueues. A wakeup thus moves one line to the
+ * waker's CPU and back, instead of the rq lock, the rq and the entity.
+ * Against a lost wakeup: the waker pushes, then reads `sleeping`; the
+ * worker sets `sleeping`, then reads the stack (both sequentially
+ * consistent), so one of them sees the other.
+ */
+CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
+{
+	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
+}
+
+/* Move @w's remote wakeups to its local wake list. Context: @w's thread, rq lock. */
+CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *t, *fifo = NULL;
+
+	if (CL_LIKELY(!cl__rt_remote_pending(w)))
+		return;
+	t = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl_rt_task *)NULL, CL_ACQUIRE);
+	w->nr_remote_drains++;
+	while (t) { /* the stack is newest first */
+		struct cl_rt_task *n = t->remote_next;
+
+		t->remote_next = fifo;
+		fifo = t;
+		t = n;
+	}
+	for (t = fifo; t; t = t->remote_next) {
+		t->wake_next = NULL;
+		*w->wake_tail = t;
+		w->wake_tail = &t->wake_next;
+		w->nr_wakes++;
+	}
+}
+
+/* Enqueue the local wakeups @w deferred (cl__rt_wake()). Context: @w's rq lock. */
+CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
+{
+	struct cl_rt_task *t = w->wake_head;
+
+	if (CL_LIKELY(!t))
+		return;
+	w->wake_head = NULL;
+	w->wake_tail = &w->wake_head;
+	w->nr_wakes = 0;
+	while (t) {
+		struct cl_rt_task *n = t->wake_next;
+
+		t->wake_next = NULL;
+		if (!t->task.on_rq) /* else: the rq's stale curr of a hand-off chain, still queued */
+			cl_rq_enqueue(w->rq, &t->task, CL_ENQUEUE_WAKEUP);
+		t = n;
+	}
+}
+
+/*
+ * Direct hand-off. An uncontended hand-off within the same tick (see
+ * cl__rt_schedule(): the clock stands still, so the fair class would
+ * charge nothing) is done without the rq lock and without touching the rq:
+ * @self blocks and the worker switches straight to the one task on its
+ * wake list. The rq keeps the task it last picked as its curr (queued,
+ * on_cpu), although that task may now be blocked, and knows nothing of the
+ * wakee. A chain of such hand-offs (a ping-pong pair) takes no rq lock at
+ * all: per round trip two locked instructions fewer than the full switch.
+ *
+ * Why that is safe:
+ *  - Nothing else changes the rq's view of these tasks: the balancer never
+ *    moves an rq's curr and never sees a task that is not queued; the
+ *    handed-to task runs, so nobody can wake it.
+ *  - A remote waker of the rq's stale curr (blocked, but still queued) takes
+ *    the rq lock, finds it queued, records that (stale_woken) and sets the
+ *    worker's `resched` flag instead of enqueueing it; a remote wakeup of any other
+ *    task raises nr_running. Either stops the chain at its next switch (the
+ *    fast path requires nr_running == 1 and no resched), which then takes
+ *    the rq lock and brings the rq up to date first (cl__rt_handoff_sync()).
+ *    A chain that ends (its last task blocks with nothing on the wake list)
+ *    also takes the full path, so no wakeup waits on a chain that stopped.
+ *  - The rq lock still orders the worker's sleep against remote wakers: a
+ *    worker only goes idle through the full path.
+ *  - The wait-list lock @unlock is released by the next context as before
+ *    (the blocked task's context is saved before a waker can find it).
+ * Only tasks of the root group take it (a group on the way could be
+ * throttled, which only the full path handles); any other switch is full.
+ */
+CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self, int mode)
+{
+	return mode == CL__RT_BLOCK && w->nr_wakes == 1 && !self->task.tg && !w->wake_head->task.tg &&
+	       CL_READ_ONCE(w->rq->nr_running) == 1 && !CL_READ_ONCE(w->resched) &&
+	       !cl__rt_remote_pending(w);
+}
+
+CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
+			       struct cl_spinlock *unlock)
+{
+	struct cl_rt_task *n = w->wake_head;
+
+	w->wake_head = NULL;
+	w->wake_tail = &w->wake_head;
+	w->nr_wakes = 0;
+	n->wake_next = NULL;
+	w->nr_handoffs++;
+	w->fin.prev = self;
+	w->fin.unlock = unlock;
+	w->fin.mode = CL__RT_HANDOFF;
+	cl__rt_set_curr(w, n);
+	w = cl__rt_switch(w, &self->rc, &n->rc, 0);
+	/* resumed, maybe on another worker */
+	cl__rt_finish(w);
+	if (CL_UNLIKELY((int64_t)(w->now_ns - w->last_balance_ns) > (int64_t)w->rt->balance_ns))
+		cl__rt_balance(w, w->now_ns);
+}
+
+/*
+ * cl__rt_handoff_sync() - bring @w's rq up to date after direct hand-offs,
+ * before a full switch of @self: the rq's curr (the last task it picked)
+ * leaves its curr slot (requeued if a waker recorded it under this lock or
+ * it is on the wake list, else dequeued as blocked), and @self, which the
+ * rq does not know,
+ * is enqueued and made curr. Done with the clock of the last switch, so
+ * nothing is charged here: the full switch that follows charges @self.
+ * Context: @w's rq lock held.
+ */
+CL_INLINE void cl__rt_handoff_sync(struct cl__rt_worker *w, struct cl_rt_task *self)
+{
+	struct cl_rq *rq = w->rq;
+	struct cl_task *r = rq->curr;
+
+	CL_WRITE_ONCE(w->resched, 0);
+	if (CL_LIKELY(r == &self->task))
+		return;
+	if (r) {
+		struct cl_rt_task *rt_r = (struct cl_rt_task *)r->data, *q;
+		/* woken for good: under this lock by a remote waker, or locally (on
+		 * the wake list). Not its state: a remote waker writes that before it
+		 * takes this lock, and if we kept the task queued on the strength of
+		 * it, the task could run and block again before that waker's enqueue,
+		 * which would then wake it a second time. */
+		int woken = rt_r->stale_woken;
+
+		for (q = w->wake_head; q && !woken; q = q->wake_next)
+			woken = q == rt_r;
+		rt_r->stale_woken = 0;
+		if (!woken)
+			cl_rq_dequeue(rq, r, CL_DEQUEUE_SLEEP);
+		cl_rq_put_prev(rq);
+	}
+	cl_rq_enqueue(rq, &self->task, CL_ENQUEUE_WAKEUP);
+	cl_rq_set_curr(rq, &self->task);
+}
+
+/*
+ * cl__rt_schedule() - the running task @self stops running on @w (yield,
+ * block or exit) and the worker runs the next task of its rq, or its idle
+ * loop. @unlock (may be NULL) is a wait-list lock the caller holds: it is
+ * released only once @self's context is saved (by cl__rt_finish() in the
+ * next context), so a waker that finds @self on that list can never start
+ * it while it still runs here.
+ *
+ * Clock. A switch where the pick has a choice (another task is runnable
+ * besides the one that will run) reads the clock (cl__rt_now()) and
+ * charges the outgoing task exactly. An uncontended hand-off (@self blocks
+ * or exits and at most one task is runnable, or @self yields alone) makes
+ * no scheduling decision, and reads it only if the kernel's tick clock
+ * (cl__rt_tick_ns(), ~6 ns from the vDSO against ~15-40 ns for the TSC
+ * read plus the accounting it triggers) moved since the last such read;
+ * otherwise the rq clock stands still and the fair class charges nothing.
+ * The time since the last reading then goes, at the next reading, to the
+ * task switching out there: the first one after a tick, i.e. the one
+ * running when the tick came. A task is thus charged its running time in
+ * expectation (sampled at the tick, as statistical accounting does) and
+ * each charge is off by at most one tick period plus one run. Exact
+ * accounting at every switch: CL_RUNTIME_PRECISE_CLOCK.
+ *
+ * Context: a task on @w; holds no rq lock. Returns when @self runs again.
+ */
+CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self, int mode,
+			       struct cl_spinlock *unlock)
+{
+	struct cl_rq *rq = w->rq;
+	/* at most this many runnable (self included, wakes pending): no choice */
+	unsigned int solo = mode == CL__RT_YIELD ? 1u : 2u;
+	int hand_off = !w->rt->precise_clock && CL_READ_ONCE(rq->nr_running) + w->nr_wakes <= solo;
+	uint64_t now = w->now_ns;
+	struct cl_task *next;
+	struct cl_rt_task *n;
+
+	/* the clock (see above), read before the lock */
+	if (!hand_off) {
+		now = cl__rt_now(w->rt);
+		w->nr_clock_reads++;
+	} else {
+		uint64_t tick = cl__rt_tick_ns();
+
+		if (tick == w->tick_seen && cl__rt_can_hand_off(w, self, mode)) {
+			cl__rt_hand_off(w, self, unlock);
+			return;
+		}
+		if (tick != w->tick_seen) {
+			w->tick_seen = tick;
+			now = cl__rt_now(w->rt);
+			w->nr_clock_reads++;
+			hand_off = 0;
+		}
+	}
+	cl__rq_lock(rq);
+	cl__rt_drain_remote(w); /* before the sync: the rq's stale curr may be on it */
+	cl__rt_handoff_sync(w, self);
+	if (hand_off) {
+		if (CL_UNLIKELY(rq->nr_running + w->nr_wakes > solo)) {
+			now = cl__rt_now(w->rt); /* a remote wakeup came in: the pick has a choice */
+			w->nr_clock_reads++;
+		} else {
+			w->nr_clock_skips++;
+		}
+	}
+	w->now_ns = now;
+	cl__rq_update_clock(rq, now);
+	cl__rt_flush_wakes(w);
+	if (mode != CL__RT_YIELD)
+		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
+	else
+		cl_rq_yield(rq);
+	next = cl_rq_pick_next(rq);
+	if (next == &self->task) {
+		cl__rq_unlock(rq);
+		return;
+	}
+	w->fin.prev = self;
+	w->fin.unlock = unlock;
+	w->fin.mode = mode;
+	if (next) {
+		n = (struct cl_rt_task *)(void *)next;
+		cl__rt_set_curr(w, n);
+		w = cl__rt_switch(w, &self->rc, &n->rc, mode == CL__RT_EXIT);
+	} else {
+		w->curr = NULL;
+		cl__rt_tls_current = NULL;
+		CL_ATOMIC_STORE(&w->in_task, 0, CL_RELAXED);
+		w = cl__rt_switch(w, &self->rc, &w->sched, mode == CL__RT_EXIT);
+	}
+	/* resumed, maybe on another worker */
+	cl__rt_finish(w);
+	if (CL_UNLIKELY((int64_t)(w->now_ns - w->last_balance_ns) > (int64_t)w->rt->balance_ns))
+		cl__rt_balance(w, w->now_ns);
+}
+
+/*
+ * cl__rt_block() - the current task @self waits. The caller has put it on a
+ * wait list (with a waiter record) under @lock and holds @lock; it is
+ * released after the switch. Returns once a waker took it off the list and
+ * called cl__rt_wake().
+ */
+CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_spinlock *lock)
+{
+	CL_WRITE_ONCE(self->state, CL__RT_BLOCKED);
+	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);
+	cl__rt_np_exit(self); /* @lock, taken with cl__rt_lock(), was released for us */
+}
+
+/*
+ * cl__rt_kick() - wake @w's thread out of its futex sleep. @w decides to
+ * sleep under its rq lock (nr_running == 0 -> sleeping = 1), and a waker
+ * reads `sleeping` under the same lock right after its enqueue, so either
+ * the worker sees the task or the waker sees the flag. The swap to 0 makes
+ * one waker do the FUTEX_WAKE; a wake that lands before the worker's
+ * FUTEX_WAIT makes that wait return at once (the word is no longer 1).
+ */
+CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
+{
+	if (CL_ATOMIC_XCHG(&w->sleeping, 0, CL_ACQ_REL) == 1)
+		cl__futex_wake(&w->sleeping, 1);
+}
+
+/* Some other worker that sleeps, to pull work from a queue that grew; kick it. */
+CL_INLINE void cl__rt_kick_idle(struct cl_runtime *rt, unsigned int from)
+{
+	for (unsigned int i = 1; i < rt->nr_workers; i++) {
+		struct cl__rt_worker *o = &rt->workers[(from + i) % rt->nr_workers];
+
+		if (CL_ATOMIC_LOAD(&o->sleeping, CL_RELAXED)) { /* a hint: it may be waking already */
+			cl__rt_kick(o);
+			return;
+		}
+	}
+}
+
+/*
+ * cl__rt_enqueue_wake() - queue @t (new, or taken off a wait list by the
+ * caller) on worker @cpu's rq and notify that worker.
+ * @cur: the caller's worker (NULL outside the runtime).
+ */
+CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, unsigned int cpu,
+				   struct cl__rt_worker *cur, int flags)
+{
+	struct cl__rt_worker *tw = &rt->workers[cpu];
+	struct cl_rq *rq = tw->rq;
+	unsigned int nr;
+	int sleeping;
+
+	cl__rq_lock(rq);
+	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	if (CL_UNLIKELY(t->task.on_rq)) {
+		/* the rq's stale curr after a direct hand-off: see cl__rt_handoff_sync() */
+		t->stale_woken = 1;
+		CL_WRITE_ONCE(tw->resched, 1);
+		tw->nr_stale_wakes++;
+	} else {
+		cl_rq_enqueue(rq, &t->task, flags);
+	}
+	nr = rq->nr_running;
+	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
+	cl__rq_unlock(rq);
+	if (sleeping)
+		cl__rt_kick(tw);
+	else if (tw != cur)
+		return;
+	else if (!(flags & CL_ENQUEUE_WAKEUP) && nr >= 2 && rt->nr_workers > 1)
+		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
+}
+
+/* Push @t on @w's remote wake list; kick @w if it sleeps. */
+CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	struct cl_rt_task *old = CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED);
+
+	do
+		t->remote_next = old;
+	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, t, CL_SEQ_CST, CL_RELAXED));
+	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
+		cl__rt_kick(w);
+}
+
+/*
+ * cl__rt_wake() - make @t, blocked and taken off its wait list by the
+ * caller, runnable again on the rq of the worker that last ran it.
+ * Remote (another worker, or a caller outside the runtime): enqueued under
+ * that rq's lock, the worker notified. Local (the caller's own worker):
+ * put on the worker's wake list, which only this thread touches, and
+ * enqueued under the rq lock the caller's next switch takes anyway (one
+ * lock round trip instead of two; the kernel's wake list does the same).
+ *
+ * Context: any thread; holding no rq lock (a wait-list lock may be held).
+ */
+CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	if (self)
+		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
+	if (self && self->w == t->w) {
+		struct cl__rt_worker *w = self->w;
+
+		*w->wake_tail = t;
+		w->wake_tail = &t->wake_next;
+		w->nr_wakes++;
+	} else {
+		cl__rt_wake_remote(t->w, t);
+	}
+	if (self) { /* no yield here: this may run in cl__rt_finish() */
+		CL_BARRIER();
+		CL_WRITE_ONCE(self->np, self->np - 1);
+	}
+}
+
+/* Wake every waiter of a list the caller detached (join waiters). */
+CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list)
+{
+	struct cds_list_head *pos, *n;
+
+	cds_list_for_each_safe(pos, n, list) {
+		struct cl__rt_waiter *wt = cl_container_of(pos, struct cl__rt_waiter, node);
+		struct cl_rt_task *t = wt->t;
+
+		cds_list_del(pos);
+		wt->status = 0;
+		cl__rt_wake(t);
+	}
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_SWITCH_H */

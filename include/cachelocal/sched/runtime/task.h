@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/task.h - balancing and the task API.
+ *
+ * cl__rt_balance() (periodic and idle balancing between the workers' rqs),
+ * and the task API: cl_spawn() with the spawn-versus-shutdown admission
+ * protocol, cl_self(), cl_worker_id(), cl_yield(), cl_join().
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_TASK_H
+#define CACHELOCAL_SCHED_RUNTIME_TASK_H
+
+CL_BEGIN_DECLS
+
+/* ---- balancing ---- */
+
+/*
+ * cl__rt_balance() - one balancing pass for @w (pull from the busiest rq);
+ * a busy worker with tasks waiting also kicks a sleeping worker, which
+ * then pulls in its own idle balance.
+ */
+CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now)
+{
+	w->last_balance_ns = now;
+	if (w->rt->nr_workers < 2)
+		return;
+	cl_balance_run(w->rt->sched, w->cpu, now, NULL);
+	if (CL_READ_ONCE(w->rq->nr_running) >= 2)
+		cl__rt_kick_idle(w->rt, w->cpu);
+}
+
+/* ---- tasks ---- */
+
+/*
+ * Spawns from outside the runtime's tasks race cl_runtime_shutdown(): a
+ * spawn counts itself in `spawning` before it looks at `closing`, and
+ * shutdown sets `closing` before it reads `spawning` (then `live`), all
+ * sequentially consistent. So either the spawn sees `closing` (EPIPE), or
+ * shutdown sees it in flight and waits until it is queued and counted
+ * live: no task is lost, and a task not yet queued is never taken for a
+ * blocked one (EDEADLK). A spawn from inside a task needs none of this:
+ * its caller is live, so shutdown cannot be past waiting for tasks.
+ */
+CL_INLINE int cl__rt_spawn_admit(struct cl_runtime *rt)
+{
+	CL_ATOMIC_FETCH_ADD(&rt->spawning, 1, CL_SEQ_CST);
+	if (CL_LIKELY(!CL_ATOMIC_LOAD(&rt->closing, CL_SEQ_CST)))
+		return 0;
+	CL_ATOMIC_FETCH_SUB(&rt->spawning, 1, CL_SEQ_CST);
+	cl__rt_poke_shutdown(rt);
+	errno = EPIPE;
+	return -1;
+}
+
+CL_INLINE void cl__rt_spawn_done(struct cl_runtime *rt)
+{
+	CL_ATOMIC_FETCH_SUB(&rt->spawning, 1, CL_SEQ_CST);
+	cl__rt_poke_shutdown(rt);
+}
+
+/* A spawn failed after its admission: undo it, set errno to @err. */
+CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl__rt_worker *cur, int err)
+{
+	if (!cur)
+		cl__rt_spawn_done(rt);
+	errno = err;
+	return NULL;
+}
+
+/* First code of every task: finish the switch, run, exit. */
+CL_INLINE void cl__rt_task_entry(void *value, void *data)
+{
+	struct cl__rt_worker *w = (struct cl__rt_worker *)value;
+	struct cl_rt_task *t = (struct cl_rt_task *)data;
+
+#ifdef CL__RT_ASAN
+	__sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+	cl__rt_finish(w);
+	cl__rt_np_exit(t); /* 1 from cl_spawn(): not preempted before it runs */
+	t->ret = t->fn(t->arg);
+	t = cl__rt_current();
+	cl__rt_np_inc(t);
+	CL_WRITE_ONCE(t->state, CL__RT_DEAD);
+	cl__rt_schedule(t->w, t, CL__RT_EXIT, NULL);
+	/* never resumed */
+}
+
+/* cl_spawn() without the non-preemptible count. */
+CL_INLINE struct cl_rt_task *cl__rt_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
+					  void *(*fn)(void *), void *arg)
+{
+	struct cl_rt_task *self = cl__rt_current(), *t;
+	struct cl__rt_worker *cur;
+	unsigned int cpu, gen;
+	size_t pg;
+
+	if (!rt || !fn || (attr && (attr->worker > (int)rt->nr_workers || attr->worker < 0 ||
+				    (attr->pin && !attr->worker) || attr->nice < -20 || attr->nice > 19))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cur = self && self->rt == rt ? self->w : NULL;
+	if (!cur && cl__rt_spawn_admit(rt) != 0)
+		return NULL;
+	CL_INJECT(60); /* a spawn admitted, not yet counted live */
+	t = (struct cl_rt_task *)cl_objcache_alloc(rt->tcache);
+	if (!t || cl__rt_handle_task(t) != t || (!t->keep.map && cl__rt_stack_map(rt, t) != 0)) {
+		if (t) /* (or an address with no spare bits for the generation) */
+			cl_objcache_free(rt->tcache, t);
+		return cl__rt_spawn_fail(rt, cur, ENOMEM);
+	}
+	pg = rt->guard_size;
+	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
+	cl_task_init(&t->task, attr ? attr->nice : 0);
+	t->task.data = t;
+	t->np = 1; /* until cl__rt_task_entry() calls fn */
+	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
+		cl_objcache_free(rt->tcache, t); /* EINVAL: a destroyed group or another instance's */
+		return cl__rt_spawn_fail(rt, cur, EINVAL);
+	}
+	t->rt = rt;
+	t->fn = fn;
+	t->arg = arg;
+	t->refs = attr && attr->detached ? 1 : 2;
+	gen = CL_ATOMIC_LOAD(&t->keep.jgen, CL_RELAXED) >> 1;
+	CL_ATOMIC_STORE(&t->keep.jgen, gen << 1 | (unsigned int)(attr && attr->detached), CL_RELAXED);
+	cl_spin_init(&t->join_lock);
+	CDS_INIT_LIST_HEAD(&t->join_waiters);
+	t->rc.stack_lo = (char *)t->keep.map + pg;
+	t->rc.stack_size = t->keep.map_size - pg;
+	cl__ctx_make(&t->rc.ctx, (char *)t->keep.map + pg, t->rc.stack_size, cl__rt_task_entry, t);
+#ifdef CL_HAVE_TSAN
+	t->rc.tsan_fiber = __tsan_create_fiber(0);
+#endif
+	if (attr && attr->worker)
+		cpu = (unsigned int)(attr->worker - 1);
+	else if (cur)
+		cpu = cur->cpu;
+	else
+		cpu = CL_ATOMIC_FETCH_ADD(&rt->next_spawn, 1u, CL_RELAXED) % rt->nr_workers;
+	if (attr && attr->pin)
+		(void)cl_task_set_affinity(&t->task, rt->pin_masks + (size_t)cpu * rt->mask_words,
+					   rt->nr_workers); /* a valid one-CPU mask: cannot fail */
+	t->w = &rt->workers[cpu];
+	cl__rt_live_add(rt, 1);
+	CL_INJECT(62); /* counted live, not yet queued */
+	cl__rt_enqueue_wake(rt, t, cpu, cur, 0);
+	if (!cur)
+		cl__rt_spawn_done(rt);
+	return cl__rt_handle(t, gen); /* t may have run and exited: gen read before */
+}
+
+/**
+ * cl_spawn() - start a task running @fn(@arg).
+ * @rt: the runtime.
+ * @attr: group, first worker, pinning, nice, detached (NULL: defaults).
+ * @fn: the task's function; its return value is what cl_join() returns.
+ * @arg: passed to @fn.
+ *
+ * The task gets its own stack (CL_RUNTIME_STACK_SIZE by default, a guard
+ * region of CL_RUNTIME_GUARD_SIZE below it). From inside a task it is queued on the caller's worker
+ * (local; the balancer spreads work); from outside on the next worker in
+ * round robin, or on the worker @attr->worker names.
+ *
+ * Context: any thread, inside or outside the runtime's tasks.
+ * Return: the task (a handle for cl_join(), unless detached), or NULL with
+ * errno EINVAL (NULL @rt or @fn, bad @attr->worker, @attr->pin without a
+ * worker, @attr->nice outside -20..19, @attr->tg destroyed or of another
+ * scheduler instance),
+ * ENOMEM (no memory for the stack), EPIPE (from outside the runtime's
+ * tasks once cl_runtime_shutdown() has begun).
+ */
+CL_INLINE struct cl_rt_task *cl_spawn(struct cl_runtime *rt, const struct cl_spawn_attr *attr,
+				      void *(*fn)(void *), void *arg)
+{
+	struct cl_rt_task *self = cl__rt_np_enter(), *h = cl__rt_spawn(rt, attr, fn, arg);
+
+	if (self)
+		cl__rt_np_exit(self); /* (keeps errno) */
+	return h;
+}
+
+/**
+ * cl_self() - the running task.
+ *
+ * Context: any thread.
+ * Return: the task, or NULL when the caller is not a runtime task.
+ */
+CL_INLINE struct cl_rt_task *cl_self(void)
+{
+	return cl__rt_current();
+}
+
+/**
+ * cl_worker_id() - the worker (rq index) the calling task runs on now.
+ *
+ * A task may be moved by the balancer whenever it is not running, so the
+ * value holds until the caller next blocks or yields.
+ *
+ * Context: any thread.
+ * Return: 0..cl_runtime_nr_workers() - 1, or -1 outside a runtime task.
+ */
+CL_INLINE int cl_worker_id(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	return t ? (int)t->w->cpu : -1;
+}
+
+/**
+ * cl_yield() - let the worker run another runnable task first, if the fair
+ * class says one is due: the caller gives up the rest of its slice
+ * (cl_rq_yield(): its virtual deadline moves one slice later).
+ *
+ * Context: a runtime task.
+ * Return: 0, or -1 with errno EPERM outside a runtime task.
+ */
+CL_INLINE int cl_yield(void)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (!self) {
+		errno = EPERM;
+		return -1;
+	}
+	cl__rt_np_inc(self);
+	cl__rt_schedule(self->w, self, CL__RT_YIELD, NULL);
+	CL_BARRIER();
+	CL_WRITE_ONCE(self->np, self->np - 1); /* (no second yield for a pending mark) */
+	return 0;
+}
+
+/**
+ * cl_join() - wait for the task @h names to return, take its result, and
+ * free it.
+ * @h: a handle cl_spawn() returned for a task of this runtime, not
+ *     detached, not joined yet.
+ * @ret: where to store the task's return value (may be NULL).
+ *
+ * Inside a task the caller blocks through the runqueue (a wait list on the
+ * task); outside it sleeps on a futex. Each handle joins once: a second
+ * join, or a join through a handle whose descriptor has been reused since,
+ * fails with EINVAL (the handle carries the descriptor's generation).
+ *
+ * Context: any thread; not the task itself; the runtime not destroyed.
+ * Return: 0, or -1 with errno EINVAL (NULL @h, detached, already joined
+ * or being joined) or EDEADLK (@h is the caller).
+ */
+CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
+{
+	struct cl_rt_task *self = cl__rt_current(), *t = cl__rt_handle_task(h);
+	unsigned int want = cl__rt_handle_gen(h) << 1;
+
+	if (!t) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (t == self) {
+		errno = EDEADLK;
+		return -1;
+	}
+	/* the descriptor outlives its task (the cache keeps it): reading a stale one is safe */
+	if (!want || !CL_ATOMIC_CAS(&t->keep.jgen, &want, want | 1u, CL_ACQ_REL, CL_RELAXED)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (self) {
+		struct cl__rt_waiter wt;
+
+		cl__rt_lock(&t->join_lock);
+		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE)) {
+			wt.t = self;
+			wt.data = NULL;
+			wt.status = -1;
+			cds_list_add_tail(&wt.node, &t->join_waiters);
+			cl__rt_block(self, &t->join_lock);
+		} else {
+			cl__rt_unlock(&t->join_lock);
+		}
+	} else {
+		CL_ATOMIC_STORE(&t->ext_joiner, 1, CL_SEQ_CST);
+		while (!CL_ATOMIC_LOAD(&t->exited, CL_SEQ_CST))
+			cl__futex_wait(&t->exited, 0, NULL);
+		/* the exit path may still be in its futex wake on t: sync on join_lock */
+		cl_spin_lock(&t->join_lock);
+		cl_spin_unlock(&t->join_lock);
+	}
+	if (ret)
+		*ret = t->ret;
+	cl__rt_task_put(t);
+	return 0;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_TASK_H */

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/types.h - the M:N runtime's knobs and types.
+ *
+ * The tunables (stack, guard, slice, signal, spin and balance constants),
+ * struct cl_runtime, its workers and tasks, the thread-local current-task
+ * state, the sanitizer fiber declarations, and the non-preemptible count
+ * of a task (cl__rt_np_enter()/exit()).
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_TYPES_H
+#define CACHELOCAL_SCHED_RUNTIME_TYPES_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <urcu/list.h>
+#include <urcu/urcu-memb.h>
+
+#include "../../compiler.h"
+#include "../../objcache.h"
+#include "../../internal/futex.h"
+#include "../../sys.h"
+#include "../balance.h"
+#include "../group.h"
+#include "../rq.h"
+#include "context.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CL__RT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(CL__RT_ASAN)
+#define CL__RT_ASAN 1
+#endif
+/*
+ * Under valgrind the task stacks are registered (VALGRIND_STACK_REGISTER) so
+ * that memcheck takes a switch onto one for a stack switch: without it every
+ * access on a task stack reads as invalid. A client request is a few no-op
+ * instructions outside valgrind, made once per stack mapping.
+ */
+#if defined(__has_include) && !defined(CL__RT_ASAN) && !defined(CL_HAVE_TSAN)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define CL__RT_VALGRIND 1
+#endif
+#endif
+
+CL_BEGIN_DECLS
+
+#ifdef CL_HAVE_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+#ifdef CL__RT_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#if !defined(__cplusplus) && !defined(__USE_GNU)
+extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
+#endif
+#endif
+
+/* ---- knobs ---- */
+
+/* Bounds of struct cl_runtime_attr.stack_size (EINVAL outside). */
+#define CL_RUNTIME_STACK_MIN (16u * 1024u)
+#define CL_RUNTIME_STACK_MAX ((size_t)1 << 30)
+
+/* Default guard region below each task's stack: reserved, never committed
+ * (a frame up to this size that jumps the end of the stack still faults). */
+#ifndef CL_RUNTIME_GUARD_SIZE
+#define CL_RUNTIME_GUARD_SIZE (64u * 1024u)
+#endif
+
+/* Default usable stack of a task (a guard region is added below it). */
+#ifndef CL_RUNTIME_STACK_SIZE
+#if defined(CL__RT_ASAN) || defined(CL_HAVE_TSAN)
+#define CL_RUNTIME_STACK_SIZE (256u * 1024u)
+#else
+#define CL_RUNTIME_STACK_SIZE (64u * 1024u)
+#endif
+#endif
+/* Preemption: a task that has run this long (ns) without a switch is
+ * preempted within one more (struct cl_runtime_attr.slice_ns). */
+#ifndef CL_RUNTIME_SLICE_NS
+#define CL_RUNTIME_SLICE_NS 2000000ULL
+#endif
+/* The signal the tick sends to preempt (SIGURG, as Go's runtime: ignored by
+ * default, so a stray one harms nothing). Used only if the application has
+ * no handler for it. */
+#ifndef CL_RUNTIME_PREEMPT_SIGNAL
+#define CL_RUNTIME_PREEMPT_SIGNAL SIGURG
+#endif
+
+/* An idle worker spins this long (ns) for work before it sleeps on its futex. */
+#define CL_RUNTIME_SPIN_NS 50000ULL
+/* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
+ * wakes this often to try an idle balance. */
+#define CL_RUNTIME_BALANCE_NS 4000000ULL
+/*
+ * Cache-hot window of the runtime's balancer (the runqueue's default, 0.5
+ * ms, is for kernel threads; runtime tasks switch every few microseconds
+ * and would never look cold). The balancer still takes the coldest first.
+ */
+#define CL_RUNTIME_MIGRATION_COST_NS 20000ULL
+
+/* Runtime states (struct cl_runtime.shut). */
+#define CL__RT_UP 0
+#define CL__RT_STOPPING 1
+#define CL__RT_SHUT 2
+
+/* Task states (struct cl_rt_task.state). */
+#define CL__RT_RUNNABLE 0 /* queued or running */
+#define CL__RT_BLOCKED 1  /* waiting: off every rq, on some waiter list */
+#define CL__RT_DEAD 2     /* returned; stack released once switched away */
+
+/* Kinds of switch-out (cl__rt_schedule()). */
+#define CL__RT_YIELD 0
+#define CL__RT_BLOCK 1
+#define CL__RT_EXIT 2
+#define CL__RT_HANDOFF 3 /* direct hand-off: blocked, rq untouched and not locked */
+
+struct cl_runtime;
+struct cl__rt_worker;
+
+/* A context the runtime can switch to: a task's or a worker's own stack. */
+struct cl__rt_ctx {
+	struct cl__ctx ctx;
+	void *tsan_fiber;
+	void *asan_fake;
+	const void *stack_lo;
+	size_t stack_size;
+};
+
+/*
+ * struct cl_rt_task - a runtime task: a runqueue task, a stack and a context.
+ * Descriptors come from a per-CPU object cache (objcache.h) and keep their
+ * stack mapping (guard page + stack) across reuse: an object handed out
+ * again already has its stack, so a spawn on a warm cache makes no system
+ * call and takes no shared lock. Returned to the cache when the task has
+ * exited and has been joined (or was detached).
+ */
+struct cl_rt_task {
+	CL_GROUPED_MEMBER(struct cl_task task); /* the runqueue's view (first) */
+	struct cl__rt_ctx rc;              /* saved context */
+	struct cl_runtime *rt;
+	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
+	void *(*fn)(void *);
+	void *arg;
+	void *ret;
+	int state;                         /* CL__RT_*, written by the task and its waker */
+	int exited;                        /* 1 once DEAD and switched away (futex word) */
+	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
+	int refs;                          /* 2 at spawn: running + handle */
+	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
+	struct cl_rt_task *remote_next;    /* in a worker's remote_wakes */
+	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
+	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
+	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
+	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
+	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
+	struct cl__rt_keep {
+		void *map;                 /* guard page + stack, or NULL for a new object */
+		size_t map_size;
+		unsigned int jgen;         /* generation << 1 | joined: see cl__rt_handle() */
+		struct cds_list_head all;  /* in rt->all: every object that got a stack */
+#ifdef CL__RT_VALGRIND
+		unsigned vg_stack;         /* valgrind's id of the stack */
+#endif
+	} keep;
+};
+
+/*
+ * struct cl__rt_waiter - one blocked task on a wait list, on the blocked
+ * task's own stack. @data and @status are the primitive's (message slot,
+ * result); written by the waker before it wakes the task.
+ */
+struct cl__rt_waiter {
+	struct cds_list_head node;
+	struct cl_rt_task *t;
+	void *data;
+	int status;
+};
+
+/* What the next context must finish for the one that switched away. */
+struct cl__rt_fin {
+	struct cl_rt_task *prev;
+	struct cl_spinlock *unlock;        /* a wait-list lock held across the switch */
+	int mode;                          /* CL__RT_* switch kind */
+};
+
+/* One worker: a pinned thread serving one rq. */
+struct cl__rt_worker {
+	/* written by other threads (kick): on its own line */
+	CL_GROUP_BEGIN_GUARDED(cl_rt_worker_idle);
+	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
+	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
+	int preempt_pending;               /* set by the tick: the running task used its slice */
+	struct cl_rt_task *remote_wakes;   /* remote wakeups: a lock-free stack (cl__rt_wake()) */
+	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
+	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
+	struct cl_rt_task **wake_tail;
+	unsigned int nr_wakes;             /* entries on the wake list */
+	int resched;                       /* a remote waker found its task still queued (hand-off) */
+	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
+	struct cl_runtime *rt;
+	struct cl_rq *rq;
+	unsigned int cpu;                  /* rq index */
+	int os_cpu;                        /* CPU the thread is pinned to, -1 unpinned */
+	struct cl_rt_task *curr;           /* running task, NULL in the idle loop */
+	int in_task;                       /* curr != NULL, for the tick (atomic) */
+	unsigned long nr_switches;         /* bumped at each switch, read by the tick (atomic) */
+	unsigned long tick_switches;       /* nr_switches at the tick's last look (tick thread) */
+	uint64_t nr_preempts;              /* statistics: preempted by the signal ... */
+	uint64_t nr_preempt_marks;         /* ... or at a runtime call after a mark */
+	struct cl__rt_fin fin;
+	uint64_t now_ns;                   /* clock read at this worker's last switch */
+	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */
+	uint64_t last_balance_ns;
+	pthread_t thread;
+	int started;
+	uint64_t nr_idle_sleeps;           /* statistics */
+	uint64_t nr_spin_hits;
+	uint64_t nr_clock_reads;           /* precise clock reads at switches */
+	uint64_t nr_clock_skips;           /* hand-off switches that kept the last reading */
+	uint64_t nr_handoffs;              /* direct hand-offs (no rq lock) */
+	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
+	uint64_t nr_remote_drains;         /* remote wake lists taken over */
+};
+
+/**
+ * struct cl_runtime_attr - how to build a runtime (zeroed = defaults).
+ * @nr_workers: workers to start (0: one per CPU the process may run on);
+ *              worker n is pinned to the n-th allowed CPU (wrapping).
+ * @flags: CL_RUNTIME_UNPINNED (workers not pinned); CL_RUNTIME_PRECISE_CLOCK
+ *         (read the clock at every switch, also at uncontended hand-offs).
+ * @stack_size: usable stack per task (0: CL_RUNTIME_STACK_SIZE; else
+ *              CL_RUNTIME_STACK_MIN..CL_RUNTIME_STACK_MAX).
+ * @spin_ns: idle spin before a worker sleeps (0: CL_RUNTIME_SPIN_NS;
+ *           CL_RUNTIME_NO_SPIN: sleep at once).
+ * @balance_ns: periodic balancing interval (0: CL_RUNTIME_BALANCE_NS).
+ * @migration_cost_ns: balancer's cache-hot window (0:
+ *              CL_RUNTIME_MIGRATION_COST_NS; CL_RUNTIME_NEVER_HOT: none).
+ * @guard_size: inaccessible region below each stack, rounded up to pages
+ *              (0: CL_RUNTIME_GUARD_SIZE; at most CL_RUNTIME_STACK_MAX).
+ *              Address space only: it is never committed.
+ * @slice_ns: a task running this long without a switch is preempted (0:
+ *              CL_RUNTIME_SLICE_NS; CL_RUNTIME_NO_PREEMPT in @flags: never).
+ */
+struct cl_runtime_attr {
+	unsigned int nr_workers;
+	unsigned int flags;
+	size_t stack_size;
+	uint64_t spin_ns;
+	uint64_t balance_ns;
+	uint64_t migration_cost_ns;
+	size_t guard_size;
+	uint64_t slice_ns;
+};
+
+#define CL_RUNTIME_UNPINNED 0x1u
+#define CL_RUNTIME_PRECISE_CLOCK 0x2u
+/* No SIGSEGV handler naming the task whose stack overflowed (see
+ * cl_runtime_create()). */
+#define CL_RUNTIME_NO_OVERFLOW_REPORT 0x4u
+/* No preemption: tasks run until they block or yield (no tick thread). */
+#define CL_RUNTIME_NO_PREEMPT 0x8u
+#define CL_RUNTIME_NO_SPIN UINT64_MAX
+#define CL_RUNTIME_NEVER_HOT UINT64_MAX
+
+/**
+ * struct cl_spawn_attr - how to start a task (NULL or zeroed = defaults:
+ * every field's 0 is its default).
+ * @tg: task group (NULL: the root group).
+ * @worker: CL_SPAWN_WORKER(n) to queue it on worker n first; 0: the
+ *          caller's worker inside a task, round robin from outside.
+ * @pin: nonzero: the task may only run on the worker @worker names (the
+ *       balancer keeps it there); needs @worker.
+ * @nice: -20..19 (0: the default weight).
+ * @detached: nonzero: no cl_join(); freed when it returns.
+ */
+struct cl_spawn_attr {
+	struct cl_task_group *tg;
+	int worker;
+	int pin;
+	int nice;
+	int detached;
+};
+
+/* struct cl_spawn_attr.worker for worker @n (0 stays free for "default"). */
+#define CL_SPAWN_WORKER(n) ((int)(n) + 1)
+
+struct cl_runtime {
+	struct cl_sched *sched;
+	unsigned int nr_workers;
+	struct cl__rt_worker *workers;     /* nr_workers, each on its own lines */
+	unsigned long *pin_masks;          /* worker n's one-bit mask at n * mask_words */
+	unsigned int mask_words;
+	size_t stack_size;
+	uint64_t spin_ns;
+	uint64_t balance_ns;
+	int stop;                          /* workers leave their loop */
+	int closing;                       /* a cl_runtime_shutdown() began: outside spawns fail */
+	int spawning;                      /* outside spawns between admission and enqueue */
+	int shut;                          /* futex word: CL__RT_UP, _STOPPING (one caller stops
+					    * the workers) or _SHUT */
+	unsigned long live;                /* tasks spawned and not yet returned */
+	int quiesce_seq;                   /* futex word: bumped when live hits 0 or a worker sleeps */
+	int shutdown_waiting;              /* cl_runtime_shutdown() callers waiting */
+	/* per-switch clock: TSC scaled to ns when constant and non-stop, else clock_gettime */
+	int precise_clock;                 /* read it at every switch (no tick sampling) */
+	int use_ticks;
+	uint64_t ticks_base;
+	uint64_t ns_base;
+	uint64_t ns_per_tick_q32;          /* ns per tick, 32.32 fixed point */
+	unsigned int next_spawn;           /* round robin for outside spawns */
+	struct cl_objcache *tcache;        /* task descriptors (with their stacks) */
+	struct cl_spinlock all_lock;       /* protects all and the batches */
+	struct cds_list_head all;          /* every descriptor that has a stack slot */
+	size_t guard_size;                 /* below each stack, page-rounded */
+	int guard_mprotect;                /* MADV_GUARD_INSTALL refused: guards by mprotect */
+	int no_overflow_report;            /* CL_RUNTIME_NO_OVERFLOW_REPORT */
+	char *batch_next;                  /* next free slot of the newest batch */
+	unsigned int batch_left;           /* free slots there */
+	unsigned int nr_batches, cap_batches;
+	void **batches;                    /* every batch mapping (munmap at destroy) */
+	uint64_t slice_ns;                 /* preemption slice, 0: none */
+	int preempt_signal;                /* the tick signals workers (else: marks only) */
+	int tick_stop;                     /* futex word: the tick thread leaves */
+	int tick_started;
+	pthread_t tick_thread;
+};
+
+/* The task running on this thread, NULL outside the runtime's tasks. */
+CL_WEAK __thread struct cl_rt_task *cl__rt_tls_current;
+
+/*
+ * Read the current task through a call the compiler cannot see through:
+ * a task may resume on another worker thread, and a TLS address computed
+ * before a switch must not be reused after it.
+ */
+CL_NOINLINE CL_UNUSED static struct cl_rt_task *cl__rt_current(void)
+{
+	struct cl_rt_task *t = cl__rt_tls_current;
+
+	CL_BARRIER();
+	return t;
+}
+
+/* One byte per thread: its address identifies a thread outside the tasks. */
+CL_WEAK __thread char cl__rt_tls_thread_id;
+
+/* Who is calling (a mutex owner): the task, or the thread outside tasks. */
+CL_INLINE const void *cl__rt_caller_id(void)
+{
+	const struct cl_rt_task *self = cl__rt_current();
+
+	return self ? (const void *)self : (const void *)&cl__rt_tls_thread_id;
+}
+
+/* ---- preemption: the non-preemptible count ---- */
+
+/*
+ * struct cl_rt_task.np counts why the task may not be preempted now: a
+ * runtime lock it holds (cl__rt_lock()), a runtime call under way, or
+ * cl_preempt_disable(). Only the task itself changes it (from its code or
+ * from the preemption signal handler on its thread), so plain accesses
+ * with compiler barriers suffice. A preemption found not safe leaves the
+ * worker's preempt_pending set, and the task yields when its count next
+ * drops to 0 (cl__rt_np_exit()): "the next runtime call yields".
+ */
+CL_INLINE void cl__rt_np_inc(struct cl_rt_task *t)
+{
+	CL_WRITE_ONCE(t->np, t->np + 1);
+	CL_BARRIER();
+}
+
+CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t);
+
+CL_INLINE void cl__rt_np_exit(struct cl_rt_task *t)
+{
+	CL_BARRIER();
+	CL_WRITE_ONCE(t->np, t->np - 1);
+	if (CL_UNLIKELY(!t->np && CL_ATOMIC_LOAD(&t->w->preempt_pending, CL_RELAXED)))
+		cl__rt_preempt_yield(t);
+}
+
+/* The calling task, made non-preemptible; NULL outside tasks. */
+CL_INLINE struct cl_rt_task *cl__rt_np_enter(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	if (t)
+		cl__rt_np_inc(t);
+	return t;
+}
+
+/* A runtime lock: the holder is not preempted until it releases it. */
+CL_INLINE void cl__rt_lock(struct cl_spinlock *l)
+{
+	(void)cl__rt_np_enter();
+	cl_spin_lock(l);
+}
+
+CL_INLINE void cl__rt_unlock(struct cl_spinlock *l)
+{
+	struct cl_rt_task *t;
+
+	cl_spin_unlock(l);
+	t = cl__rt_current();
+	if (t)
+		cl__rt_np_exit(t);
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_TYPES_H */

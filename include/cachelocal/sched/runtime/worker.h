@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/worker.h - worker threads.
+ *
+ * Pinning, the worker's loop (pick, run, spin, balance, sleep on its
+ * futex) and the idle-worker kick.
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_WORKER_H
+#define CACHELOCAL_SCHED_RUNTIME_WORKER_H
+
+CL_BEGIN_DECLS
+
+/* ---- workers ---- */
+
+/* Pin the calling thread to @cpu (raw syscall: no GNU cpu_set_t needed). */
+CL_INLINE int cl__rt_pin_self(int cpu)
+{
+	unsigned long mask[CL_MAX_CPUS / (8 * sizeof(unsigned long)) + 1];
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+
+	memset(mask, 0, sizeof(mask));
+	mask[(unsigned int)cpu / bpl] |= 1UL << ((unsigned int)cpu % bpl);
+	return (int)syscall(SYS_sched_setaffinity, 0, sizeof(mask), mask);
+}
+
+/* The CPUs the process may run on, in order; returns how many (>= 1). */
+CL_INLINE unsigned int cl__rt_allowed_cpus(int *out, unsigned int max)
+{
+	unsigned long mask[CL_MAX_CPUS / (8 * sizeof(unsigned long)) + 1];
+	const unsigned int bpl = (unsigned int)(8 * sizeof(unsigned long));
+	long r = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+	unsigned int n = 0;
+
+	if (r <= 0) {
+		out[0] = 0;
+		return 1;
+	}
+	for (unsigned int c = 0; c < (unsigned int)r * 8 && n < max; c++)
+		if ((mask[c / bpl] >> (c % bpl)) & 1UL)
+			out[n++] = (int)c;
+	if (!n)
+		out[n++] = 0;
+	return n;
+}
+
+/*
+ * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
+ * the worker is idle again. Returns 1 if something ran.
+ */
+CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
+{
+	struct cl_task *next;
+	struct cl_rt_task *n;
+
+	cl__rq_lock(w->rq);
+	w->now_ns = cl__rt_now(w->rt);
+	cl__rq_update_clock(w->rq, w->now_ns);
+	cl__rt_drain_remote(w);
+	cl__rt_flush_wakes(w);
+	next = cl_rq_pick_next(w->rq);
+	if (!next) {
+		cl__rq_unlock(w->rq);
+		return 0;
+	}
+	n = (struct cl_rt_task *)(void *)next;
+	w->fin.prev = NULL;
+	w->fin.unlock = NULL;
+	cl__rt_set_curr(w, n);
+	w = cl__rt_switch(w, &w->sched, &n->rc, 0);
+	cl__rt_finish(w);
+	return 1;
+}
+
+/*
+ * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
+ * balance, spin (bounded), then sleep on its futex.
+ */
+CL_INLINE void *cl__rt_worker_main(void *arg)
+{
+	struct cl__rt_worker *w = (struct cl__rt_worker *)arg;
+	struct cl_runtime *rt = w->rt;
+	void *altstack = rt->no_overflow_report ? NULL : cl__rt_altstack_init();
+
+	if (w->os_cpu >= 0)
+		cl__rt_pin_self(w->os_cpu);
+	urcu_memb_register_thread();
+	cl__ctx_init_thread(&w->sched.ctx);
+#ifdef CL_HAVE_TSAN
+	w->sched.tsan_fiber = __tsan_get_current_fiber();
+#endif
+#ifdef CL__RT_ASAN
+	{
+		pthread_attr_t a;
+		void *lo;
+		size_t sz;
+
+		if (pthread_getattr_np(pthread_self(), &a) == 0) {
+			if (pthread_attr_getstack(&a, &lo, &sz) == 0) {
+				w->sched.stack_lo = lo;
+				w->sched.stack_size = sz;
+			}
+			pthread_attr_destroy(&a);
+		}
+	}
+#endif
+	for (;;) {
+		uint64_t now, until;
+
+		while (cl__rt_worker_pick(w))
+			;
+		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
+			break;
+		now = cl__rt_now(rt);
+		cl__rt_balance(w, now);
+		if (CL_READ_ONCE(w->rq->nr_running))
+			continue;
+		/* bounded spin */
+		if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
+			int hit = 0;
+
+			until = now + rt->spin_ns;
+			for (unsigned int i = 1;; i++) {
+				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop) ||
+				    cl__rt_remote_pending(w)) {
+					hit = 1;
+					break;
+				}
+				CL_CPU_RELAX();
+				if (!(i & 63) && cl__rt_now(rt) > until)
+					break;
+			}
+			if (hit) {
+				w->nr_spin_hits++;
+				continue;
+			}
+		}
+		/* sleep: announce, recheck, wait (see the wake protocol) */
+		cl__rq_lock(w->rq);
+		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
+			CL_ATOMIC_STORE(&w->sleeping, 1, CL_SEQ_CST);
+		cl__rq_unlock(w->rq);
+		/* a remote waker pushes, then reads `sleeping`: see cl__rt_drain_remote() */
+		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED) && !CL_ATOMIC_LOAD(&w->remote_wakes, CL_SEQ_CST)) {
+			struct timespec ts;
+
+			ts.tv_sec = (time_t)(rt->balance_ns / 1000000000ULL);
+			ts.tv_nsec = (long)(rt->balance_ns % 1000000000ULL);
+			w->nr_idle_sleeps++;
+			cl__rt_poke_shutdown(rt);
+			cl__futex_wait(&w->sleeping, 1, &ts);
+		}
+		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
+		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
+	}
+	urcu_memb_unregister_thread();
+	cl__rt_altstack_fini(altstack);
+	return NULL;
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_WORKER_H */
