@@ -77,6 +77,11 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 VARIANT_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
 	$(foreach i,$(shell grep -v '^[[:space:]]*\(#\|$$\)' $(v) | grep -n $(if $(SAN),-v '^plain:','') | cut -d: -f1),\
 	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i)))
+# The "plain:" variants (single layout switches: the id mode changes
+# nothing in them) run in the first test mode only.
+VARIANT_PLAIN_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
+	$(foreach i,$(shell grep -v '^[[:space:]]*\(#\|$$\)' $(v) | grep -n '^plain:' | cut -d: -f1),\
+	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i)))
 STRESS_SRC := $(sort $(wildcard tests/stress/*.c))
 STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
@@ -112,10 +117,10 @@ BENCH_BIN += $(PEER_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
 # Test id modes (scripts/run-tests.sh): the sanitizer runs skip the seccomp one.
-# TEST_JOBS: unit test binaries run at once, one per CPU (tests check
-# behaviour, never time, so binaries sharing the CPUs is fine; TEST_JOBS=1
-# runs them one at a time, their output as it comes).
-TEST_JOBS ?= $(NPROC)
+# TEST_JOBS: unit test binaries run at once (1: many tests pin or spin a
+# thread per CPU, and two such binaries side by side take longer than one
+# after the other; valgrind raises it).
+TEST_JOBS ?= 1
 TEST_MODES ?= default glibc-off no-rseq
 RUN_WRAP :=
 ifeq ($(SAN),tsan)
@@ -364,23 +369,27 @@ bench-librseq: librseq
 # Builds run in parallel (one job per CPU); tests run one binary at a time.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
+# $(call STEP,ARGS): make ARGS, then its elapsed time (progress on long runs).
+STEP = t=$$(date +%s); $(MAKE) --no-print-directory $(1) || exit 1; \
+	echo "   ... $(lastword $(1)): $$(($$(date +%s) - t)) s"
+
 check: deps
-	$(Q)$(MAKE) --no-print-directory check-headers
-	$(Q)$(MAKE) --no-print-directory api-check
-	$(Q)$(MAKE) --no-print-directory check-version
+	$(Q)$(call STEP,check-headers)
+	$(Q)$(call STEP,api-check)
+	$(Q)$(call STEP,check-version)
 	$(Q)$(MAKE) --no-print-directory check-cc
-	$(Q)$(MAKE) --no-print-directory check-robustness
-	$(Q)$(MAKE) --no-print-directory check-bench-report
+	$(Q)$(call STEP,check-robustness)
+	$(Q)$(call STEP,check-bench-report)
 	@echo "make check ($(CC)): all passed"
 
 # The part of check that depends on the compiler (CI runs it again with
 # CC=clang; the header checks already cover both compilers).
 check-cc:
-	$(Q)$(MAKE) --no-print-directory check-compile-fail
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory check-unit
-	$(Q)$(MAKE) --no-print-directory check-stress
-	$(Q)$(MAKE) --no-print-directory check-interop
+	$(Q)$(call STEP,check-compile-fail)
+	$(Q)$(call STEP,-j$(NPROC) build-tests)
+	$(Q)$(call STEP,check-unit)
+	$(Q)$(call STEP,check-stress)
+	$(Q)$(call STEP,check-interop)
 	@echo "make check-cc ($(CC)): compile-fail, unit, stress and interop tests passed"
 
 check-headers:
@@ -399,7 +408,11 @@ TREE_OPS_vg := 20000
 check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
 	@echo "== unit tests ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
 	$(Q)$(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
-		$(NORSEQ) $(UNIT_BIN) $(VARIANT_BIN)
+		$(NORSEQ) $(UNIT_BIN) $(filter-out $(VARIANT_PLAIN_BIN),$(VARIANT_BIN))
+	$(Q)$(if $(filter $(VARIANT_PLAIN_BIN),$(VARIANT_BIN)),\
+		echo "== single layout switches (\"plain:\" variants; mode: $(firstword $(TEST_MODES)))"; \
+		sh scripts/run-tests.sh -m "$(firstword $(TEST_MODES))" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+		$(NORSEQ) $(filter $(VARIANT_PLAIN_BIN),$(VARIANT_BIN)))
 
 check-stress: $(STRESS_BIN) $(NORSEQ)
 	@echo "== stress tests, short ($(STRESS_ENV))"
@@ -410,12 +423,14 @@ stress:
 	$(Q)$(MAKE) --no-print-directory check-stress STRESS_ENV="DURATION=$${DURATION:-30} ITERATIONS=$${ITERATIONS:-2000000}"
 
 check-asan: deps
-	$(Q)$(MAKE) --no-print-directory SAN=asan -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory SAN=asan check-unit check-stress check-robustness
+	$(Q)$(call STEP,SAN=asan -j$(NPROC) build-tests)
+	$(Q)$(call STEP,SAN=asan check-unit)
+	$(Q)$(call STEP,SAN=asan check-stress check-robustness)
 
 check-tsan: deps
-	$(Q)$(MAKE) --no-print-directory SAN=tsan -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory SAN=tsan check-unit check-stress
+	$(Q)$(call STEP,SAN=tsan -j$(NPROC) build-tests)
+	$(Q)$(call STEP,SAN=tsan check-unit)
+	$(Q)$(call STEP,SAN=tsan check-stress)
 
 # Unit tests (and their A/B variants) under memcheck: any memcheck error or
 # definite leak fails the test (exit 99). tests/valgrind.supp covers only
