@@ -84,6 +84,16 @@ VARIANT_PLAIN_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
 	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i)))
 STRESS_SRC := $(sort $(wildcard tests/stress/*.c))
 STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
+# NOASM=1 (the CL_NO_RSEQ_ASM build of check-matrix-extra): only the tests
+# whose code reaches a per-CPU operation; these never do (no rseq section,
+# so the build would test the same code again).
+NOASM_SKIP := unit/test_cacheline unit/test_topology unit/test_spinlock unit/test_internal \
+	unit/test_atfork unit/test_sched_balance unit/test_sched_eevdf unit/test_sched_group \
+	unit/test_sched_rq unit/test_sched_threads stress/sched_soak
+ifeq ($(NOASM),1)
+UNIT_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(NOASM_SKIP)),$(UNIT_BIN))
+STRESS_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(NOASM_SKIP)),$(STRESS_BIN))
+endif
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -151,10 +161,12 @@ RUN_WRAP := $(VALGRIND) $(VG_FLAGS)
 TEST_MODES := valgrind
 # The M:N runtime registers its task stacks with valgrind
 # (VALGRIND_STACK_REGISTER, when <valgrind/valgrind.h> is there): its tests run too.
-# VG_EXCLUDE: binaries left out of check-valgrind (none today).
+# VG_EXCLUDE: binaries left out of check-valgrind (none today). The A/B
+# variants are left out (VG_VARIANTS=1 runs them too): each is a one-switch
+# rebuild of a test memcheck already runs, and the ASan run covers them.
 VG_EXCLUDE :=
 UNIT_BIN := $(filter-out $(VG_EXCLUDE),$(UNIT_BIN))
-VARIANT_BIN := $(filter-out $(VG_EXCLUDE),$(VARIANT_BIN))
+VARIANT_BIN := $(if $(filter 1,$(VG_VARIANTS)),$(filter-out $(VG_EXCLUDE),$(VARIANT_BIN)))
 endif
 # Stress tests: short by default (make check), long with `make stress`.
 STRESS_ENV ?= DURATION=1 ITERATIONS=20000
@@ -450,7 +462,8 @@ check-valgrind: deps
 # fallback, default mode). check-matrix-extra runs only the last two, so CI
 # runs `make check` once and adds it. The CL_NO_RSEQ_ASM build skips the
 # A/B variants (*.variants: layout switches; the percpu_ops and counter
-# ones already include a CL_NO_RSEQ_ASM build) to keep its compile time down.
+# ones already include a CL_NO_RSEQ_ASM build) and the tests of NOASM_SKIP
+# (no per-CPU operation) to keep its compile time down.
 NOASM_BUILD := build/$(CCNAME)-noasm
 .PHONY: check-matrix check-matrix-extra check-valgrind fuzz fuzz-build
 check-matrix: deps
@@ -461,9 +474,9 @@ check-matrix-extra:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory check-unit check-stress check-robustness TEST_MODES=no-mm-cid
 	@echo "== CL_NO_RSEQ_ASM build"
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= \
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= NOASM=1 \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" build-tests
-	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= \
+	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= NOASM=1 \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" check-unit check-stress check-robustness TEST_MODES=default
 	@echo "make check-matrix-extra ($(CC)): no-mm-cid and CL_NO_RSEQ_ASM passed"
 
