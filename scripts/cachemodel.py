@@ -32,8 +32,10 @@ costs:
 Indexing (the id each burst uses):
   per-cpu   the CPU number.
   NAIVE     mm_cid before 6.13: a CPU keeps the cid it used last for
-            EXPIRY_MS after that use, then the cid is free again; a CPU with
-            no kept cid takes the lowest free cid.
+            expiry_ms after that use, then the cid is free again; a CPU with
+            no kept cid takes the lowest free cid. The kernel frees a cid
+            unused for 100 ms when its periodic scan runs, so expiry_ms is
+            100 ms or more (fitted on EXPIRY_GRID).
   RECENT    6.13: as NAIVE, but a CPU first tries the cid it used last
             (recent_cid) when no other CPU keeps it, and a CPU without one
             takes a never-used cid while there is one (spread up to the
@@ -41,22 +43,31 @@ Indexing (the id each burst uses):
   LLC       RECENT, then the lowest free cid last used in the same domain,
             then the lowest free cid.
 
-Calibration (fit()): the schedules (which CPU used each burst's item last
-and how long ago) do not depend on the cache parameters, so they are
-computed once per seed row, column and seed (FIT_ROUNDS rounds, seeds
-FIT_SEEDS, the first round excluded) and the cost of a parameter set is a
-weighted sum over them. The fit minimises the sum over the 24 cells of
-SEED_T3 of log(model ns / seed ns)^2 (model ns = cycles / CLOCK_GHZ, the
-mean over the seeds as the seed averaged its runs) by a deterministic
-coordinate search in log space from PRIOR: each free parameter in FREE
-order is multiplied and divided by a step factor, a change is kept when it
-lowers the objective and stays inside BOUNDS and the ordering of sensible()
-(l2 <= l3 <= dram, l3 <= peer_l2 <= remote, tau_l2 <= tau_l3); passes repeat
-until none changes anything, then the step shrinks (STEPS). The result is
-FITTED; the unit tests check that fit() reproduces it and that every cell
-is within 2x. The fit shows that one parameter set of this model can
-reproduce the published table; it does not show that the model's
-mechanisms are the hardware's.
+Calibration (fit()): the parameters are fitted to the seed's published T3
+table, SEED_T3 (eight rows, three columns). The schedules (which CPU used
+each burst's item last and how long ago) do not depend on the cache
+parameters, so they are computed once per cell and seed (FIT_ROUNDS
+rounds, seeds FIT_SEEDS, the first round excluded, the mean over the seeds
+as the seed averaged its runs); with the two decay times fixed a cell's
+cost is linear in the five costs. The objective is the sum over the 24
+cells of log(model ns / seed ns)^2, model ns = cycles / CLOCK_GHZ. For each
+expiry of EXPIRY_GRID, a coordinate search in log space starts from PRIOR:
+each move of MOVES (a parameter alone, or with those the ordering keeps
+above it) multiplies by a step factor and by its inverse; a change is kept
+when it lowers the objective and sensible() still holds (BOUNDS; l2 <= l3
+<= dram, l3 <= peer_l2 <= remote, tau_l2 <= tau_l3); passes repeat until
+none changes anything, then the step shrinks (STEPS). The expiry with the
+lowest objective wins; its parameters, rounded to 4 digits, are FITTED
+(`cachemodel.py --fit` redoes it, about half a minute). Not fitted:
+compute (adding to it is adding to every cost) and CLOCK_GHZ (it scales
+every cost).
+
+What the fit shows: one sensible parameter set of this model reproduces
+the published table within WITHIN per cell. What it does not show: that
+the model's mechanisms are the hardware's (calibration() names the
+parameters the table leaves free and those that sit on a limit of the
+sensible region), or anything about topologies and delays outside the
+table.
 """
 import functools
 import math
@@ -66,7 +77,7 @@ from collections import Counter, OrderedDict
 
 LINE = 64
 LINES = 16384 // LINE            # 16 KiB burst
-EXPIRY_MS = 100.0                # the kernel's cid expiry before 6.13 (not fitted)
+EXPIRY_MS = 100.0                # the kernel's cid expiry period before 6.13 (the least expiry_ms)
 CLOCK_GHZ = 3.7                  # cycles -> ns for the seed's machine (EPYC 9654 boost)
 
 # name: (cpus, cores, domains); cpu c is on core c % cores (SMT: c and c + cores)
@@ -181,7 +192,7 @@ def burst_cost(topo, last_cpu, cpu, elapsed_ms, params=None):
 
 
 class _Ids:
-    """The cid state of one process. Only kept cids (used within EXPIRY_MS)
+    """The cid state of one process. Only kept cids (used within expiry_ms)
     are tracked: an expired one acts as no cid at all, so it is dropped."""
 
     def __init__(self, topo, policy, expiry_ms=EXPIRY_MS):
