@@ -40,8 +40,9 @@ Indexing (the id each burst uses):
             (recent_cid) when no other CPU keeps it, and a CPU without one
             takes a never-used cid while there is one (spread up to the
             CPU count) before the lowest free cid.
-  LLC       RECENT, then the lowest free cid last used in the same domain,
-            then the lowest free cid.
+  LLC       as RECENT, but a CPU whose recent cid is kept by another CPU
+            first takes the lowest free cid last used in its domain (the
+            order of cachelocal's CL_CID_LLC: recent, LLC, spread, lowest).
 
 Calibration (fit()): the parameters are fitted to the seed's published T3
 table, SEED_T3 (eight rows, three columns). The schedules (which CPU used
@@ -217,7 +218,7 @@ class _Ids:
         r = self.recent.get(cpu)
         if smart and r is not None and r not in self.holder:
             return r
-        if self.policy == "LLC":
+        if self.policy == "LLC" and r is not None:
             free = [c for c in self.by_dom.get(self.topo.domain(cpu), ()) if c not in self.holder]
             if free:
                 return min(free)

@@ -83,6 +83,14 @@ class Schedules(unittest.TestCase):
         self.assertAlmostEqual(cost, (place["same core"] * same + place["other domain"] * other) / 8)
         self.assertGreater(place["other domain"], 0)
 
+    def test_llc_spreads_a_cpu_without_a_recent_cid_as_cachelocal_does(self):
+        # cpus 0, 1 share domain 0; cid 0 (last used there) has expired when
+        # cpu 1 first asks: it takes a never-used cid, not cid 0
+        ids = cm._Ids(cm.Topology(4, 4, 2), "LLC", 100.0)
+        self.assertEqual(ids.get(0, 0.0), 0)
+        self.assertEqual(ids.get(1, 200.0), 1)
+        self.assertEqual(ids.get(0, 400.0), 0)  # its recent cid, free again
+
     def test_a_longer_expiry_keeps_cids_longer(self):
         # 2 CPUs 100 ms apart: a CPU's cid is at most 300 ms old at its next burst
         _, kept = cm.simulate(T22, "NAIVE", 100, 5, 1, dict(P, expiry_ms=350.0))
