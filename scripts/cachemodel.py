@@ -113,10 +113,10 @@ PRIOR = {"compute": 4.0, "l2": 14.0, "l3": 50.0, "peer_l2": 50.0, "remote": 250.
 COSTS = ("l2", "l3", "peer_l2", "remote", "dram")
 RELATIONS = ("same core", "same domain", "other domain")
 FREE = ("l2", "l3", "peer_l2", "remote", "dram", "tau_l2_ms", "tau_l3_ms")
-# What a physically sensible parameter may be: a few cycles per line for a
-# prefetched L2 stream up to the latency of a transfer across sockets
-# (~1000 cycles at CLOCK_GHZ); an L2 copy lasting 10 ms .. 100 s, an L3 copy
-# 0.1 s .. 10^4 s.
+# What a physically sensible parameter may be: from 1 cycle per line (a
+# prefetched stream) up to 40 for the L2, 150 for the L3 and ~1000 for the
+# others (a fetch across sockets at CLOCK_GHZ); an L2 copy lasting
+# 10 ms .. 100 s, an L3 copy 0.1 s .. 10^4 s.
 BOUNDS = {"l2": (1.0, 40.0), "l3": (1.0, 150.0), "peer_l2": (1.0, 1000.0),
           "remote": (1.0, 1000.0), "dram": (1.0, 1000.0),
           "tau_l2_ms": (10.0, 1e5), "tau_l3_ms": (100.0, 1e7)}
