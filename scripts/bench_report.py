@@ -540,9 +540,11 @@ def write_model_md(L, e):
                                       if cal["within_all"] else "**NOT every cell within %.0fx**"
                                       % cal["within"]),
           "- at a limit of the sensible region: %s" % (", ".join(cal["at_bounds"]) or "none"),
-          "- the objective grows by less than 0.01 when these move by 25%%, so the table does "
-          "not pin them: %s" % (", ".join(k for k, v in cal["sensitivity"].items()
-                                         if v is not None and v < 0.01) or "none"),
+          "- growth of the objective when one parameter moves by 25%%: %s; below 0.01 the table "
+          "does not pin it: %s" % (
+              ", ".join("%s %.3g" % (k, v) for k, v in cal["sensitivity"].items() if v is not None),
+              ", ".join(k for k, v in cal["sensitivity"].items()
+                        if v is not None and v < 0.01) or "none"),
           "", "| config | delay | per-cpu seed ns | model | ratio | mm_cid seed ns | model (NAIVE) "
           "| ratio | cache-local seed ns | model (RECENT) | ratio |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -417,13 +417,18 @@ def _rounded(p):
     return {k: float("%.4g" % v) for k, v in p.items()}
 
 
-def fit():
+def fit(trace=None):
     """The calibrated parameters: for each expiry of EXPIRY_GRID a coordinate
     search from PRIOR; the best objective wins (the lower expiry on a tie);
-    rounded to 4 significant digits."""
+    rounded to 4 significant digits. trace (a list) gets (expiry, objective,
+    worst cell factor) of each search."""
     best = None
     for expiry in EXPIRY_GRID:
-        p, v = _search(dict(PRIOR, expiry_ms=expiry), seed_cells(expiry))
+        cells = seed_cells(expiry)
+        p, v = _search(dict(PRIOR, expiry_ms=expiry), cells)
+        if trace is not None:
+            trace.append((expiry, v, math.exp(max(abs(math.log(cell_ns(c, p) / c["seed_ns"]))
+                                                  for c in cells))))
         if best is None or v < best[1] - 1e-12:
             best = (p, v)
     return _rounded(best[0])
@@ -488,7 +493,10 @@ def main(argv):
         print(__doc__.split("\n\n")[0])
         return 2
     if argv[1:] == ["--fit"]:
-        p = fit()
+        trace = []
+        p = fit(trace)
+        for expiry, v, worst in trace:
+            print("expiry %6.0f ms: objective %.3f, worst cell %.2fx" % (expiry, v, worst))
         _print_calibration(calibration(p))
         if p != FITTED:
             print("differs from FITTED: paste the parameters above into FITTED")
