@@ -6,8 +6,10 @@ Checks: one JSON document; schema_version 1; machine/commit/compiler present;
 every experiment of bench_report.EXPERIMENTS (and the cache model E3m)
 present once; each experiment's fields typed; a verdict from the rule's set;
 a measured experiment has before/after/gain numbers, min <= median <= max on
-each side, and a gain that matches before/after in the stated direction;
-the "peers" array (check_peers()).
+each side, a gain that matches before/after in the stated direction and a
+verdict that agrees with it (reproduced: gain > 1, contrary: gain < 1);
+E3m's fit to the seed's T3 table (check_calibration()); the "peers" array
+(check_peers()).
 Exit 0 when valid, 1 with one line per problem otherwise.
 """
 import json
@@ -74,11 +76,47 @@ def check(doc):
         for side in ("before", "after"):
             if not e[side + "_min"] <= e[side] <= e[side + "_max"]:
                 errs.append("%s: %s median outside its min-max" % (name, side))
-        if e["id"] != "E3m" and e["before"] > 0 and e["after"] > 0:
+        if e["before"] > 0 and e["after"] > 0:
             g = e["after"] / e["before"] if e["higher_is_better"] else e["before"] / e["after"]
             if not math.isclose(g, e["gain"], rel_tol=1e-6):
                 errs.append("%s: gain %g is not %g" % (name, e["gain"], g))
+        if (e["verdict"] == "reproduced" and not e["gain"] > 1) or (
+                e["verdict"] == "contrary" and not e["gain"] < 1):
+            errs.append("%s: gain %.2fx beside the verdict %s" % (name, e["gain"], e["verdict"]))
+        if e["id"] == "E3m":
+            errs += check_calibration(e.get("calibration"))
     return errs + check_peers(doc)
+
+
+def check_calibration(cal):
+    """E3m's fit to the seed's T3 table: every cell of the seed's table
+    once, each ratio = model/seed, and within_all telling the truth."""
+    if not isinstance(cal, dict) or not isinstance(cal.get("cells"), list):
+        return ["E3m: calibration (the fit to the seed's table) missing"]
+    errs = []
+    want = {(c, d, col) for c, d, _ in bench_report.cachemodel.SEED_T3
+            for col in bench_report.cachemodel.SEED_COLUMNS}
+    got = []
+    for c in cal["cells"]:
+        if not isinstance(c, dict) or not all(
+                isinstance(c.get(k), NUM) and not isinstance(c.get(k), bool) and c.get(k) > 0
+                for k in ("seed_ns", "model_ns", "ratio")):
+            errs.append("E3m: a calibration cell needs positive seed_ns, model_ns, ratio")
+            continue
+        got.append((c.get("config"), c.get("delay_ms"), c.get("column")))
+        if not math.isclose(c["ratio"], c["model_ns"] / c["seed_ns"], rel_tol=1e-6):
+            errs.append("E3m: calibration ratio %g is not model/seed" % c["ratio"])
+    if sorted(got, key=str) != sorted(want, key=str):
+        errs.append("E3m: calibration cells are not the seed's %d cells" % len(want))
+    within = cal.get("within")
+    if isinstance(within, NUM) and got and not errs:
+        truth = all(1 / within <= c["ratio"] <= within for c in cal["cells"])
+        if cal.get("within_all") is not truth:
+            errs.append("E3m: calibration within_all is %r, the cells say %r"
+                        % (cal.get("within_all"), truth))
+    elif not errs:
+        errs.append("E3m: calibration within missing")
+    return errs
 
 
 def check_peers(doc):

@@ -18,31 +18,40 @@ T22 = cm.Topology(2, 2, 2)      # two cores, two L3s
 SMT = cm.Topology(4, 2, 1)      # cpus 0 and 2 share core 0
 
 
+P = dict(cm.PRIOR)               # hand-checkable numbers: l2 14, l3 50, remote 250, dram 350
+P["peer_l2"] = 120.0             # distinct from l3 so that the cases below tell them apart
+
+
 class LineCost(unittest.TestCase):
     def test_same_core_at_once_is_an_l2_hit(self):
-        self.assertEqual(cm.line_cost(T2, 0, 0, 0.0), cm.LAT["L2"])
+        self.assertEqual(cm.line_cost(T2, 0, 0, 0.0, P), P["l2"])
 
     def test_smt_sibling_shares_the_l2(self):
-        self.assertEqual(cm.line_cost(SMT, 2, 0, 0.0), cm.LAT["L2"])
+        self.assertEqual(cm.line_cost(SMT, 2, 0, 0.0, P), P["l2"])
 
-    def test_other_core_same_l3_at_once_is_l3_latency(self):
-        self.assertEqual(cm.line_cost(T2, 1, 0, 0.0), cm.LAT["L3"])
+    def test_other_core_same_l3_at_once_is_a_transfer_from_its_l2(self):
+        self.assertEqual(cm.line_cost(T2, 1, 0, 0.0, P), P["peer_l2"])
+
+    def test_other_core_same_l3_after_its_l2_lost_the_line_is_an_l3_hit(self):
+        q = dict(P, tau_l2_ms=10.0, tau_l3_ms=1e18)
+        self.assertAlmostEqual(cm.line_cost(T2, 1, 0, 1e4, q), P["l3"])
 
     def test_other_domain_at_once_is_a_remote_transfer(self):
-        self.assertEqual(cm.line_cost(T22, 1, 0, 0.0), cm.LAT["remote"])
+        self.assertEqual(cm.line_cost(T22, 1, 0, 0.0, P), P["remote"])
 
     def test_never_used_or_long_idle_line_comes_from_dram(self):
-        self.assertEqual(cm.line_cost(T2, None, 0, 0.0), cm.LAT["dram"])
-        self.assertAlmostEqual(cm.line_cost(T22, 1, 0, 1e9), cm.LAT["dram"])
-        self.assertAlmostEqual(cm.line_cost(T2, 0, 0, 1e9), cm.LAT["dram"])
+        self.assertEqual(cm.line_cost(T2, None, 0, 0.0, P), P["dram"])
+        self.assertAlmostEqual(cm.line_cost(T22, 1, 0, 1e9, P), P["dram"])
+        self.assertAlmostEqual(cm.line_cost(T2, 0, 0, 1e9, P), P["dram"])
+        self.assertAlmostEqual(cm.line_cost(T2, 1, 0, 1e9, P), P["dram"])
 
     def test_half_life_in_l2_with_l3_kept_averages_l2_and_l3(self):
-        t = cm.TAU_L2_MS * math.log(2)
-        self.assertAlmostEqual(cm.line_cost(T2, 0, 0, t, tau_l3=1e18),
-                               (cm.LAT["L2"] + cm.LAT["L3"]) / 2)
+        t = P["tau_l2_ms"] * math.log(2)
+        self.assertAlmostEqual(cm.line_cost(T2, 0, 0, t, dict(P, tau_l3_ms=1e18)),
+                               (P["l2"] + P["l3"]) / 2)
 
     def test_burst_is_lines_times_compute_plus_line(self):
-        self.assertEqual(cm.burst_cost(T2, 0, 0, 0.0), cm.LINES * (cm.COMPUTE + cm.LAT["L2"]))
+        self.assertEqual(cm.burst_cost(T2, 0, 0, 0.0, P), cm.LINES * (P["compute"] + P["l2"]))
 
     def test_bad_topology_is_refused(self):
         for shape in ((0, 1, 1), (3, 2, 1), (4, 4, 3)):
@@ -64,14 +73,30 @@ class Schedules(unittest.TestCase):
         self.assertEqual(place["same core"], 8)
 
     def test_naive_after_expiry_always_takes_cid_0(self):
-        # 200 ms apart: every cid expired, every burst takes cid 0, last used by
-        # the previous burst, 200 ms ago: its CPU decides the placement.
-        cost, place = cm.simulate(T22, "NAIVE", 200, 5, 1)
+        # 200 ms apart, expiry 100 ms: every cid expired, every burst takes cid
+        # 0, last used by the previous burst, 200 ms ago: its CPU decides the
+        # placement.
+        cost, place = cm.simulate(T22, "NAIVE", 200, 5, 1, P)
         self.assertEqual(sum(place.values()), 8)
-        same = cm.burst_cost(T22, 0, 0, 200)
-        other = cm.burst_cost(T22, 1, 0, 200)
+        same = cm.burst_cost(T22, 0, 0, 200, P)
+        other = cm.burst_cost(T22, 1, 0, 200, P)
         self.assertAlmostEqual(cost, (place["same core"] * same + place["other domain"] * other) / 8)
         self.assertGreater(place["other domain"], 0)
+
+    def test_llc_spreads_a_cpu_without_a_recent_cid_as_cachelocal_does(self):
+        # cpus 0, 1 share domain 0; cid 0 (last used there) has expired when
+        # cpu 1 first asks: it takes a never-used cid, not cid 0
+        ids = cm._Ids(cm.Topology(4, 4, 2), "LLC", 100.0)
+        self.assertEqual(ids.get(0, 0.0), 0)
+        self.assertEqual(ids.get(1, 200.0), 1)
+        self.assertEqual(ids.get(0, 400.0), 0)  # its recent cid, free again
+
+    def test_a_longer_expiry_keeps_cids_longer(self):
+        # 2 CPUs 100 ms apart: a CPU's cid is at most 300 ms old at its next burst
+        _, kept = cm.simulate(T22, "NAIVE", 100, 5, 1, dict(P, expiry_ms=350.0))
+        self.assertEqual(kept, {"same core": 8, "same domain": 0, "other domain": 0})
+        _, lost = cm.simulate(T22, "NAIVE", 100, 5, 1, dict(P, expiry_ms=50.0))
+        self.assertGreater(lost["other domain"], 0)
 
     def test_same_seed_same_result_other_seed_other_order(self):
         a = cm.simulate(cm.Topology(8, 8, 2), "NAIVE", 200, 4, 7)
@@ -88,6 +113,13 @@ class Schedules(unittest.TestCase):
         self.assertAlmostEqual(r["speedup"], r["NAIVE"]["median"] / r["RECENT"]["median"])
 
 
+def fake_calibration(ratio=1.5):
+    cells = [{"config": c, "delay_ms": d, "column": col, "seed_ns": 100.0,
+              "model_ns": 100.0 * ratio, "ratio": ratio}
+             for c, d, _ in cm.SEED_T3 for col in cm.SEED_COLUMNS]
+    return {"cells": cells, "within": 2.0, "within_all": ratio <= 2.0}
+
+
 def valid_doc():
     exps = []
     for e in bench_report.EXPERIMENTS:
@@ -95,7 +127,7 @@ def valid_doc():
                      "higher_is_better": False, "before": 4.0, "after": 2.0, "gain": 2.0,
                      "runs": 5, "before_min": 3.5, "before_max": 4.5, "after_min": 1.5,
                      "after_max": 2.5, "verdict": "reproduced", "reason": "r", "rows": []})
-    exps.append(dict(exps[0], id="E3m"))
+    exps.append(dict(exps[0], id="E3m", calibration=fake_calibration()))
     return {"schema_version": 1, "commit": "abc", "compiler": "gcc",
             "machine": {"cpu_model": "x", "cpus": 2, "kernel": "6", "glibc": "2.36",
                         "compiler": "gcc", "id_mode": "mm_cid", "rseq_ops_mode": "x",
@@ -135,6 +167,114 @@ class Validator(unittest.TestCase):
         d = copy.deepcopy(valid_doc())
         d["experiments"][0]["after_max"] = 1.8
         self.assertTrue(any("min-max" in x for x in check_report.check(d)))
+
+
+class Calibration(unittest.TestCase):
+    """The model's parameters are fitted to the seed's published T3 table."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cal = cm.calibration()
+        cls.cells = cm.seed_cells(cm.FITTED["expiry_ms"])
+
+    def test_the_fit_covers_every_cell_of_the_seed_table(self):
+        got = sorted((c["config"], c["delay_ms"], c["column"]) for c in self.cal["cells"])
+        want = sorted((c, d, col) for c, d, _ in cm.SEED_T3 for col in cm.SEED_COLUMNS)
+        self.assertEqual(got, want)
+        self.assertEqual(len(got), 24)
+
+    def test_fitted_model_reproduces_every_seed_cell_within_2x(self):
+        for c in self.cal["cells"]:
+            self.assertTrue(0.5 <= c["ratio"] <= 2.0, c)
+        self.assertTrue(self.cal["within_all"])
+        self.assertLessEqual(self.cal["worst_factor"], 2.0)
+
+    def test_uncalibrated_model_does_not(self):
+        # the model before calibration: per-cpu data lost in 150 ms, NAIVE
+        # ahead of per-cpu on 8 cores @200 ms
+        prior = cm.calibration(cm.PRIOR)
+        self.assertGreater(prior["worst_factor"], 2.0)
+        naive, percpu = [next(c["model_ns"] for c in prior["cells"] if c["config"] == "8 cores/1 L3"
+                              and c["delay_ms"] == 200 and c["column"] == col)
+                         for col in ("NAIVE", "per-cpu")]
+        self.assertLess(naive, percpu)
+
+    def test_fitted_parameters_are_sensible_and_no_step_of_the_search_improves_them(self):
+        self.assertTrue(cm.sensible(cm.FITTED))
+        self.assertGreaterEqual(cm.FITTED["expiry_ms"], 100.0)
+        base = cm.objective(cm.FITTED, self.cells)
+        for move in cm.MOVES:
+            for f in (cm.STEPS[-1], 1 / cm.STEPS[-1]):
+                q = dict(cm.FITTED)
+                for k in move:
+                    q[k] *= f
+                if cm.sensible(q):
+                    self.assertGreater(cm.objective(q, self.cells), base - 1e-4, (move, f))
+
+    def test_search_lowers_the_objective_and_stays_sensible(self):
+        cells = [c for c in cm.seed_cells(100.0) if c["config"] == "8 cores/1 L3"]
+        p, v = cm._search(dict(cm.PRIOR), cells)
+        self.assertTrue(cm.sensible(p))
+        self.assertLess(v, cm.objective(cm.PRIOR, cells) / 2)
+        self.assertEqual((p, v), cm._search(dict(cm.PRIOR), cells))  # deterministic
+
+
+class ModelSummaryRow(unittest.TestCase):
+    """E3m's summary row: one metric, and a verdict read from it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.e = bench_report.model_experiment("smoke")
+
+    def test_gain_is_before_over_after_and_agrees_with_the_verdict(self):
+        e = self.e
+        self.assertAlmostEqual(e["gain"], e["before"] / e["after"])
+        self.assertEqual(e["gain"], min(r["speedup"] for r in e["rows"]))
+        want = ("reproduced" if e["gain"] > 1 + bench_report.MODEL_TOLERANCE else
+                "contrary" if e["gain"] < 1 - bench_report.MODEL_TOLERANCE else "within noise")
+        self.assertEqual(e["verdict"], want)
+        doc = valid_doc()
+        doc["experiments"] = [x for x in doc["experiments"] if x["id"] != "E3m"] + [e]
+        self.assertEqual(check_report.check(doc), [])
+
+    def test_validator_rejects_a_gain_above_1_beside_contrary(self):
+        for verdict, before in (("contrary", 4.0), ("reproduced", 1.0)):
+            d = valid_doc()
+            e = d["experiments"][-1]
+            e.update(verdict=verdict, before=before, before_min=before, before_max=before,
+                     gain=before / e["after"])
+            self.assertTrue(any("beside the verdict " + verdict in x for x in check_report.check(d)),
+                            verdict)
+
+    def test_validator_rejects_a_missing_or_untrue_calibration(self):
+        d = valid_doc()
+        d["experiments"][-1]["calibration"] = fake_calibration(3.0)
+        self.assertEqual(check_report.check(d), [])  # reported as missed: valid
+        d["experiments"][-1]["calibration"]["within_all"] = True
+        self.assertTrue(any("within_all" in x for x in check_report.check(d)))
+        d["experiments"][-1]["calibration"]["cells"].pop()
+        self.assertTrue(any("seed's 24 cells" in x for x in check_report.check(d)))
+        del d["experiments"][-1]["calibration"]
+        self.assertTrue(any("calibration" in x for x in check_report.check(d)))
+
+    def test_section_shows_the_seed_table_before_the_predictions(self):
+        import tempfile
+        doc = valid_doc()
+        doc["experiments"] = [self.e]
+        doc["machine"]["cflags"] = ""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.md")
+            bench_report.write_md(path, doc, None)
+            with open(path) as f:
+                md = f.read()
+        fit, pred = md.index("### Calibration"), md.index("### Predictions")
+        self.assertLess(fit, pred)
+        self.assertIn("| 8 cores/1 L3 | 200 ms | 1374 | ", md[fit:pred])
+        self.assertIn("| 19289 | ", md[fit:pred])
+        rows = [ln for ln in md[fit:pred].splitlines() if ln.startswith("| ") and " ms | " in ln]
+        self.assertEqual(len(rows), 8)                  # a row per row of the seed's table
+        self.assertTrue(all(ln.count("x |") == 3 for ln in rows))  # a ratio per column
+        self.assertIn("| %.2fx | %s |" % (self.e["gain"], self.e["verdict"]), md)
 
 
 def rec(bench, variant, value, case="c", placement="p"):
