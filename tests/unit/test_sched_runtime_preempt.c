@@ -106,6 +106,83 @@ Test(sched_runtime_preempt, pair_round_trips_beside_a_task_that_never_yields, .t
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
 
+/*
+ * A mark the signal could not act on (the task was not at a safe point
+ * when it came: here a cl_preempt_disable() section left without the
+ * runtime call that would act on it, as when the signal lands in the
+ * runtime's own code and the task then spins) must not be lost: the tick
+ * signals again while the task keeps its worker, and the pair beside it
+ * goes on. Before, the tick signalled only when it set the mark, and the
+ * spinner kept its worker for good. The spinner gives up by itself after
+ * LOST_GIVE_UP_NS (the failure; far more slices than the pair needs).
+ */
+#define LOST_GIVE_UP_NS (20ull * 1000000000ull)
+static atomic_int lost_gave_up;
+
+static uint64_t lost_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *lost_mark_spinner(void *p)
+{
+	struct cl_rt_task *self = cl_self();
+	uint64_t t0;
+
+	(void)p;
+	cl_preempt_disable();
+	while (!CL_ATOMIC_LOAD(&self->w->preempt_pending, CL_RELAXED))
+		atomic_fetch_add_explicit(&spins, 1, memory_order_relaxed);
+	CL_BARRIER();
+	CL_WRITE_ONCE(self->np, self->np - 1); /* left without acting on the mark */
+	t0 = lost_now_ns();
+	while (!atomic_load_explicit(&stop_spin, memory_order_relaxed)) {
+		long n = atomic_fetch_add_explicit(&spins, 1, memory_order_relaxed);
+
+		if (!(n & 0xffff) && lost_now_ns() - t0 > LOST_GIVE_UP_NS) {
+			atomic_store(&lost_gave_up, 1);
+			break;
+		}
+	}
+	return NULL;
+}
+
+Test(sched_runtime_preempt, a_mark_the_signal_could_not_act_on_is_signalled_again, .timeout = 60)
+{
+	struct cl_runtime *rt;
+	struct cl_rt_task *s, *a, *b;
+	struct pair pr;
+	void *ra = (void *)2, *rb = (void *)2;
+
+#ifdef CL_HAVE_TSAN
+	cr_skip_test("ThreadSanitizer: marking only, no signal to repeat");
+#endif
+	rt = new_rt(0);
+	pr.ab = cl_chan_create(sizeof(int), 1);
+	pr.ba = cl_chan_create(sizeof(int), 1);
+	pr.rounds = 50;
+	atomic_store(&stop_spin, 0);
+	atomic_store(&spins, 0);
+	atomic_store(&lost_gave_up, 0);
+	s = cl_spawn(rt, NULL, lost_mark_spinner, NULL);
+	a = cl_spawn(rt, NULL, ping, &pr);
+	b = cl_spawn(rt, NULL, pong, &pr);
+	cr_assert(s && a && b);
+	cr_assert_eq(cl_join(a, &ra), 0);
+	cr_assert_eq(cl_join(b, &rb), 0);
+	cr_assert_eq(cl_join(s, NULL), 0);
+	cr_assert_null(ra);
+	cr_assert_null(rb);
+	cr_assert_eq(atomic_load(&lost_gave_up), 0,
+		     "the spinner kept its worker: the mark its signal could not act on was lost");
+	cl_chan_destroy(pr.ab);
+	cl_chan_destroy(pr.ba);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}
+
 /* ---- wakeup preemption ---- */
 
 /*
