@@ -74,24 +74,20 @@ static void *pong(void *p)
 	return NULL;
 }
 
-Test(sched_runtime_preempt, pair_round_trips_beside_a_task_that_never_yields, .timeout = 120)
+/* On @rt's one worker: @spin beside a ping-pong pair of @rounds round
+ * trips; all three joined, the pair's results checked. */
+static void pair_beside(struct cl_runtime *rt, void *(*spin)(void *), int rounds)
 {
-	struct cl_runtime *rt;
 	struct cl_rt_task *s, *a, *b;
 	struct pair pr;
 	void *ra = (void *)2, *rb = (void *)2;
 
-#ifdef CL_HAVE_TSAN
-	cr_skip_test("ThreadSanitizer runs signal handlers from its interceptors only: "
-		     "a task that calls nothing is not preempted (marking only)");
-#endif
-	rt = new_rt(0);
 	pr.ab = cl_chan_create(sizeof(int), 1);
 	pr.ba = cl_chan_create(sizeof(int), 1);
-	pr.rounds = 200;
+	pr.rounds = rounds;
 	atomic_store(&stop_spin, 0);
 	atomic_store(&spins, 0);
-	s = cl_spawn(rt, NULL, spinner, NULL);
+	s = cl_spawn(rt, NULL, spin, NULL);
 	a = cl_spawn(rt, NULL, ping, &pr);
 	b = cl_spawn(rt, NULL, pong, &pr);
 	cr_assert(s && a && b);
@@ -100,9 +96,21 @@ Test(sched_runtime_preempt, pair_round_trips_beside_a_task_that_never_yields, .t
 	cr_assert_null(ra, "ping lost a round trip");
 	cr_assert_null(rb);
 	cr_assert_eq(cl_join(s, NULL), 0);
-	cr_assert_gt(rt->workers[0].nr_preempts, 0, "the spinner was never preempted by the signal");
 	cl_chan_destroy(pr.ab);
 	cl_chan_destroy(pr.ba);
+}
+
+Test(sched_runtime_preempt, pair_round_trips_beside_a_task_that_never_yields, .timeout = 120)
+{
+	struct cl_runtime *rt;
+
+#ifdef CL_HAVE_TSAN
+	cr_skip_test("ThreadSanitizer runs signal handlers from its interceptors only: "
+		     "a task that calls nothing is not preempted (marking only)");
+#endif
+	rt = new_rt(0);
+	pair_beside(rt, spinner, 200);
+	cr_assert_gt(rt->workers[0].nr_preempts, 0, "the spinner was never preempted by the signal");
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
 
@@ -153,33 +161,15 @@ static void *lost_mark_spinner(void *p)
 Test(sched_runtime_preempt, a_mark_the_signal_could_not_act_on_is_signalled_again, .timeout = 60)
 {
 	struct cl_runtime *rt;
-	struct cl_rt_task *s, *a, *b;
-	struct pair pr;
-	void *ra = (void *)2, *rb = (void *)2;
 
 #ifdef CL_HAVE_TSAN
 	cr_skip_test("ThreadSanitizer: marking only, no signal to repeat");
 #endif
 	rt = new_rt(0);
-	pr.ab = cl_chan_create(sizeof(int), 1);
-	pr.ba = cl_chan_create(sizeof(int), 1);
-	pr.rounds = 50;
-	atomic_store(&stop_spin, 0);
-	atomic_store(&spins, 0);
 	atomic_store(&lost_gave_up, 0);
-	s = cl_spawn(rt, NULL, lost_mark_spinner, NULL);
-	a = cl_spawn(rt, NULL, ping, &pr);
-	b = cl_spawn(rt, NULL, pong, &pr);
-	cr_assert(s && a && b);
-	cr_assert_eq(cl_join(a, &ra), 0);
-	cr_assert_eq(cl_join(b, &rb), 0);
-	cr_assert_eq(cl_join(s, NULL), 0);
-	cr_assert_null(ra);
-	cr_assert_null(rb);
+	pair_beside(rt, lost_mark_spinner, 50);
 	cr_assert_eq(atomic_load(&lost_gave_up), 0,
 		     "the spinner kept its worker: the mark its signal could not act on was lost");
-	cl_chan_destroy(pr.ab);
-	cl_chan_destroy(pr.ba);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
 
