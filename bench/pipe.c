@@ -16,8 +16,10 @@
  * --vs-kernel also runs the kernel's tool the same number of times with the
  * matching placement and prints its median and the ratio.
  * --hog runs the pair on one worker alone and beside a task that never
- * yields (preemption), alternating run by run: both rates, their ratio and
- * the round trip's p99 beside the hog in slices.
+ * yields (preemption), alternating run by run: both rates, their ratio, the
+ * round trip's p99 beside the hog in slices, and where the worker's time
+ * went (the hog's share and turns, the pair's round trip while it ran).
+ * With a placement option as well, both run (the hog comparison first).
  */
 #include <stdatomic.h>
 
@@ -119,11 +121,56 @@ static double pipe_run(int place, long loops, double *cpu_share)
 static atomic_int hog_stop;
 static atomic_long hog_spins;
 
+/*
+ * Where the worker's time went beside the hog: the hog reads a cycle
+ * counter inline each turn of its loop (no call, so the preemption signal
+ * still finds it in the executable) and counts a gap longer than
+ * hog_gap_cycles as one time it was switched out. Filled by the hog.
+ */
+static uint64_t hog_gap_cycles;
+static struct hog_stats {
+	uint64_t outs;       /* times the hog was switched out (and back) */
+	uint64_t off_cycles; /* cycles it was switched out */
+	uint64_t all_cycles; /* cycles from its first to its last look */
+} hog_stats;
+
+static inline uint64_t hog_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	return bench_now_ns(); /* (a vDSO call: the signal may find it outside the executable) */
+#endif
+}
+
+/* Cycles per microsecond of hog_cycles(), over 2 ms. */
+static double hog_cycles_per_us(void)
+{
+	uint64_t n0 = bench_now_ns(), c0 = hog_cycles(), n1;
+
+	while ((n1 = bench_now_ns()) - n0 < 2000000)
+		;
+	return (double)(hog_cycles() - c0) * 1000.0 / (double)(n1 - n0);
+}
+
 static void *hog_task(void *p)
 {
+	uint64_t first = hog_cycles(), last = first, outs = 0, off = 0;
+
 	(void)p;
-	while (!atomic_load_explicit(&hog_stop, memory_order_relaxed))
+	while (!atomic_load_explicit(&hog_stop, memory_order_relaxed)) {
+		uint64_t now = hog_cycles();
+
+		if (now - last > hog_gap_cycles) {
+			outs++;
+			off += now - last;
+		}
+		last = now;
 		atomic_fetch_add_explicit(&hog_spins, 1, memory_order_relaxed);
+	}
+	hog_stats.outs = outs;
+	hog_stats.off_cycles = off;
+	hog_stats.all_cycles = last - first;
 	return NULL;
 }
 
@@ -170,9 +217,20 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* What one --hog run saw besides the rate (diagnostics). */
+struct hog_diag {
+	double p99, worst;      /* round trip (ns) */
+	double hog_share;       /* of the hog's time in the run: share it had the worker */
+	double hog_turns;       /* times it was switched out */
+	double pair_rtt;        /* ns per round trip while the hog was switched out */
+	uint64_t preempts;      /* by the signal */
+	uint64_t handoffs;      /* direct hand-offs */
+	uint64_t clock_reads;   /* full switches that read the clock */
+};
+
 /* One run on one pinned worker: ns per round trip of the pair, with or
- * without the hog beside it; *p99: the 99th percentile round trip (ns). */
-static double hog_run(int with_hog, long loops, uint64_t *rtt, double *p99, double *worst)
+ * without the hog beside it. */
+static double hog_run(int with_hog, long loops, uint64_t *rtt, struct hog_diag *d)
 {
 	struct cl_runtime_attr ra;
 	struct cl_spawn_attr sa;
@@ -183,6 +241,8 @@ static double hog_run(int with_hog, long loops, uint64_t *rtt, double *p99, doub
 	double ns = -1;
 
 	memset(&ra, 0, sizeof(ra));
+	memset(d, 0, sizeof(*d));
+	memset(&hog_stats, 0, sizeof(hog_stats));
 	ra.nr_workers = 1;
 	ra.flags = rt_flags;
 	rt = cl_runtime_create(&ra);
@@ -205,8 +265,16 @@ static double hog_run(int with_hog, long loops, uint64_t *rtt, double *p99, doub
 	    (!h || !cl_join(h, NULL))) {
 		ns = (double)a0.ns / (double)loops;
 		qsort(rtt, (size_t)loops, sizeof(*rtt), cmp_u64);
-		*p99 = (double)rtt[(size_t)((double)loops * 0.99)];
-		*worst = (double)rtt[loops - 1];
+		d->p99 = (double)rtt[(size_t)((double)loops * 0.99)];
+		d->worst = (double)rtt[loops - 1];
+		if (hog_stats.all_cycles) {
+			d->hog_share = 1.0 - (double)hog_stats.off_cycles / (double)hog_stats.all_cycles;
+			d->hog_turns = (double)hog_stats.outs;
+			d->pair_rtt = ns * (1.0 - d->hog_share);
+		}
+		d->preempts = rt->workers[0].nr_preempts;
+		d->handoffs = rt->workers[0].nr_handoffs;
+		d->clock_reads = rt->workers[0].nr_clock_reads;
 	}
 	cl_runtime_destroy(rt);
 	cl_chan_destroy(c1);
@@ -219,22 +287,35 @@ static double hog_run(int with_hog, long loops, uint64_t *rtt, double *p99, doub
 static int hog_main(struct bench *b, long loops)
 {
 	double solo[BENCH_MAX_RUNS], hog[BENCH_MAX_RUNS], p99s[BENCH_MAX_RUNS], worst[BENCH_MAX_RUNS];
-	double dummy, dummy2, ms, mh, mp;
+	double share[BENCH_MAX_RUNS], turn[BENCH_MAX_RUNS], prtt[BENCH_MAX_RUNS];
+	double ms, mh, mp, cpu_us = hog_cycles_per_us();
 	uint64_t *rtt = (uint64_t *)calloc((size_t)loops, sizeof(*rtt));
 	const double slice = (double)CL_RUNTIME_SLICE_NS;
+	struct hog_diag d;
 
 	if (!rtt)
 		return 1;
+	hog_gap_cycles = (uint64_t)(cpu_us * 2.0); /* a gap over 2 us: switched out */
 	for (int r = 0; r < b->runs; r++) {
-		solo[r] = hog_run(0, loops, rtt, &dummy, &dummy2);
-		hog[r] = hog_run(1, loops, rtt, &p99s[r], &worst[r]);
+		solo[r] = hog_run(0, loops, rtt, &d);
+		hog[r] = hog_run(1, loops, rtt, &d);
 		if (solo[r] < 0 || hog[r] < 0) {
 			fprintf(stderr, "pipe: --hog run failed: %s\n", strerror(errno));
 			free(rtt);
 			return 1;
 		}
-		bench_progress(b, "hog run %d: solo %.1f ns/op, beside the hog %.1f ns/op, p99 %.0f ns, max %.0f ns",
-			       r, solo[r], hog[r], p99s[r], worst[r]);
+		p99s[r] = d.p99;
+		worst[r] = d.worst;
+		share[r] = d.hog_share;
+		turn[r] = d.hog_turns ? hog[r] * (double)loops * d.hog_share / d.hog_turns : 0;
+		prtt[r] = d.pair_rtt;
+		bench_progress(b, "hog run %d: solo %.1f ns/op, beside the hog %.1f ns/op, p99 %.0f ns, max %.0f ns; "
+			       "the hog had the worker %.0f%% of the time in %.0f turns (%.0f us each), the "
+			       "pair %.1f ns per round trip while it ran; %llu preemptions, %llu hand-offs, "
+			       "%llu clock reads",
+			       r, solo[r], hog[r], d.p99, d.worst, 100 * d.hog_share, d.hog_turns, turn[r] / 1e3,
+			       d.pair_rtt, (unsigned long long)d.preempts, (unsigned long long)d.handoffs,
+			       (unsigned long long)d.clock_reads);
 	}
 	free(rtt);
 	ms = bench_median(solo, b->runs);
@@ -243,16 +324,21 @@ static int hog_main(struct bench *b, long loops)
 	if (!b->json_only)
 		printf("# one pinned worker, slice %.1f ms: the pair alone %.1f ns/op, beside a task that "
 		       "never yields %.1f ns/op;\n# round trip p99 beside it %.0f ns = %.2f slices (max %.2f "
-		       "slices)\n",
-		       slice / 1e6, ms, mh, mp, mp / slice, bench_median(worst, b->runs) / slice);
+		       "slices);\n# the hog had the worker %.0f%% of the time, %.0f us a turn; the pair's "
+		       "round trip while it ran: %.1f ns\n",
+		       slice / 1e6, ms, mh, mp, mp / slice, bench_median(worst, b->runs) / slice,
+		       100 * bench_median(share, b->runs), bench_median(turn, b->runs) / 1e3,
+		       bench_median(prtt, b->runs));
 	bench_report(b, "pipe round trip", "pair alone", "same-cpu", 2, solo, b->runs, "ns/op");
 	bench_report(b, "pipe round trip", "pair beside a hog", "same-cpu", 2, hog, b->runs, "ns/op");
 	bench_report(b, "pipe round trip p99", "pair beside a hog", "same-cpu", 2, p99s, b->runs, "ns");
 	bench_report(b, "pipe round trip max", "pair beside a hog", "same-cpu", 2, worst, b->runs, "ns");
+	bench_report(b, "pipe round trip while the pair runs", "pair beside a hog", "same-cpu", 2, prtt,
+		     b->runs, "ns/op");
 	rtb_goal(b, "pipe beside a hog >= 50% of the solo rate", bench_ratio(b, "pipe beside a hog",
 		 "rate beside the hog / rate alone", ms, mh), 0.5, 1);
 	rtb_goal(b, "pipe p99 beside a hog <= 2 slices", mp / slice, 2, 0);
-	return bench_finish(b);
+	return 0;
 }
 
 /* ---- --cross-cpu: the hardware floor, one cache line's round trip ---- */
@@ -327,8 +413,9 @@ static void usage(void)
 	       "  --precise-clock  read the clock at every switch (CL_RUNTIME_PRECISE_CLOCK; default:\n"
 	       "               uncontended hand-offs sample it at the kernel tick, docs/runtime.md)\n"
 	       "  --hog        the pair on one worker alone and beside a task that never yields:\n"
-	       "               rate kept and round-trip p99 in preemption slices\n"
-	       "  (no placement option: all three)\n");
+	       "               rate kept and round-trip p99 in preemption slices (with a placement\n"
+	       "               option: both)\n"
+	       "  (no placement option: all three; with --hog alone: none)\n");
 	bench_usage("pipe");
 }
 
@@ -367,8 +454,10 @@ int main(int argc, char **argv)
 	bench_init(&b, "pipe", argc, argv);
 	if (loops < 0)
 		loops = b.smoke ? 1000 : b.quick ? 100000 : 1000000;
-	if (hog)
-		return hog_main(&b, loops);
+	if (hog && hog_main(&b, loops))
+		return 1;
+	if (hog && !any)
+		return bench_finish(&b);
 	if (!any)
 		want[SAME] = want[CROSS] = want[UNPINNED] = 1;
 	if (vs_kernel && !rtb_have_perf()) {

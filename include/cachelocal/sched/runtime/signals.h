@@ -164,12 +164,19 @@ CL_INLINE void cl__rt_altstack_fini(void *m)
 /* ---- preemption ---- */
 
 /*
- * A tick thread per runtime wakes every slice_ns and looks at each worker's
- * switch count: a worker that runs a task and has not switched since the
- * last look has run that task for at least one slice (at most two). The
- * tick then sets the worker's preempt_pending and sends it
- * CL_RUNTIME_PREEMPT_SIGNAL. The handler, on the worker's thread and the
- * task's stack, preempts the task right there if it is at a safe point:
+ * A tick thread per runtime looks at every worker each CL__RT_TICK_NS (or
+ * each slice, if shorter). A worker whose switch count has not moved over a
+ * whole slice of looks has run one task (or one hand-off chain) for at
+ * least a slice: the tick sets CL__RT_PP_SLICE. A worker whose running task
+ * is past its protected slice while a wakee waits on its remote list, or
+ * another task is queued on its rq, gets CL__RT_PP_WAKE: run the EEVDF
+ * check (wakeup preemption and the kernel's tick rule, see
+ * cl__rt_set_protect() in switch.h; remote wakers set it themselves when
+ * they find the task past its protection). A newly set mark
+ * comes with CL_RUNTIME_PREEMPT_SIGNAL; the tick signals again each further
+ * slice without a switch, and each look while a wakee still waits. The handler, on the worker's thread
+ * and the task's stack, acts on the mark right there if the task is at a
+ * safe point:
  *  - the task's non-preemptible count is 0: it holds no runtime lock, is
  *    in no runtime call that touches shared state, and has not called
  *    cl_preempt_disable();
@@ -180,14 +187,16 @@ CL_INLINE void cl__rt_altstack_fini(void *m)
  *    library.
  * An rseq critical section needs no check: the kernel already moved the
  * interrupted instruction to its abort handler before the handler runs.
- * Preempting means: pin the task to this worker (so that it resumes on the
- * same thread: the code it was interrupted in may hold the addresses of
- * thread-local variables, and the signal frame restores this thread's
- * alternate stack), yield through the runqueue (cl__rt_schedule(): the
- * fair class picks), and, once picked again, restore its affinity and
- * return from the handler into the interrupted code. Otherwise the mark
- * stays, and the task yields when its non-preemptible count next drops to
- * 0 (cl__rt_np_exit()), or at the next tick's signal.
+ * Acting means: for a wake mark, the EEVDF check (cl__rt_wake_check());
+ * then, if the task is to be preempted, pin it to this worker (so that it
+ * resumes on the same thread: the code it was interrupted in may hold the
+ * addresses of thread-local variables, and the signal frame restores this
+ * thread's alternate stack), switch away through the runqueue keeping its
+ * virtual deadline (CL__RT_PREEMPT: the fair class picks; a preemption is
+ * not a yield), and, once picked again, restore its affinity and return
+ * from the handler into the interrupted code. Otherwise the mark stays,
+ * and the task acts on it when its non-preemptible count next drops to 0
+ * (cl__rt_np_exit()).
  * Under ThreadSanitizer, which runs asynchronous signal handlers later from
  * its own interceptors, the signal is not used: marking only.
  */
@@ -203,6 +212,9 @@ extern char etext[];
 #endif
 #endif
 
+/* The tick's period at most (ns): wakeup-preemption checks wait this long. */
+#define CL__RT_TICK_NS 1000000ULL
+
 /*
  * errno after a switch: the task may resume on another worker thread, and
  * an errno address computed before the switch would be the old thread's.
@@ -213,14 +225,33 @@ CL_NOINLINE CL_UNUSED static void cl__rt_set_errno(int e)
 	errno = e;
 }
 
-/* Yield the rest of the slice: at a runtime call after a mark, or from the
- * signal handler. Keeps errno. */
+/*
+ * Should @t, running on @w with a mark set, be preempted now? A slice mark
+ * says yes; a wake mark runs the check. Context: @t non-preemptible.
+ */
+CL_INLINE int cl__rt_preempt_due(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	int pp = CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
+
+	if (pp & CL__RT_PP_SLICE)
+		return 1;
+	if ((pp & CL__RT_PP_WAKE) && cl__rt_wake_check(w, t)) {
+		w->nr_wake_preempts++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Act on a mark at a runtime call (cl__rt_np_exit()): preempt if due. Keeps errno. */
 CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t)
 {
 	int e = errno;
 
 	cl__rt_np_inc(t);
-	cl__rt_schedule(t->w, t, CL__RT_YIELD, NULL);
+	if (cl__rt_preempt_due(t->w, t)) {
+		t->w->nr_preempt_marks++;
+		cl__rt_schedule(t->w, t, CL__RT_PREEMPT, NULL);
+	}
 	CL_BARRIER();
 	CL_WRITE_ONCE(t->np, t->np - 1);
 	cl__rt_set_errno(e);
@@ -235,6 +266,7 @@ CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
 	unsigned int bits;
 	struct cl_rq *rq;
 	struct cl_runtime *rt;
+	int e;
 
 	(void)sig;
 	(void)si;
@@ -243,8 +275,15 @@ CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
 	pc = CL__RT_UC_PC(uc);
 	if (pc < (uintptr_t)__executable_start || pc >= (uintptr_t)etext)
 		return; /* in a library: the mark stays */
+	e = errno;
 	rt = t->rt;
 	cl__rt_np_inc(t);
+	if (!cl__rt_preempt_due(t->w, t)) {
+		CL_BARRIER();
+		CL_WRITE_ONCE(t->np, t->np - 1);
+		errno = e; /* no switch: the same thread */
+		return;
+	}
 	rq = cl_task_rq_lock(rt->sched, &t->task);
 	mask = t->task.cpus_allowed;
 	bits = t->task.cpus_allowed_bits;
@@ -253,15 +292,14 @@ CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
 	if (rq)
 		cl_task_rq_unlock(rq, &t->task);
 	t->w->nr_preempts++;
-	CL_WRITE_ONCE(t->np, t->np - 1);
-	cl__rt_preempt_yield(t);
-	cl__rt_np_inc(t);
+	cl__rt_schedule(t->w, t, CL__RT_PREEMPT, NULL);
 	rq = cl_task_rq_lock(rt->sched, &t->task);
 	(void)cl_task_set_affinity(&t->task, mask, bits);
 	if (rq)
 		cl_task_rq_unlock(rq, &t->task);
 	CL_BARRIER();
 	CL_WRITE_ONCE(t->np, t->np - 1);
+	cl__rt_set_errno(e);
 }
 
 /* Route CL_RUNTIME_PREEMPT_SIGNAL to the handler; 0 if it is ours now. */
@@ -284,29 +322,63 @@ CL_INLINE int cl__rt_preempt_signal_init(void)
 }
 #endif
 
+/* Send @w's thread the preemption signal (a mark was just set), if used. */
+CL_INLINE void cl__rt_preempt_kick(struct cl__rt_worker *w)
+{
+#ifdef CL__RT_ASYNC_PREEMPT
+	if (w->rt->preempt_signal)
+		pthread_kill(w->thread, CL_RUNTIME_PREEMPT_SIGNAL);
+#else
+	(void)w;
+#endif
+}
+
 /* The tick thread (see above). */
 CL_INLINE void *cl__rt_tick_main(void *arg)
 {
 	struct cl_runtime *rt = (struct cl_runtime *)arg;
+	uint64_t period = rt->slice_ns < CL__RT_TICK_NS ? rt->slice_ns : CL__RT_TICK_NS;
+	unsigned int looks = (unsigned int)((rt->slice_ns + period - 1) / period);
 	struct timespec ts;
 
-	ts.tv_sec = (time_t)(rt->slice_ns / 1000000000ULL);
-	ts.tv_nsec = (long)(rt->slice_ns % 1000000000ULL);
+	ts.tv_sec = (time_t)(period / 1000000000ULL);
+	ts.tv_nsec = (long)(period % 1000000000ULL);
 	while (!CL_ATOMIC_LOAD(&rt->tick_stop, CL_ACQUIRE)) {
+		uint64_t now;
+
 		cl__futex_wait(&rt->tick_stop, 0, &ts);
+		now = cl__rt_now(rt);
 		for (unsigned int i = 0; i < rt->nr_workers; i++) {
 			struct cl__rt_worker *w = &rt->workers[i];
 			unsigned long sw = CL_ATOMIC_LOAD(&w->nr_switches, CL_RELAXED);
+			uint64_t end;
+			int want = 0;
 
-			if (sw == w->tick_switches && CL_ATOMIC_LOAD(&w->in_task, CL_RELAXED) &&
-			    !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)) {
-				CL_ATOMIC_STORE(&w->preempt_pending, 1, CL_RELAXED);
-#ifdef CL__RT_ASYNC_PREEMPT
-				if (rt->preempt_signal)
-					pthread_kill(w->thread, CL_RUNTIME_PREEMPT_SIGNAL);
-#endif
+			if (!CL_ATOMIC_LOAD(&w->in_task, CL_RELAXED)) {
+				w->tick_switches = sw;
+				w->tick_quiet = 0;
+				continue;
 			}
-			w->tick_switches = sw;
+			if (sw != w->tick_switches) {
+				w->tick_switches = sw;
+				w->tick_quiet = 0;
+			} else if (++w->tick_quiet % looks == 0) {
+				want = CL__RT_PP_SLICE; /* a whole slice without a switch */
+			}
+			/* past its protected slice while a wakee waits on the remote
+			 * list, or another task is queued (the kernel's tick rule) */
+			end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
+			if (end && now >= end &&
+			    (CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) ||
+			     CL_READ_ONCE(w->rq->nr_running) >= 2))
+				want |= CL__RT_PP_WAKE;
+			if (!want)
+				continue;
+			/* signalled again while the mark stays: the handler may have
+			 * found the task in a library, and the mark alone waits for
+			 * its next runtime call */
+			CL_ATOMIC_FETCH_OR(&w->preempt_pending, want, CL_RELAXED);
+			cl__rt_preempt_kick(w);
 		}
 	}
 	return NULL;

@@ -140,13 +140,18 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 	}
 }
 
-/* Enqueue the local wakeups @w deferred (cl__rt_wake()). Context: @w's rq lock. */
-CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
+/*
+ * Enqueue the local wakeups @w deferred (cl__rt_wake()). @check: the rq has
+ * a running task; return 1 if one of the wakees should preempt it (EEVDF's
+ * wakeup rule, cl_rq_check_preempt_wakeup()), else 0. Context: @w's rq lock.
+ */
+CL_INLINE int cl__rt_flush_wakes(struct cl__rt_worker *w, int check)
 {
 	struct cl_rt_task *t = w->wake_head;
+	int resched = 0;
 
 	if (CL_LIKELY(!t))
-		return;
+		return 0;
 	w->wake_head = NULL;
 	w->wake_tail = &w->wake_head;
 	w->nr_wakes = 0;
@@ -154,10 +159,75 @@ CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
 		struct cl_rt_task *n = t->wake_next;
 
 		t->wake_next = NULL;
-		if (!t->task.on_rq) /* else: the rq's stale curr of a hand-off chain, still queued */
+		if (!t->task.on_rq) { /* else: the rq's stale curr of a hand-off chain, still queued */
 			cl_rq_enqueue(w->rq, &t->task, CL_ENQUEUE_WAKEUP);
+			if (check && !resched)
+				resched = cl_rq_check_preempt_wakeup(w->rq, &t->task) == 1;
+		}
 		t = n;
 	}
+	return resched;
+}
+
+/*
+ * Wakeup preemption. The kernel preempts the running task when a woken
+ * one is eligible and has an earlier virtual deadline (and the running
+ * one's slice is no longer protected: RUN_TO_PARITY). Here the rule needs
+ * the rq lock and a clock reading, which a wakeup must not cost on every
+ * switch, so the decision is split:
+ *  - each pick publishes when the picked task's protected slice ends
+ *    (wake_preempt_ns, an estimate from its deadline; 0 while the worker
+ *    is idle). Before that no wakee can preempt it, whatever it is;
+ *  - a remote waker (another worker, or a thread outside the runtime) that
+ *    finds the worker busy past that time sets CL__RT_PP_WAKE and sends the
+ *    preemption signal (once: only if it set the bit); the tick does the
+ *    same for a wakee still waiting on the remote list when the protection
+ *    ends. A local waker past it (with other tasks runnable, so not in a
+ *    lone ping-pong) sets the bit on its own worker;
+ *  - the running task then runs the exact check, cl__rt_wake_check(), at a
+ *    safe point: in the signal handler, or when it leaves its runtime call
+ *    (cl__rt_np_exit()). If the check says so, it is preempted: requeued
+ *    with its deadline, and the fair class picks (CL__RT_PREEMPT).
+ * A check that finds no reason to preempt pushes wake_preempt_ns one slice
+ * on, so a busy worker gets at most one signal per slice from wakers.
+ */
+CL_INLINE void cl__rt_preempt_kick(struct cl__rt_worker *w);
+
+/* Publish when a wakee may preempt @p, just picked on @w at @now: the rest
+ * of its virtual slice (to its deadline) in ns at its weight. Never with
+ * CL_RUNTIME_NO_PREEMPT (0 stays: no wakeup preemption either). */
+CL_INLINE void cl__rt_set_protect(struct cl__rt_worker *w, const struct cl_task *p, uint64_t now)
+{
+	int64_t rem = cl__vdiff(p->se.deadline, p->se.vruntime);
+	uint64_t end = now | 1; /* never 0 (idle) */
+
+	if (!w->rt->slice_ns)
+		return;
+	if (rem > 0)
+		end = now + (uint64_t)rem * p->se.load.weight / CL_NICE_0_LOAD;
+	CL_ATOMIC_STORE(&w->wake_preempt_ns, end, CL_RELAXED);
+}
+
+/* Ask @w's running task for a wakeup-preemption check if its protected
+ * slice is over: a mark, and the signal if the mark is new. */
+CL_INLINE void cl__rt_wake_kick_busy(struct cl__rt_worker *w)
+{
+	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
+
+	if (!end || cl__rt_now(w->rt) < end)
+		return; /* idle, or still protected: the tick looks again */
+	if (!(CL_ATOMIC_FETCH_OR(&w->preempt_pending, CL__RT_PP_WAKE, CL_RELAXED) & CL__RT_PP_WAKE))
+		cl__rt_preempt_kick(w);
+}
+
+/* The same for a local waker on its own worker @w (no signal: the waker
+ * is the running task, and its next runtime call looks). */
+CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
+{
+	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
+
+	if (end && cl__rt_now(w->rt) >= end)
+		CL_ATOMIC_FETCH_OR(&w->preempt_pending, CL__RT_PP_WAKE, CL_RELAXED);
 }
 
 /*
@@ -177,9 +247,13 @@ CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
  *  - A remote waker of the rq's stale curr (blocked, but still queued) takes
  *    the rq lock, finds it queued, records that (stale_woken) and sets the
  *    worker's `resched` flag instead of enqueueing it; a remote wakeup of any other
- *    task raises nr_running. Either stops the chain at its next switch (the
- *    fast path requires nr_running == 1 and no resched), which then takes
- *    the rq lock and brings the rq up to date first (cl__rt_handoff_sync()).
+ *    task is on the remote wake list. Either stops the chain at its next
+ *    switch (the fast path requires an empty remote list and no resched),
+ *    which then takes the rq lock and brings the rq up to date first
+ *    (cl__rt_handoff_sync()). A spawn onto the rq raises nr_running, which
+ *    stops a chain that runs alone (nr_running == 1); one that runs beside
+ *    queued tasks stops when the tick's mark says its slice is over
+ *    (cl__rt_chain_beside()).
  *    A chain that ends (its last task blocks with nothing on the wake list)
  *    also takes the full path, so no wakeup waits on a chain that stopped.
  *  - The rq lock still orders the worker's sleep against remote wakers: a
@@ -189,11 +263,32 @@ CL_INLINE void cl__rt_flush_wakes(struct cl__rt_worker *w)
  * Only tasks of the root group take it (a group on the way could be
  * throttled, which only the full path handles); any other switch is full.
  */
+/*
+ * Beside other queued tasks, a chain of hand-offs goes on for the protected
+ * slice of the pick that started it, as one task would: the tick marks the
+ * worker once that slice is over (cl__rt_tick_main()), and the next switch
+ * then takes the full path and the fair class picks, charging the chain's
+ * time to the task switching out there (the sampled clock, above). Only
+ * with preemption on (the tick enforces the bound) and no mark pending.
+ */
+CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
+{
+#ifdef CL__RT_HANDOFF_ALONE
+	(void)w;
+	(void)mode;
+	return 0;
+#else
+	return mode == CL__RT_BLOCK && w->nr_wakes == 1 &&
+	       CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED) != 0 &&
+	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
+#endif
+}
+
 CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self, int mode)
 {
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 && !self->task.tg && !w->wake_head->task.tg &&
-	       CL_READ_ONCE(w->rq->nr_running) == 1 && !CL_READ_ONCE(w->resched) &&
-	       !cl__rt_remote_pending(w);
+	       (CL_READ_ONCE(w->rq->nr_running) == 1 || cl__rt_chain_beside(w, mode)) &&
+	       !CL_READ_ONCE(w->resched) && !cl__rt_remote_pending(w);
 }
 
 CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
@@ -285,8 +380,9 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 {
 	struct cl_rq *rq = w->rq;
 	/* at most this many runnable (self included, wakes pending): no choice */
-	unsigned int solo = mode == CL__RT_YIELD ? 1u : 2u;
-	int hand_off = !w->rt->precise_clock && CL_READ_ONCE(rq->nr_running) + w->nr_wakes <= solo;
+	unsigned int solo = mode == CL__RT_YIELD || mode == CL__RT_PREEMPT ? 1u : 2u;
+	int hand_off = !w->rt->precise_clock &&
+		       (CL_READ_ONCE(rq->nr_running) + w->nr_wakes <= solo || cl__rt_chain_beside(w, mode));
 	uint64_t now = w->now_ns;
 	struct cl_task *next;
 	struct cl_rt_task *n;
@@ -322,13 +418,22 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	}
 	w->now_ns = now;
 	cl__rq_update_clock(rq, now);
-	cl__rt_flush_wakes(w);
-	if (mode != CL__RT_YIELD)
-		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
-	else
+	cl__rt_flush_wakes(w, 0);
+	/* preempted: requeued by the pick with its deadline (the kernel's
+	 * put_prev_entity()); a yield gives up the rest of the slice */
+	if (mode == CL__RT_YIELD)
 		cl_rq_yield(rq);
+	else if (mode != CL__RT_PREEMPT)
+		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
 	next = cl_rq_pick_next(rq);
+	if (next)
+		cl__rt_set_protect(w, next, now);
+	else
+		CL_ATOMIC_STORE(&w->wake_preempt_ns, 0, CL_RELAXED);
 	if (next == &self->task) {
+		/* picked again: a new slice, marks answered (cl__rt_set_curr()) */
+		if (CL_UNLIKELY(CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)))
+			CL_ATOMIC_STORE(&w->preempt_pending, 0, CL_RELAXED);
 		cl__rq_unlock(rq);
 		return;
 	}
@@ -349,6 +454,50 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	cl__rt_finish(w);
 	if (CL_UNLIKELY((int64_t)(w->now_ns - w->last_balance_ns) > (int64_t)w->rt->balance_ns))
 		cl__rt_balance(w, w->now_ns);
+}
+
+/*
+ * cl__rt_wake_check() - the wakeup-preemption check for @self, running on
+ * @w (see cl__rt_set_protect()): enqueue the pending wakeups (remote and
+ * local) with the rq up to date, and tell whether one of them should run
+ * instead of @self (EEVDF: an eligible entity with an earlier deadline,
+ * once @self's slice is no longer protected), or, as the kernel's tick
+ * does, whether @self's slice is over with other tasks queued.
+ * Clears CL__RT_PP_WAKE. If not, wakees wait for the next switch, and the
+ * next check is one slice later at the earliest.
+ *
+ * Context: @self on @w, non-preemptible; holds no rq lock.
+ * Return: 1 if @self should be preempted (cl__rt_schedule(CL__RT_PREEMPT)).
+ */
+CL_INLINE int cl__rt_wake_check(struct cl__rt_worker *w, struct cl_rt_task *self)
+{
+	struct cl_rq *rq = w->rq;
+	uint64_t now;
+	int resched;
+
+	CL_ATOMIC_FETCH_AND(&w->preempt_pending, ~CL__RT_PP_WAKE, CL_RELAXED);
+	w->nr_wake_checks++;
+	now = cl__rt_now(w->rt);
+	w->nr_clock_reads++;
+	cl__rq_lock(rq);
+	cl__rt_drain_remote(w);
+	cl__rt_handoff_sync(w, self);
+	w->now_ns = now;
+	cl__rq_update_clock(rq, now);
+	resched = cl__rt_flush_wakes(w, 1);
+	/* else the tick's rule: its slice is no longer protected and another
+	 * task is queued (a spawn, a wakee queued earlier) */
+	if (!resched)
+		resched = cl_rq_tick(rq, now);
+	if (!resched) {
+		uint64_t end = now + self->task.se.slice;
+
+		cl__rt_set_protect(w, &self->task, now);
+		if (CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED) < end)
+			CL_ATOMIC_STORE(&w->wake_preempt_ns, end, CL_RELAXED);
+	}
+	cl__rq_unlock(rq);
+	return resched;
 }
 
 /*
@@ -420,7 +569,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 	if (sleeping)
 		cl__rt_kick(tw);
 	else if (tw != cur)
-		return;
+		cl__rt_wake_kick_busy(tw); /* wakeup preemption (a spawn there) */
 	else if (!(flags & CL_ENQUEUE_WAKEUP) && nr >= 2 && rt->nr_workers > 1)
 		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
 }
@@ -435,6 +584,8 @@ CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
 	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, t, CL_SEQ_CST, CL_RELAXED));
 	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
 		cl__rt_kick(w);
+	else
+		cl__rt_wake_kick_busy(w); /* wakeup preemption */
 }
 
 /*
@@ -461,6 +612,9 @@ CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 		*w->wake_tail = t;
 		w->wake_tail = &t->wake_next;
 		w->nr_wakes++;
+		/* wakeup preemption beside other runnable tasks (not in a lone pair) */
+		if (CL_UNLIKELY(CL_READ_ONCE(w->rq->nr_running) >= 2))
+			cl__rt_wake_mark_local(w);
 	} else {
 		cl__rt_wake_remote(t->w, t);
 	}

@@ -137,6 +137,11 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #define CL__RT_BLOCK 1
 #define CL__RT_EXIT 2
 #define CL__RT_HANDOFF 3 /* direct hand-off: blocked, rq untouched and not locked */
+#define CL__RT_PREEMPT 4 /* preempted: requeued keeping its deadline (not a yield) */
+
+/* Why a worker's running task should switch (struct cl__rt_worker.preempt_pending). */
+#define CL__RT_PP_SLICE 0x1 /* the tick: it ran a whole slice without a switch */
+#define CL__RT_PP_WAKE 0x2  /* a wakeup may preempt it: run the EEVDF check (cl__rt_wake_check()) */
 
 struct cl_runtime;
 struct cl__rt_worker;
@@ -213,8 +218,10 @@ struct cl__rt_worker {
 	CL_GROUP_BEGIN_GUARDED(cl_rt_worker_idle);
 	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
 	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
-	int preempt_pending;               /* set by the tick: the running task used its slice */
+	int preempt_pending;               /* CL__RT_PP_*: set by the tick and by wakers */
 	struct cl_rt_task *remote_wakes;   /* remote wakeups: a lock-free stack (cl__rt_wake()) */
+	uint64_t wake_preempt_ns;          /* runtime clock from which a wakee may preempt the
+					    * running task (its protected slice ends); 0: idle */
 	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
 	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
 	struct cl_rt_task **wake_tail;
@@ -229,8 +236,11 @@ struct cl__rt_worker {
 	int in_task;                       /* curr != NULL, for the tick (atomic) */
 	unsigned long nr_switches;         /* bumped at each switch, read by the tick (atomic) */
 	unsigned long tick_switches;       /* nr_switches at the tick's last look (tick thread) */
+	unsigned int tick_quiet;           /* the tick's looks since that count last moved (tick thread) */
 	uint64_t nr_preempts;              /* statistics: preempted by the signal ... */
 	uint64_t nr_preempt_marks;         /* ... or at a runtime call after a mark */
+	uint64_t nr_wake_preempts;         /* of those: by a wakee (EEVDF wakeup preemption) */
+	uint64_t nr_wake_checks;           /* wakeup preemption checks made (cl__rt_wake_check()) */
 	struct cl__rt_fin fin;
 	uint64_t now_ns;                   /* clock read at this worker's last switch */
 	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */

@@ -62,12 +62,13 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	w->now_ns = cl__rt_now(w->rt);
 	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_drain_remote(w);
-	cl__rt_flush_wakes(w);
+	cl__rt_flush_wakes(w, 0);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
 		cl__rq_unlock(w->rq);
 		return 0;
 	}
+	cl__rt_set_protect(w, next, w->now_ns);
 	n = (struct cl_rt_task *)(void *)next;
 	w->fin.prev = NULL;
 	w->fin.unlock = NULL;
