@@ -31,7 +31,19 @@ static void inject(int n);
 
 #include <cachelocal/objcache.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+/* Forks (each point half of them); fewer under valgrind, where a fork
+ * copies the instrumented process. */
 #define ROUNDS 50
+#define ROUNDS_VALGRIND 10
 
 static struct cl_objcache *cache;
 static atomic_int armed;   /* 50 or 51: stop there once; 0: run */
@@ -106,6 +118,7 @@ static void child(void)
 Test(objcache_fork, child_allocates_and_drains_while_parent_thread_holds_locks, .timeout = 120)
 {
 	struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 2 };
+	int rounds = RUNNING_ON_VALGRIND ? ROUNDS_VALGRIND : ROUNDS;
 	pthread_t th;
 
 #ifndef __GLIBC__
@@ -114,7 +127,7 @@ Test(objcache_fork, child_allocates_and_drains_while_parent_thread_holds_locks, 
 	cache = cl_objcache_create(&a);
 	cr_assert_not_null(cache);
 	cr_assert_eq(pthread_create(&th, NULL, worker, NULL), 0);
-	for (int round = 0; round < ROUNDS; round++) {
+	for (int round = 0; round < rounds; round++) {
 		int point = round % 2 ? 51 : 50, status = -1;
 		pid_t pid;
 
