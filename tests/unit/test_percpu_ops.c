@@ -8,7 +8,13 @@
  * flag, proves that the kernel aborts a section interrupted by a signal;
  * and with -DCL_TEST_SCRATCH_HOOK: a test hook that overwrites %rax and
  * %rcx (declared in CL_RSEQ_INJECT_CLOBBER) at every hook point.
+ * CL_INJECT(32) holds the fallback's striped lock until a fork() returned
+ * (the child must find it free).
  */
+#include <stdatomic.h>
+
+static void inject(int n);
+#define CL_INJECT(n) inject(n)
 #ifdef CL_TEST_SCRATCH_HOOK
 /* A hook that overwrites the sections' scratch registers and declares it:
  * every operation must still be right (the sections save them around it). */
@@ -36,8 +42,25 @@ int test_trap_armed;
 #include <cachelocal/topology.h>
 
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cl_test.h"
+
+/* Armed: the fallback body that reaches point 32 keeps its striped lock
+ * until the parent's fork() returned. */
+static atomic_int fb_armed, fb_holding, fb_forked;
+
+static void inject(int n)
+{
+	int one = 1;
+
+	if (n != 32 || !atomic_compare_exchange_strong(&fb_armed, &one, 0))
+		return;
+	atomic_store(&fb_holding, 1);
+	while (!atomic_load(&fb_forked))
+		sched_yield();
+}
 
 #define NR_THREADS 4
 #define NR_ADDS 200000
@@ -214,6 +237,42 @@ Test(percpu_ops, null_words_are_einval_in_every_mode)
 		cr_assert(v == 3 && v2 == 5 && head == NULL && buf[0] == 0 && out == &v && p == &v,
 			  "kind %d: nothing stored", (int)k);
 	}
+}
+
+static void *stripe_holder(void *p)
+{
+	cr_assert_eq(cl_rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, (intptr_t *)p, 0, 1, 0), CL_RSEQ_OK);
+	return NULL;
+}
+
+/* fork() while another thread holds a striped lock of the fallback: the
+ * child, where that thread does not exist, finds the lock free. */
+Test(percpu_ops, fork_child_finds_fallback_locks_free, .timeout = 60)
+{
+	static intptr_t word;
+	int status = -1;
+	pthread_t th;
+	pid_t pid;
+
+	if (cl_rseq_ops_mode() == CL_RSEQ_OPS_RSEQ)
+		cr_skip_test("critical sections: the fallback's locks are not used");
+	atomic_store(&fb_armed, 1);
+	cr_assert_eq(pthread_create(&th, NULL, stripe_holder, &word), 0);
+	while (!atomic_load(&fb_holding))
+		sched_yield();
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		alarm(20); /* an inherited held lock would spin forever */
+		_exit(cl_rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, &word, 0, 2, 0) == CL_RSEQ_OK && word == 2 ? 0 : 1);
+	}
+	atomic_store(&fb_forked, 1);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s %d",
+		  WIFSIGNALED(status) ? "killed by signal" : "exit status",
+		  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	cr_assert_eq(word, 1, "the parent's store, not the child's");
 }
 
 Test(percpu_ops, cmpstore)

@@ -182,6 +182,7 @@ CL_INLINE int cl__rseq_cmpstore_store_fb(intptr_t *v, intptr_t expect, intptr_t 
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
+	CL_INJECT(32); /* a striped lock held */
 	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
 		if (v2)
 			CL_ATOMIC_STORE(v2, newv2, CL_RELAXED);
