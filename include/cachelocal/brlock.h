@@ -401,9 +401,20 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlo
 	}
 }
 
+/*
+ * A zeroed or destroyed lock (mode 0, no writer side) takes the out-of-line
+ * paths (its fast flag is 0): they check it, the inline path does not.
+ */
+CL_INLINE int cl__brlock_uninit(const struct cl_brlock *l)
+{
+	return CL__BAD_ARG(CL_ATOMIC_LOAD(&l->mode, CL_ACQUIRE) == 0 || l->w == NULL);
+}
+
 /* Every mode and index kind: read_lock's out-of-line path. */
 static CL_NOINLINE CL_UNUSED int cl__brlock_read_lock_slow(struct cl_brlock *l)
 {
+	if (cl__brlock_uninit(l))
+		return -1;
 	for (;;) {
 		int t = cl__brlock_count(l, 0);
 
@@ -416,6 +427,8 @@ static CL_NOINLINE CL_UNUSED int cl__brlock_read_lock_slow(struct cl_brlock *l)
 /* Every mode and index kind: read_unlock's out-of-line path. */
 static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *l)
 {
+	if (cl__brlock_uninit(l))
+		return;
 	CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
 	cl__brlock_count(l, 1);
 	if (CL_UNLIKELY(cl__brlock_writer(l) != 0))
@@ -440,7 +453,8 @@ static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *
  * while a writer holds the lock.
  * Return: a token for cl_brlock_read_unlock(): the index of the copy that
  * counted the lock (nr_cpus for the shared slot); -1 with errno EINVAL for a
- * NULL @l.
+ * NULL @l, or a zeroed or destroyed one (checked on the out-of-line path
+ * such a lock takes; the inline path costs nothing more).
  */
 CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
 {
@@ -469,7 +483,8 @@ CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
  *	release ordering (free on x86_64); i = current index;
  *	cpu[i].unlock += 1;  if (writer != 0) wake the writer
  *
- * Context: the thread that took the read lock.
+ * Context: the thread that took the read lock. errno EINVAL (nothing
+ * else happens) for a NULL, zeroed or destroyed @l.
  */
 CL_ALWAYS_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 {
@@ -529,13 +544,18 @@ CL_INLINE int cl__brlock_idle(const struct cl_brlock *l)
  * Context: any thread, not holding @l in any way. Sleeps; costs a
  * membarrier system call (an IPI to each CPU running a thread of the
  * process) and two loads per possible CPU per check.
+ * Return: 0 (held), or -1 with errno EINVAL (NULL @l, or a zeroed or
+ * destroyed one).
  */
-CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
+CL_INLINE int cl_brlock_write_lock(struct cl_brlock *l)
 {
-	if (CL__BAD_ARG(l == NULL))
-		return;
-	struct cl__brlock_wside *w = l->w;
-	unsigned ticket = CL_ATOMIC_FETCH_ADD(&w->wtail, 1u, CL_RELAXED), h, seq, spins = 0;
+	struct cl__brlock_wside *w;
+	unsigned ticket, h, seq, spins = 0;
+
+	if (CL__BAD_ARG(l == NULL) || cl__brlock_uninit(l))
+		return -1;
+	w = l->w;
+	ticket = CL_ATOMIC_FETCH_ADD(&w->wtail, 1u, CL_RELAXED);
 
 	while ((h = CL_ATOMIC_LOAD(&w->whead, CL_ACQUIRE)) != ticket) {
 		if (++spins < CL_BRLOCK_SPIN_ROUNDS)
@@ -566,30 +586,51 @@ CL_INLINE void cl_brlock_write_lock(struct cl_brlock *l)
 	}
 	/* Readers' sections happened before: their unlock counts were loaded
 	 * with (at least) acquire after their release fence or release add. */
+	return 0;
 }
 
 /**
  * cl_brlock_write_unlock() - release the write lock.
  * @l: a lock held for writing by this thread.
  *
- *	old = xchg(writer, 0) (release);  wake sleeping readers if any;
+ *	old = writer; if (!(old & HELD)) fail EPERM;
+ *	cas(writer, old, 0) (release);  wake sleeping readers if any;
  *	serve the next ticket, wake the queued writers.
  *
+ * An unlock while no writer holds the lock changes nothing (before this
+ * check it served a ticket nobody held, and the next write_lock waited
+ * forever). Not detected: an unlock by another thread than the holder
+ * while a writer holds the lock (no owner is recorded): it releases that
+ * writer's lock.
+ *
  * Context: the thread that took the write lock.
+ * Return: 0, or -1 with errno EPERM (no writer holds @l) or EINVAL (NULL
+ * @l, or a zeroed or destroyed one).
  */
-CL_INLINE void cl_brlock_write_unlock(struct cl_brlock *l)
+CL_INLINE int cl_brlock_write_unlock(struct cl_brlock *l)
 {
-	if (CL__BAD_ARG(l == NULL))
-		return;
-	struct cl__brlock_wside *w = l->w;
-	int old = CL_ATOMIC_XCHG(&l->writer, 0, CL_RELEASE);
-	unsigned next = CL_ATOMIC_LOAD(&w->whead, CL_RELAXED) + 1u;
+	struct cl__brlock_wside *w;
+	int old;
+	unsigned next;
+
+	if (CL__BAD_ARG(l == NULL) || cl__brlock_uninit(l))
+		return -1;
+	w = l->w;
+	old = CL_ATOMIC_LOAD(&l->writer, CL_RELAXED);
+	do {
+		if (!(old & CL__BRLOCK_W_HELD)) {
+			errno = EPERM;
+			return -1;
+		}
+	} while (!CL_ATOMIC_CAS(&l->writer, &old, 0, CL_RELEASE, CL_RELAXED));
+	next = CL_ATOMIC_LOAD(&w->whead, CL_RELAXED) + 1u;
 
 	if (old & CL__BRLOCK_W_WAITERS)
 		(void)cl__futex_wake(&l->writer, INT_MAX);
 	CL_ATOMIC_STORE(&w->whead, next, CL_SEQ_CST);
 	if (CL_ATOMIC_LOAD(&w->wtail, CL_SEQ_CST) != next)
 		(void)cl__futex_wake((int *)(void *)&w->whead, INT_MAX);
+	return 0;
 }
 
 CL_END_DECLS

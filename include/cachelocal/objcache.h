@@ -20,11 +20,47 @@
  *            critical section, no atomic instruction, no lock;
  *   slow     the cache is empty (alloc) or full (free): move a batch of
  *            half the capacity between it and the depot, a mutex-protected
- *            array; the depot carves new objects from slabs (aligned_alloc,
- *            zeroed) when it runs dry.
+ *            array; the depot carves new objects from a new slab when
+ *            it runs dry.
  * The cache never writes into an object: free objects are tracked by
  * pointer arrays, so an object keeps its content from free to the next
  * alloc, and a new object is zero.
+ *
+ * Slabs: a slab holds the largest power of two of objects that fits in
+ * CL__OBJCACHE_SLAB_BYTES (64 KiB), at least one: an object larger than
+ * 64 KiB gets a slab of its own, a fresh anonymous mapping (zero without
+ * being written, resident only where the program writes). A refill carves
+ * at most one slab, so the first allocation of a cache makes at most
+ * max(64 KiB, one object) of object memory resident, never a batch of
+ * large objects (for objects above 32 KiB: at most 2 x object size, well
+ * within 2 x object size x per-CPU capacity). Slabs of 64 KiB or less come from aligned_alloc() and
+ * are zeroed.
+ *
+ * Bad frees (a pointer freed twice, or not from this cache): the fast path
+ * stores any pointer in this CPU's cache without a check (no per-object
+ * state is read or written there). Every pointer that reaches the depot
+ * (a spill of a full cache, a drain, a free by a thread without the
+ * per-CPU path) is checked against the slabs (the start of an object of
+ * this cache) and against a bit per object that says whether it is already
+ * in the depot. A pointer that fails either check is not stored (the depot
+ * never holds more than the objects carved: it cannot overflow), counted in
+ * stats.nr_bad_frees, and cl_objcache_free() returns -1 with EINVAL when
+ * it is the pointer that call freed. Not detected:
+ *  - a bad pointer while it sits in a CPU cache: the next alloc on that
+ *    CPU hands it out (memory the cache does not own, or an object that
+ *    now has two owners) before any check sees it;
+ *  - a double free while both copies are in CPU caches (only the copy that
+ *    reaches the depot second is refused), and a free of an object that is
+ *    still in use by its owner (use after free);
+ *  - cl_objcache_destroy() counts duplicates in CPU caches as free objects:
+ *    after an undetected double free it may free slabs while an object is
+ *    still in use.
+ *
+ * Fork: the cache's two mutexes are in the fork registry (atfork.h): a
+ * fork() while another thread allocates, frees or drains waits for them
+ * and the child gets a consistent depot it can allocate from and drain.
+ * Objects a thread of the parent held at the fork (handed out or in flight
+ * between the depot and a CPU cache) are out for good in the child.
  *
  * Draining (cl_objcache_drain_cpu()) moves one CPU's cache to the depot
  * while threads may be running on that CPU. The drainer owns the copy by
@@ -78,6 +114,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atfork.h"
 #include "compiler.h"
 #include "config.h"
 #include "percpu.h"
@@ -92,7 +129,7 @@ CL_BEGIN_DECLS
 #define CL_OBJCACHE_MAX_ALIGN 4096u
 /* Most objects moved to or from the depot at once (a stack array). */
 #define CL__OBJCACHE_MOVE_MAX 128u
-/* Bytes a slab aims at (at least two batches of objects). */
+/* Bytes a slab holds at most, unless one object is larger (header comment). */
 #define CL__OBJCACHE_SLAB_BYTES 65536u
 /* The count of a copy owned by a drainer. */
 #define CL__OBJCACHE_OWNED ((intptr_t)-1)
@@ -145,6 +182,9 @@ enum cl_objcache_drain_fence {
  *	could not use the per-CPU path.
  * @nr_drains: successful cl_objcache_drain_cpu() calls.
  * @nr_drained: objects they moved.
+ * @nr_bad_frees: pointers the depot refused: not an object of this cache,
+ *	or an object already in the depot (a double free); see the header
+ *	comment for what is detected.
  */
 struct cl_objcache_stats {
 	size_t obj_size, align;
@@ -153,6 +193,7 @@ struct cl_objcache_stats {
 	int drain_fence;
 	size_t nr_objects, nr_slabs, nr_depot, nr_cached, nr_out;
 	size_t nr_refills, nr_spills, nr_direct, nr_drains, nr_drained;
+	size_t nr_bad_frees;
 };
 
 /*
@@ -176,13 +217,18 @@ struct cl_objcache {
 
 	/* depot: under lock */
 	pthread_mutex_t lock CL_ALIGNED(CL_FALSE_SHARING_SIZE);
-	void **depot;           /* free objects; room for every object carved */
+	size_t *depot;          /* free objects by number; room for every object carved */
 	size_t nr_depot, cap_depot;
-	char **slabs;
-	size_t nr_slabs, cap_slabs, objs_per_slab;
+	uint64_t *in_depot;     /* bit per object number: in the depot */
+	char **slabs;           /* in carving order: object n is in slabs[n >> slab_shift] */
+	size_t *by_addr;        /* slab numbers sorted by address (pointer checks) */
+	size_t nr_slabs, cap_slabs, objs_per_slab, slab_bytes;
+	unsigned slab_shift;    /* objs_per_slab == 1 << slab_shift */
+	int slab_mapped;        /* slabs are mmap()ed (one object above 64 KiB) */
 	size_t nr_objects;
-	size_t nr_refills, nr_spills, nr_direct, nr_drains, nr_drained;
+	size_t nr_refills, nr_spills, nr_direct, nr_drains, nr_drained, nr_bad_frees;
 	pthread_mutex_t drain_lock; /* one drain at a time */
+	struct cl_atfork fork_lock, fork_drain; /* both mutexes held across fork() */
 };
 
 /**
@@ -190,8 +236,9 @@ struct cl_objcache {
  * @attr: object size (required), alignment, per-CPU capacity, index kind.
  *
  * Maps a per-CPU pool with one {count, items[capacity]} object; objects
- * themselves are carved on demand. Registers the process for
- * membarrier's RSEQ fence (once per process) to drain caches later.
+ * themselves are carved on demand (slabs: header comment). Registers the
+ * process for membarrier's RSEQ fence (once per process) to drain caches
+ * later, and the cache's mutexes in the fork registry (atfork.h).
  *
  * Context: any thread; allocates.
  * Return: the cache, or NULL with errno EINVAL (NULL @attr, obj_size 0 or
@@ -262,10 +309,16 @@ CL_ALWAYS_INLINE void *cl_objcache_alloc(struct cl_objcache *c);
  * The object may be freed on another CPU than it was allocated on.
  *
  * Context: any thread; not in a signal handler. @obj must come from
- * cl_objcache_alloc(@c) and not be freed twice (not checked).
- * errno EINVAL if @c is NULL and @obj is not (nothing else happens).
+ * cl_objcache_alloc(@c) and not be freed twice: the fast path does not
+ * check it; a bad pointer is caught when it reaches the depot (header
+ * comment: what is detected and what is not).
+ * Return: 0 (@obj taken, or NULL @obj); -1 with errno EINVAL for a NULL @c
+ * (nothing else happens), or when this call moved @obj to the depot and
+ * the depot refused it (not an object of @c, or already free there;
+ * counted in stats.nr_bad_frees). A bad pointer taken by the fast path
+ * returns 0.
  */
-CL_ALWAYS_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj);
+CL_ALWAYS_INLINE int cl_objcache_free(struct cl_objcache *c, void *obj);
 
 /**
  * cl_objcache_drain_cpu() - move one CPU's cache to the depot.
@@ -283,6 +336,9 @@ CL_ALWAYS_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj);
  *
  * Context: any thread; drains are serialised. Costs a membarrier system
  * call (an IPI to @cpu) or, without it, two affinity changes of the caller.
+ * Pointers the depot refuses (double or foreign frees that sat in the
+ * cache) are dropped and counted in stats.nr_bad_frees.
+ *
  * Return: the number of objects moved (>= 0), or -1 with errno EINVAL (NULL
  * @c, @cpu out of range), ENOSYS (mm_cid cache and no membarrier RSEQ
  * fence), or the errno of sched_setaffinity when the caller cannot run on

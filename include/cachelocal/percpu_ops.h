@@ -174,8 +174,11 @@ CL_INLINE int cl_rseq_current_index(enum cl_rseq_index kind);
  * section and its fallback are in percpu_ops/pseudocode.h under the
  * operation's name. Return: CL_RSEQ_OK; CL_RSEQ_CMPFAIL (operations with a
  * compare); CL_RSEQ_ABORT (retry with a fresh index; never from the
- * fallback); CL_RSEQ_ERROR with errno EINVAL (bad @kind or @mo) or ENOSYS
- * (no rseq area in this thread).
+ * fallback); CL_RSEQ_ERROR with errno EINVAL (bad @kind or @mo, or a NULL
+ * pointer argument: every word, head, @out, @v2, @dst and @src is checked
+ * before the mode is looked at, so the answer is the same with critical
+ * sections and in the fallback) or ENOSYS (no rseq area in this thread).
+ * @end may be NULL; @node is checked by cl_rseq_trypush() itself.
  */
 
 /**
@@ -362,8 +365,9 @@ CL_INLINE void *cl_rseq_list_first(void **head);
  * fallback are in percpu_ops/pseudocode.h under the function's name without
  * its prefix. Return: the index whose copy the operation changed (or, when
  * nothing was stored, looked at), >= 0; CL_PERCPU_CMPFAIL (nothing stored);
- * -1 with errno EINVAL (NULL pointer, zero stride, bad kind, mo or size) or
- * ENOSYS (no rseq area in this thread).
+ * -1 with errno EINVAL (NULL pointer, zero stride, bad kind, mo or size;
+ * checked before the mode, so in every mode alike) or ENOSYS (no rseq area
+ * in this thread).
  */
 
 /**

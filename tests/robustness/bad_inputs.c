@@ -18,6 +18,7 @@
  */
 #include "rb.h"
 
+#include <sched.h>
 #include <stdint.h>
 #include <urcu/urcu-memb.h>
 
@@ -633,6 +634,78 @@ static void l4_ops_cases(void)
 		static void *p = v;
 		RB_INT(cl_rseq_deref_add(BADKIND, &p, 0, 1, 0), CL_RSEQ_ERROR, EINVAL);
 	}
+	CASE("cl_rseq_add", "v NULL")
+	{
+		RB_INT(cl_rseq_add(CL_RSEQ_INDEX_CPU_ID, NIL, 1, cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_add", "v NULL, mm_cid kind")
+	{
+		RB_INT(cl_rseq_add(CL_RSEQ_INDEX_MM_CID, NIL, 1, cl_rseq_current_index(CL_RSEQ_INDEX_MM_CID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_cmpstore", "v NULL")
+	{
+		RB_INT(cl_rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, NIL, 0, 1, cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_pop_until", "head NULL")
+	{
+		RB_INT(cl_rseq_pop_until(CL_RSEQ_INDEX_CPU_ID, NIL, 0, NIL, &out, 0), CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_pop_until", "out NULL")
+	{
+		RB_INT(cl_rseq_pop_until(CL_RSEQ_INDEX_CPU_ID, &head, 0, NIL, NIL, 0), CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_pop", "head NULL")
+	{
+		RB_INT(cl_rseq_pop(CL_RSEQ_INDEX_CPU_ID, NIL, 0, &out, 0), CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_trypush", "head NULL")
+	{
+		static void *node[1];
+		RB_INT(cl_rseq_trypush(CL_RSEQ_INDEX_CPU_ID, NIL, 0, node, 0), CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_cmpstore_store", "v NULL")
+	{
+		static intptr_t v2;
+		RB_INT(cl_rseq_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, NIL, 0, &v2, 1, 1, CL_RSEQ_MO_RELAXED,
+					      cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_cmpstore_store", "v2 NULL (the second word)")
+	{
+		v[0] = 0;
+		RB_INT(cl_rseq_cmpstore_store(CL_RSEQ_INDEX_CPU_ID, v, 0, NIL, 1, 1, CL_RSEQ_MO_RELAXED,
+					      cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+		RB_THEN(v[0] == 0, "v unchanged");
+	}
+	CASE("cl_rseq_cmp2_store", "v2 NULL")
+	{
+		RB_INT(cl_rseq_cmp2_store(CL_RSEQ_INDEX_CPU_ID, v, 0, NIL, 0, 1,
+					  cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_cmpmemcpy_store", "dst NULL")
+	{
+		static char src[8];
+		RB_INT(cl_rseq_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, 0, NIL, src, 8, 1, CL_RSEQ_MO_RELAXED,
+					       cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_cmpmemcpy_store", "src NULL")
+	{
+		static char dst[8];
+		RB_INT(cl_rseq_cmpmemcpy_store(CL_RSEQ_INDEX_CPU_ID, v, 0, dst, NIL, 8, 1, CL_RSEQ_MO_RELAXED,
+					       cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
+	CASE("cl_rseq_deref_add", "ptr NULL")
+	{
+		RB_INT(cl_rseq_deref_add(CL_RSEQ_INDEX_CPU_ID, NIL, 0, 1, cl_rseq_current_index(CL_RSEQ_INDEX_CPU_ID)),
+		       CL_RSEQ_ERROR, EINVAL);
+	}
 	CASE("cl_rseq_list_first", "head NULL")
 	{
 		RB_NULL(cl_rseq_list_first(NIL), EINVAL);
@@ -707,10 +780,59 @@ static void l4_ops_cases(void)
 					       CL_RSEQ_MO_RELAXED),
 		       -1, EINVAL);
 	}
+	CASE("cl_percpu_add", "p NULL, mm_cid kind")
+	{
+		RB_INT(cl_percpu_add(CL_RSEQ_INDEX_MM_CID, NIL, CL_PERCPU_STRIDE, 1), -1, EINVAL);
+	}
+	CASE("cl_percpu_buf_push", "items NULL")
+	{
+		static void *item[1];
+		RB_INT(cl_percpu_buf_push(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, NIL, 1, item,
+					  CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
+	CASE("cl_percpu_buf_pop", "count NULL")
+	{
+		static void *items[1];
+		RB_INT(cl_percpu_buf_pop(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, items, &out), -1, EINVAL);
+	}
+	CASE("cl_percpu_buf_pop", "items NULL")
+	{
+		RB_INT(cl_percpu_buf_pop(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, NIL, &out), -1, EINVAL);
+	}
+	CASE("cl_percpu_buf_push_copy", "count NULL")
+	{
+		static char src[8], buf[8];
+		RB_INT(cl_percpu_buf_push_copy(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, buf, 1, 8, src,
+					       CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
+	CASE("cl_percpu_buf_push_copy", "src NULL")
+	{
+		static char buf[8];
+		RB_INT(cl_percpu_buf_push_copy(CL_RSEQ_INDEX_CPU_ID, v, CL_PERCPU_STRIDE, buf, 1, 8, NIL,
+					       CL_RSEQ_MO_RELAXED),
+		       -1, EINVAL);
+	}
 	CASE("cl_percpu_deref_add", "ptr NULL")
 	{
 		RB_INT(cl_percpu_deref_add(CL_RSEQ_INDEX_CPU_ID, NIL, CL_PERCPU_STRIDE, 0, 1), -1, EINVAL);
 	}
+}
+
+/* Keep the calling thread on the CPU it runs on: the frees of a case land
+ * in one CPU cache, the one its drain empties. Returns that CPU. */
+static int rb_stay_here(void)
+{
+	cpu_set_t set;
+	int cpu = sched_getcpu();
+
+	if (cpu < 0)
+		cpu = 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+	return cpu;
 }
 
 /* ---- L4: counter.h, counter_cid.h, objcache.h, brlock.h ---- */
@@ -850,14 +972,88 @@ static void l4_struct_cases(void)
 	CASE("cl_objcache_free", "c NULL")
 	{
 		static long obj[8];
-		RB_VOID(cl_objcache_free(NIL, obj), EINVAL);
+		RB_INT(cl_objcache_free(NIL, obj), -1, EINVAL);
 	}
 	CASE("cl_objcache_free", "obj NULL")
 	{
 		struct cl_objcache_attr a = { .obj_size = 64 };
 		struct cl_objcache *c = cl_objcache_create(&a);
-		RB_VOID(cl_objcache_free(c, NIL), 0);
+		RB_INT(cl_objcache_free(c, NIL), 0, 0);
 		RB_THEN(cl_objcache_destroy(c) == 0, "nothing counted: destroy succeeds");
+	}
+	CASE("cl_objcache_free", "double free (second free spills the first to the depot)")
+	{
+		/* Capacity 2, full: the second free of b moves b to the depot first. */
+		struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 2 };
+		int cpu = rb_stay_here();
+		struct cl_objcache *c = cl_objcache_create(&a);
+		struct cl_objcache_stats st;
+		void *x = cl_objcache_alloc(c), *b = cl_objcache_alloc(c);
+		(void)cpu;
+		cl_objcache_free(c, x);
+		cl_objcache_free(c, b);
+		RB_INT(cl_objcache_free(c, b), -1, EINVAL);
+		cl_objcache_stats(c, &st);
+		RB_THEN(st.nr_bad_frees == 1 && st.nr_depot + st.nr_cached == st.nr_objects,
+			"counted in nr_bad_frees, every object once");
+	}
+	CASE("cl_objcache_free", "pointer not from the cache (malloc)")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 2 };
+		int cpu = rb_stay_here();
+		struct cl_objcache *c = cl_objcache_create(&a);
+		struct cl_objcache_stats st;
+		void *x = cl_objcache_alloc(c), *b = cl_objcache_alloc(c), *m = malloc(64);
+		(void)cpu;
+		cl_objcache_free(c, x);
+		cl_objcache_free(c, b);
+		RB_INT(cl_objcache_free(c, m), -1, EINVAL);
+		cl_objcache_stats(c, &st);
+		RB_THEN(st.nr_bad_frees == 1, "counted in nr_bad_frees");
+	}
+	CASE("cl_objcache_free", "pointer inside an object")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 2 };
+		int cpu = rb_stay_here();
+		struct cl_objcache *c = cl_objcache_create(&a);
+		void *x = cl_objcache_alloc(c), *b = cl_objcache_alloc(c);
+		(void)cpu;
+		cl_objcache_free(c, x);
+		cl_objcache_free(c, b);
+		RB_INT(cl_objcache_free(c, (char *)b + 8), -1, EINVAL);
+	}
+	CASE("cl_objcache_drain_cpu", "double free in the CPU cache, then drain")
+	{
+		struct cl_objcache_attr a = { .obj_size = 64, .per_cpu_capacity = 8 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		struct cl_objcache_stats st;
+		int cpu = rb_stay_here();
+		void *x = cl_objcache_alloc(c);
+		cl_objcache_free(c, x);
+		cl_objcache_free(c, x); /* the fast path does not check */
+		RB_INT(cl_objcache_drain_cpu(c, cpu) >= 0, 1, RB_ERRNO_ANY);
+		cl_objcache_stats(c, &st);
+		RB_THEN(st.nr_depot <= st.nr_objects && st.nr_bad_frees == 1,
+			"second copy refused, nothing written past the depot");
+	}
+	CASE("cl_objcache_alloc", "4 MiB objects, first alloc")
+	{
+		struct cl_objcache_attr a = { .obj_size = (size_t)4 << 20 };
+		struct cl_objcache *c = cl_objcache_create(&a);
+		char buf[128];
+		long vm, r0 = 0, r1 = 0;
+		FILE *f = fopen("/proc/self/statm", "r");
+		if (f && fgets(buf, sizeof(buf), f))
+			sscanf(buf, "%ld %ld", &vm, &r0);
+		RB_NONNULL(cl_objcache_alloc(c));
+		if (f) {
+			rewind(f);
+			if (fgets(buf, sizeof(buf), f))
+				sscanf(buf, "%ld %ld", &vm, &r1);
+			fclose(f);
+		}
+		RB_THEN((r1 - r0) * sysconf(_SC_PAGESIZE) <= (long)(8 << 20),
+			"at most 2 x object size resident");
 	}
 	CASE("cl_objcache_drain_cpu", "c NULL")
 	{
@@ -937,13 +1133,67 @@ static void l4_struct_cases(void)
 		cl_brlock_init(&l);
 		RB_ABORTS(cl_brlock_read_unlock(&l, -5));
 	}
+	CASE("cl_brlock_read_lock", "uninitialised (zeroed) lock")
+	{
+		struct cl_brlock l;
+		memset(&l, 0, sizeof(l));
+		RB_INT(cl_brlock_read_lock(&l), -1, EINVAL);
+	}
+	CASE("cl_brlock_read_lock", "destroyed lock")
+	{
+		struct cl_brlock l;
+		cl_brlock_init(&l);
+		cl_brlock_destroy(&l);
+		RB_INT(cl_brlock_read_lock(&l), -1, EINVAL);
+	}
+	CASE("cl_brlock_read_unlock", "uninitialised (zeroed) lock")
+	{
+		struct cl_brlock l;
+		memset(&l, 0, sizeof(l));
+		RB_VOID(cl_brlock_read_unlock(&l, 0), EINVAL);
+	}
 	CASE("cl_brlock_write_lock", "l NULL")
 	{
-		RB_VOID(cl_brlock_write_lock(NIL), EINVAL);
+		RB_INT(cl_brlock_write_lock(NIL), -1, EINVAL);
+	}
+	CASE("cl_brlock_write_lock", "uninitialised (zeroed) lock")
+	{
+		struct cl_brlock l;
+		memset(&l, 0, sizeof(l));
+		RB_INT(cl_brlock_write_lock(&l), -1, EINVAL);
+	}
+	CASE("cl_brlock_write_lock", "destroyed lock")
+	{
+		struct cl_brlock l;
+		cl_brlock_init(&l);
+		cl_brlock_destroy(&l);
+		RB_INT(cl_brlock_write_lock(&l), -1, EINVAL);
 	}
 	CASE("cl_brlock_write_unlock", "l NULL")
 	{
-		RB_VOID(cl_brlock_write_unlock(NIL), EINVAL);
+		RB_INT(cl_brlock_write_unlock(NIL), -1, EINVAL);
+	}
+	CASE("cl_brlock_write_unlock", "uninitialised (zeroed) lock")
+	{
+		struct cl_brlock l;
+		memset(&l, 0, sizeof(l));
+		RB_INT(cl_brlock_write_unlock(&l), -1, EINVAL);
+	}
+	CASE("cl_brlock_write_unlock", "no writer holds the lock")
+	{
+		struct cl_brlock l;
+		cl_brlock_init(&l);
+		RB_INT(cl_brlock_write_unlock(&l), -1, EPERM);
+		RB_INT(cl_brlock_write_lock(&l), 0, RB_ERRNO_ANY);
+		RB_INT(cl_brlock_write_unlock(&l), 0, RB_ERRNO_ANY);
+	}
+	CASE("cl_brlock_write_unlock", "unlocked twice")
+	{
+		struct cl_brlock l;
+		cl_brlock_init(&l);
+		cl_brlock_write_lock(&l);
+		cl_brlock_write_unlock(&l);
+		RB_INT(cl_brlock_write_unlock(&l), -1, EPERM);
 	}
 }
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The id mode this run was started in (see above); "default" if unset. */
 static inline const char *cl_test_mode(void)
@@ -69,6 +70,17 @@ static inline long cl_test_slurp(const char *path, char *buf, size_t len)
 	buf[n] = '\0';
 	fclose(f);
 	return (long)n;
+}
+
+/* Resident set size of this process, bytes (/proc/self/statm). */
+static inline long cl_test_rss_bytes(void)
+{
+	char buf[256];
+	long size = 0, res = 0;
+
+	cr_assert_gt(cl_test_slurp("/proc/self/statm", buf, sizeof(buf)), 0);
+	cr_assert_eq(sscanf(buf, "%ld %ld", &size, &res), 2);
+	return res * sysconf(_SC_PAGESIZE);
 }
 
 #endif /* CL_TEST_H */

@@ -4,7 +4,9 @@
  * reader and a reader for a writer (rendezvous on the lock's own state, no
  * sleeps), mutual exclusion with a shadow check while readers migrate
  * between lock and unlock (cpu_id and mm_cid counters), writers finishing
- * while readers keep the lock busy, locks sharing a caller's pool.
+ * while readers keep the lock busy, locks sharing a caller's pool; misuse
+ * the lock detects: an unheld write_unlock (EPERM, and the next write_lock
+ * still gets the lock) and calls on a zeroed or destroyed lock (EINVAL).
  * Also built with -DCL_BRLOCK_NO_MEMBARRIER (fence mode) and
  * -DCL_NO_RSEQ_ASM (test_brlock.variants).
  */
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cl_test.h"
@@ -362,4 +365,86 @@ Test(brlock, locks_share_a_callers_pool)
 		cr_assert_eq(st.nr_live, 0, "destroy returned the counters to the pool");
 	}
 	cl_percpu_pool_destroy(pool);
+}
+
+/* ---- misuse the lock detects ---- */
+
+Test(brlock, unheld_write_unlock_is_eperm, .timeout = 60)
+{
+	static struct cl_brlock l;
+	int status = -1;
+	pid_t pid;
+
+	cr_assert_eq(cl_brlock_init(&l), 0);
+	/* In a child with a watchdog: an unlock that served a ticket nobody
+	 * held would make the next write_lock wait forever. */
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		int r1, e1, r2, r3, r4, e4, t;
+
+		alarm(20);
+		errno = 0;
+		r1 = cl_brlock_write_unlock(&l); /* never locked */
+		e1 = errno;
+		r2 = cl_brlock_write_lock(&l);
+		r3 = cl_brlock_write_unlock(&l);
+		errno = 0;
+		r4 = cl_brlock_write_unlock(&l); /* unlocked twice */
+		e4 = errno;
+		t = cl_brlock_read_lock(&l);
+		cl_brlock_read_unlock(&l, t);
+		if (r2 != 0 || r3 != 0 || t < 0)
+			_exit(1); /* the refused unlocks broke the lock */
+		if (r1 != -1 || e1 != EPERM || r4 != -1 || e4 != EPERM)
+			_exit(2); /* not reported */
+		_exit(cl_brlock_write_lock(&l) == 0 && cl_brlock_write_unlock(&l) == 0 ? 0 : 3);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s %d",
+		  WIFSIGNALED(status) ? "killed by signal" : "exit status",
+		  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	errno = 0;
+	cr_assert_eq(cl_brlock_write_unlock(&l), -1);
+	cr_assert_eq(errno, EPERM);
+	cl_brlock_destroy(&l);
+}
+
+/* Every call on @l fails with EINVAL and changes nothing. */
+static void assert_unusable(struct cl_brlock *l, const char *what)
+{
+	errno = 0;
+	cr_assert_eq(cl_brlock_read_lock(l), -1, "%s", what);
+	cr_assert_eq(errno, EINVAL, "%s", what);
+	errno = 0;
+	cl_brlock_read_unlock(l, 0);
+	cr_assert_eq(errno, EINVAL, "%s", what);
+	errno = 0;
+	cr_assert_eq(cl_brlock_write_lock(l), -1, "%s", what);
+	cr_assert_eq(errno, EINVAL, "%s", what);
+	errno = 0;
+	cr_assert_eq(cl_brlock_write_unlock(l), -1, "%s", what);
+	cr_assert_eq(errno, EINVAL, "%s", what);
+	errno = 0;
+	cr_assert_eq(cl_brlock_mode(l), 0, "%s", what);
+	cr_assert_eq(errno, EINVAL, "%s", what);
+}
+
+Test(brlock, zeroed_or_destroyed_lock_is_einval)
+{
+	struct cl_brlock l;
+	int t;
+
+	memset(&l, 0, sizeof(l));
+	assert_unusable(&l, "zeroed");
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(cl_brlock_init_pool(&l, NULL, modes[k]), 0);
+		cl_brlock_destroy(&l);
+		assert_unusable(&l, k ? "destroyed (mm_cid)" : "destroyed (cpu_id)");
+	}
+	cr_assert_eq(cl_brlock_init(&l), 0, "usable again after init");
+	t = cl_brlock_read_lock(&l);
+	cr_assert_geq(t, 0);
+	cl_brlock_read_unlock(&l, t);
+	cl_brlock_destroy(&l);
 }

@@ -4,14 +4,20 @@
  * new objects, per-CPU reuse, refills and spills, destroy refusing while
  * objects are out, every object accounted, drain of an idle CPU, and drains
  * racing the drained CPU's own allocs and frees with an ownership check
- * (cpu_id and mm_cid caches). Also built with -DCL_OBJCACHE_NO_MEMBARRIER
+ * (cpu_id and mm_cid caches); double and foreign frees refused by the depot
+ * (never stored past it: a double free followed by a drain once wrote past
+ * the depot array), and the resident memory of the first allocation of a
+ * cache of large objects. Also built with -DCL_OBJCACHE_NO_MEMBARRIER
  * (drain by visiting the CPU; mm_cid drains refused) and -DCL_NO_RSEQ_ASM
- * (test_objcache.variants).
+ * (test_objcache.variants). fork(): test_objcache_fork.c.
  */
 #include <cachelocal/objcache.h>
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "cl_test.h"
 
@@ -365,4 +371,153 @@ Test(objcache, drain_races_the_cpus_own_allocs_cpu_id, .timeout = 300)
 Test(objcache, drain_races_the_cpus_own_allocs_mm_cid, .timeout = 300)
 {
 	drain_race(CL_RSEQ_INDEX_MM_CID);
+}
+
+/* ---- bad frees: what reaches the depot is checked ---- */
+
+/* Every object is once in the depot or a CPU cache: none is out. */
+static void assert_all_free_once(struct cl_objcache *c, size_t bad)
+{
+	struct cl_objcache_stats st;
+
+	cr_assert_eq(cl_objcache_stats(c, &st), 0);
+	cr_assert_leq(st.nr_depot, st.nr_objects, "depot %zu > carved %zu", st.nr_depot, st.nr_objects);
+	cr_assert_eq(st.nr_depot + st.nr_cached, st.nr_objects, "depot %zu + cached %zu != %zu",
+		     st.nr_depot, st.nr_cached, st.nr_objects);
+	cr_assert_eq(st.nr_bad_frees, bad);
+}
+
+Test(objcache, double_free_then_drain_stays_in_the_depot)
+{
+	int cpus[64], n = cl_test_allowed_cpus(cpus, 64), moved;
+	struct cl_objcache *c;
+	void *a, *b;
+
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	c = make(64, 0, 8, CL_RSEQ_INDEX_CPU_ID); /* batch 4: a refill takes 5 */
+	a = cl_objcache_alloc(c);
+	cr_assert_not_null(a);
+	cr_assert_eq(cl_objcache_free(c, a), 0);
+	cr_assert_eq(cl_objcache_free(c, a), 0, "the fast path takes it unchecked");
+	cr_assert_eq(cl_test_pin(cpus[n - 1]), 0);
+	moved = cl_objcache_drain_cpu(c, cpus[0]);
+	cr_assert_eq(moved, 5, "4 cached + a, its second copy refused: moved %d", moved);
+	assert_all_free_once(c, 1);
+	/* The cache still works and a is handed out once. */
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	cr_assert_eq(cl_objcache_alloc(c), a);
+	b = cl_objcache_alloc(c);
+	cr_assert(b != NULL && b != a);
+	cr_assert_eq(cl_objcache_free(c, b), 0);
+	cr_assert_eq(cl_objcache_free(c, a), 0);
+	assert_all_free_once(c, 1);
+	cr_assert_eq(cl_objcache_destroy(c), 0);
+}
+
+/* A cache of capacity 2 pinned on one CPU, full: the next free spills. */
+static struct cl_objcache *full_cache(int cpu, void **held)
+{
+	struct cl_objcache *c;
+	void *a, *b;
+
+	cr_assert_eq(cl_test_pin(cpu), 0);
+	c = make(64, 0, 2, CL_RSEQ_INDEX_CPU_ID);
+	a = cl_objcache_alloc(c); /* refill: 2 taken, 1 cached */
+	b = cl_objcache_alloc(c); /* the cached one */
+	cr_assert(a != NULL && b != NULL && a != b);
+	cr_assert_eq(cl_objcache_free(c, a), 0);
+	cr_assert_eq(cl_objcache_free(c, b), 0);
+	*held = b; /* on top of this CPU's full cache */
+	return c;
+}
+
+Test(objcache, double_free_on_the_spill_path_is_einval)
+{
+	int cpus[64];
+	struct cl_objcache *c;
+	void *b;
+
+	cl_test_allowed_cpus(cpus, 64);
+	c = full_cache(cpus[0], &b);
+	errno = 0;
+	cr_assert_eq(cl_objcache_free(c, b), -1, "b is in the batch that went to the depot");
+	cr_assert_eq(errno, EINVAL);
+	assert_all_free_once(c, 1);
+	cr_assert_eq(cl_objcache_destroy(c), 0, "nothing lost, nothing counted twice");
+}
+
+Test(objcache, foreign_pointers_are_einval)
+{
+	int cpus[64];
+	struct cl_objcache *c, *other;
+	void *b, *theirs;
+	char *heap = malloc(64);
+	long stack[8];
+	void *bad[4];
+	const char *what[] = { "inside an object", "malloc", "stack", "another cache's object" };
+
+	cr_assert_not_null(heap);
+	cl_test_allowed_cpus(cpus, 64);
+	other = make(64, 0, 2, CL_RSEQ_INDEX_CPU_ID);
+	theirs = cl_objcache_alloc(other);
+	for (int i = 0; i < 4; i++) {
+		c = full_cache(cpus[0], &b);
+		bad[0] = (char *)b + 8;
+		bad[1] = heap;
+		bad[2] = stack;
+		bad[3] = theirs;
+		errno = 0;
+		cr_assert_eq(cl_objcache_free(c, bad[i]), -1, "%s", what[i]);
+		cr_assert_eq(errno, EINVAL, "%s", what[i]);
+		assert_all_free_once(c, 1);
+		cr_assert_eq(cl_objcache_destroy(c), 0);
+	}
+	/* A foreign pointer taken by the fast path is refused by a drain. */
+	c = make(64, 0, 8, CL_RSEQ_INDEX_CPU_ID);
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	b = cl_objcache_alloc(c);
+	cr_assert_eq(cl_objcache_free(c, b), 0);
+	cr_assert_eq(cl_objcache_free(c, heap), 0, "the fast path does not look");
+	cr_assert_eq(cl_objcache_drain_cpu(c, cpus[0]), 5);
+	assert_all_free_once(c, 1);
+	cr_assert_eq(cl_objcache_destroy(c), 0);
+	cr_assert_eq(cl_objcache_free(other, theirs), 0);
+	cr_assert_eq(cl_objcache_destroy(other), 0);
+	free(heap);
+}
+
+/* ---- large objects: slabs of one object, mapped, not cleared ---- */
+
+static void first_alloc_rss(size_t size, unsigned cap)
+{
+	struct cl_objcache *c = make(size, 0, cap, CL_RSEQ_INDEX_CPU_ID);
+	struct cl_objcache_stats st;
+	unsigned char *o;
+	long before, grew;
+
+	before = cl_test_rss_bytes();
+	o = cl_objcache_alloc(c);
+	grew = cl_test_rss_bytes() - before;
+	cr_assert_not_null(o);
+	cr_assert_eq(cl_objcache_stats(c, &st), 0);
+	cr_assert_leq(grew, (long)(2 * size * st.per_cpu_capacity), "%zu-byte objects: %ld bytes resident",
+		      size, grew);
+	/* The rule (objcache.h): one slab per refill, a large object's slab is
+	 * mapped and not written, so at most about one object. */
+	cr_assert_leq(grew, (long)(2 * size), "%zu-byte objects, capacity %u: %ld bytes resident", size,
+		      cap, grew);
+	cr_assert_eq(st.nr_objects, 1, "one object per slab of large objects");
+	cr_assert(o[0] == 0 && o[size / 2] == 0 && o[size - 1] == 0, "a new object is zero");
+	o[0] = o[size - 1] = 1;
+	cr_assert_eq(cl_objcache_free(c, o), 0);
+	cr_assert_eq(cl_objcache_alloc(c), o);
+	cr_assert_eq(o[size - 1], 1, "the content is kept");
+	cr_assert_eq(cl_objcache_free(c, o), 0);
+	cr_assert_eq(cl_objcache_destroy(c), 0);
+}
+
+Test(objcache, large_objects_first_alloc_rss_bounded)
+{
+	first_alloc_rss((size_t)4 << 20, 0);  /* default capacity 64 */
+	first_alloc_rss((size_t)16 << 20, 1); /* capacity 1: a batch of 1 */
 }

@@ -37,17 +37,6 @@ static unsigned long copies_examined;
 #define RSS_SLACK 8L
 #endif
 
-/* Resident set size of this process, bytes. */
-static long rss_bytes(void)
-{
-	char buf[256];
-	long size = 0, res = 0;
-
-	cr_assert_gt(cl_test_slurp("/proc/self/statm", buf, sizeof(buf)), 0);
-	cr_assert_eq(sscanf(buf, "%ld %ld", &size, &res), 2);
-	return res * sysconf(_SC_PAGESIZE);
-}
-
 static struct cl_percpu_pool *pool_new(size_t stride, unsigned nr_cpus, unsigned flags)
 {
 	struct cl_percpu_pool_attr a = { stride, nr_cpus, flags };
@@ -421,7 +410,7 @@ static void rss_bounded(unsigned flags)
 	enum { N = 3000, SZ = 128 };
 	static char *obj[N];
 	struct cl_percpu_pool *p = pool_new(0, 384, flags);
-	long before = rss_bytes(), grew;
+	long before = cl_test_rss_bytes(), grew;
 	struct cl_percpu_stats st = { 0 };
 
 	for (int i = 0; i < N; i++) {
@@ -440,7 +429,7 @@ static void rss_bounded(unsigned flags)
 		cr_assert(all_bytes(cl_percpu_ptr(obj[i], 1), 0, SZ));
 		cr_assert(all_bytes(cl_percpu_ptr(obj[i], 383), 0, SZ));
 	}
-	grew = rss_bytes() - before;
+	grew = cl_test_rss_bytes() - before;
 	cl_percpu_pool_stats(p, &st);
 	cr_log_info("384-CPU pool, %d x %d B written on 2 CPUs: RSS +%ld KiB (all 384 CPUs would be %ld KiB), %zu MiB mapped",
 		    N, SZ, grew / 1024, 384L * N * SZ / 1024, st.bytes_mapped >> 20);

@@ -8,7 +8,13 @@
  * flag, proves that the kernel aborts a section interrupted by a signal;
  * and with -DCL_TEST_SCRATCH_HOOK: a test hook that overwrites %rax and
  * %rcx (declared in CL_RSEQ_INJECT_CLOBBER) at every hook point.
+ * CL_INJECT(32) holds the fallback's striped lock until a fork() returned
+ * (the child must find it free).
  */
+#include <stdatomic.h>
+
+static void inject(int n);
+#define CL_INJECT(n) inject(n)
 #ifdef CL_TEST_SCRATCH_HOOK
 /* A hook that overwrites the sections' scratch registers and declares it:
  * every operation must still be right (the sections save them around it). */
@@ -36,8 +42,25 @@ int test_trap_armed;
 #include <cachelocal/topology.h>
 
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cl_test.h"
+
+/* Armed: the fallback body that reaches point 32 keeps its striped lock
+ * until the parent's fork() returned. */
+static atomic_int fb_armed, fb_holding, fb_forked;
+
+static void inject(int n)
+{
+	int one = 1;
+
+	if (n != 32 || !atomic_compare_exchange_strong(&fb_armed, &one, 0))
+		return;
+	atomic_store(&fb_holding, 1);
+	while (!atomic_load(&fb_forked))
+		sched_yield();
+}
 
 #define NR_THREADS 4
 #define NR_ADDS 200000
@@ -170,6 +193,86 @@ Test(percpu_ops, bad_kind_is_einval)
 					    (enum cl_rseq_mo)5, 0),
 		     CL_RSEQ_ERROR, "bad memory order");
 	cr_assert_eq(v, 3, "nothing stored on bad input");
+}
+
+/* A NULL word is EINVAL before the mode matters: same answer with critical
+ * sections and in the fallback, both kinds, nothing stored elsewhere. */
+#define ASSERT_EINVAL(call, what)                                                   \
+	do {                                                                        \
+		errno = 0;                                                          \
+		cr_assert_eq((call), CL_RSEQ_ERROR, "kind %d: %s", (int)k, what);    \
+		cr_assert_eq(errno, EINVAL, "kind %d: %s", (int)k, what);           \
+	} while (0)
+
+Test(percpu_ops, null_words_are_einval_in_every_mode)
+{
+	for (int m = 0; m < 2; m++) {
+		enum cl_rseq_index k = modes[m];
+		int i = cl_rseq_current_index(k);
+		intptr_t v = 3, v2 = 5;
+		void *node[2] = { NULL, NULL }, *head = NULL, *out = &v, *p = &v;
+		char buf[8] = { 0 };
+
+		ASSERT_EINVAL(cl_rseq_add(k, NULL, 1, i), "add v");
+		ASSERT_EINVAL(cl_rseq_cmpstore(k, NULL, 3, 4, i), "cmpstore v");
+		ASSERT_EINVAL(cl_rseq_pop_until(k, NULL, 0, NULL, &out, i), "pop_until head");
+		ASSERT_EINVAL(cl_rseq_pop_until(k, &head, 0, NULL, NULL, i), "pop_until out");
+		ASSERT_EINVAL(cl_rseq_pop(k, NULL, 0, &out, i), "pop head");
+		ASSERT_EINVAL(cl_rseq_pop(k, &head, 0, NULL, i), "pop out");
+		ASSERT_EINVAL(cl_rseq_trypush(k, NULL, 0, node, i), "trypush head");
+		ASSERT_EINVAL(cl_rseq_trypush(k, &head, 0, NULL, i), "trypush node");
+		ASSERT_EINVAL(cl_rseq_cmpstore_store(k, NULL, 3, &v2, 1, 4, CL_RSEQ_MO_RELAXED, i),
+			      "cmpstore_store v");
+		ASSERT_EINVAL(cl_rseq_cmpstore_store(k, &v, 3, NULL, 1, 4, CL_RSEQ_MO_RELAXED, i),
+			      "cmpstore_store v2");
+		ASSERT_EINVAL(cl_rseq_cmp2_store(k, NULL, 3, &v2, 5, 4, i), "cmp2_store v");
+		ASSERT_EINVAL(cl_rseq_cmp2_store(k, &v, 3, NULL, 5, 4, i), "cmp2_store v2");
+		ASSERT_EINVAL(cl_rseq_cmpmemcpy_store(k, NULL, 3, buf, "abc", 4, 4, CL_RSEQ_MO_RELAXED, i),
+			      "cmpmemcpy_store v");
+		ASSERT_EINVAL(cl_rseq_cmpmemcpy_store(k, &v, 3, NULL, "abc", 4, 4, CL_RSEQ_MO_RELAXED, i),
+			      "cmpmemcpy_store dst");
+		ASSERT_EINVAL(cl_rseq_cmpmemcpy_store(k, &v, 3, buf, NULL, 4, 4, CL_RSEQ_MO_RELAXED, i),
+			      "cmpmemcpy_store src");
+		ASSERT_EINVAL(cl_rseq_deref_add(k, NULL, 0, 1, i), "deref_add ptr");
+		cr_assert(v == 3 && v2 == 5 && head == NULL && buf[0] == 0 && out == &v && p == &v,
+			  "kind %d: nothing stored", (int)k);
+	}
+}
+
+static void *stripe_holder(void *p)
+{
+	cr_assert_eq(cl_rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, (intptr_t *)p, 0, 1, 0), CL_RSEQ_OK);
+	return NULL;
+}
+
+/* fork() while another thread holds a striped lock of the fallback: the
+ * child, where that thread does not exist, finds the lock free. */
+Test(percpu_ops, fork_child_finds_fallback_locks_free, .timeout = 60)
+{
+	static intptr_t word;
+	int status = -1;
+	pthread_t th;
+	pid_t pid;
+
+	if (cl_rseq_ops_mode() == CL_RSEQ_OPS_RSEQ)
+		cr_skip_test("critical sections: the fallback's locks are not used");
+	atomic_store(&fb_armed, 1);
+	cr_assert_eq(pthread_create(&th, NULL, stripe_holder, &word), 0);
+	while (!atomic_load(&fb_holding))
+		sched_yield();
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		alarm(20); /* an inherited held lock would spin forever */
+		_exit(cl_rseq_cmpstore(CL_RSEQ_INDEX_CPU_ID, &word, 0, 2, 0) == CL_RSEQ_OK && word == 2 ? 0 : 1);
+	}
+	atomic_store(&fb_forked, 1);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s %d",
+		  WIFSIGNALED(status) ? "killed by signal" : "exit status",
+		  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	cr_assert_eq(word, 1, "the parent's store, not the child's");
 }
 
 Test(percpu_ops, cmpstore)
@@ -785,6 +888,53 @@ Test(percpu_path, bad_input_is_einval)
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(v, 0);
 	cr_assert_eq(c, 0);
+}
+
+/* Every pointer argument of every cl_percpu_<op> NULL: -1 EINVAL, both kinds. */
+#define ASSERT_PATH_EINVAL(call, what)                                               \
+	do {                                                                         \
+		errno = 0;                                                           \
+		cr_assert_eq((call), -1, "kind %d: %s", (int)k, what);               \
+		cr_assert_eq(errno, EINVAL, "kind %d: %s", (int)k, what);            \
+	} while (0)
+
+Test(percpu_path, null_words_are_einval_in_every_mode)
+{
+	struct cl_percpu_pool *pool = test_pool();
+	size_t st = cl_percpu_pool_stride(pool);
+	intptr_t *c = cl_percpu_alloc(pool, 4 * sizeof(intptr_t), sizeof(intptr_t));
+	void **items = (void **)(void *)(c + 1), *out, *node[2];
+	char src[8] = "abcdefg";
+
+	cr_assert_not_null(c);
+	for (int m = 0; m < 2; m++) {
+		enum cl_rseq_index k = modes[m];
+
+		ASSERT_PATH_EINVAL(cl_percpu_add(k, NULL, st, 1), "add p");
+		ASSERT_PATH_EINVAL(cl_percpu_cmpstore(k, NULL, st, 0, 1), "cmpstore p");
+		ASSERT_PATH_EINVAL(cl_percpu_list_pop(k, NULL, st, 0, &out), "list_pop head");
+		ASSERT_PATH_EINVAL(cl_percpu_list_pop(k, items, st, 0, NULL), "list_pop out");
+		ASSERT_PATH_EINVAL(cl_percpu_list_push(k, NULL, st, 0, node), "list_push head");
+		ASSERT_PATH_EINVAL(cl_percpu_list_push(k, items, st, 0, NULL), "list_push node");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_push(k, NULL, st, items, 2, node, CL_RSEQ_MO_RELAXED),
+				   "buf_push count");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_push(k, c, st, NULL, 2, node, CL_RSEQ_MO_RELAXED),
+				   "buf_push items");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_pop(k, NULL, st, items, &out), "buf_pop count");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_pop(k, c, st, NULL, &out), "buf_pop items");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_pop(k, c, st, items, NULL), "buf_pop out");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_push_copy(k, NULL, st, items, 2, 8, src, CL_RSEQ_MO_RELAXED),
+				   "buf_push_copy count");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_push_copy(k, c, st, NULL, 2, 8, src, CL_RSEQ_MO_RELAXED),
+				   "buf_push_copy buf");
+		ASSERT_PATH_EINVAL(cl_percpu_buf_push_copy(k, c, st, items, 2, 8, NULL, CL_RSEQ_MO_RELAXED),
+				   "buf_push_copy src");
+		ASSERT_PATH_EINVAL(cl_percpu_deref_add(k, NULL, st, 0, 1), "deref_add ptr");
+		for (unsigned i = 0; i < cl_percpu_pool_nr_cpus(pool); i++)
+			cr_assert_eq(*cl_percpu_ptr_stride(c, i, st), 0, "kind %d: nothing stored", (int)k);
+	}
+	cr_assert_eq(cl_percpu_free(pool, c), 0);
+	cl_percpu_pool_destroy(pool);
 }
 
 Test(percpu_path, list_and_buffer_round_trip_pinned)

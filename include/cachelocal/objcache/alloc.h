@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../compiler.h"
+#include "../config.h"
 #include "../percpu_ops.h"
 #include "depot.h"
 
@@ -57,6 +58,7 @@ static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c
 	size_t n, k;
 
 	pthread_mutex_lock(&c->lock);
+	CL_INJECT(50); /* the depot's mutex held (a fork() waits for it) */
 	if (c->nr_depot == 0 && cl__objcache_grow(c) != 0) {
 		pthread_mutex_unlock(&c->lock);
 		errno = ENOMEM;
@@ -65,8 +67,7 @@ static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c
 	n = r == CL_PERCPU_CMPFAIL ? (size_t)c->batch + 1 : 1;
 	if (n > c->nr_depot)
 		n = c->nr_depot;
-	c->nr_depot -= n;
-	memcpy(objs, c->depot + c->nr_depot, n * sizeof(*objs));
+	cl__objcache_withdraw(c, objs, n);
 	if (r == CL_PERCPU_CMPFAIL)
 		c->nr_refills++;
 	else
@@ -78,7 +79,7 @@ static CL_NOINLINE CL_UNUSED void *cl__objcache_alloc_slow(struct cl_objcache *c
 			break;
 	if (k < n) { /* the cache filled up meanwhile (or is being drained) */
 		pthread_mutex_lock(&c->lock);
-		cl__objcache_deposit(c, objs + k, n - k);
+		(void)cl__objcache_deposit(c, objs + k, n - k);
 		pthread_mutex_unlock(&c->lock);
 	}
 	return obj;
@@ -101,44 +102,53 @@ CL_ALWAYS_INLINE void *cl_objcache_alloc(struct cl_objcache *c)
 
 /*
  * Slow free: @r is CL_PERCPU_CMPFAIL (this CPU's cache was full or being
- * drained: move a batch out of it, then cache @obj) or -1 (no per-CPU path).
+ * drained: move a batch out of it to the depot, then cache @obj) or -1 (no
+ * per-CPU path: @obj to the depot). @obj is checked by the depot after the
+ * batch went in, so a copy of it that was in the cache is found too.
+ * Returns 0, or -1 (EINVAL) when the depot refused @obj.
  */
-static CL_NOINLINE CL_UNUSED void cl__objcache_free_slow(struct cl_objcache *c, void *obj, int r)
+static CL_NOINLINE CL_UNUSED int cl__objcache_free_slow(struct cl_objcache *c, void *obj, int r)
 {
-	void *objs[CL__OBJCACHE_MOVE_MAX + 1];
-	size_t n = 0;
+	void *objs[CL__OBJCACHE_MOVE_MAX];
+	size_t n = 0, k;
 
-	if (r == CL_PERCPU_CMPFAIL) {
+	if (r == CL_PERCPU_CMPFAIL)
 		while (n < c->batch && cl__objcache_pop(c, &objs[n]) >= 0)
 			n++;
-		/* Keep the object just freed (likely in this CPU's cache) local. */
-		if (n == 0 || cl__objcache_push(c, obj) < 0)
-			objs[n++] = obj;
-	} else {
-		objs[n++] = obj;
-	}
 	pthread_mutex_lock(&c->lock);
-	cl__objcache_deposit(c, objs, n);
+	(void)cl__objcache_deposit(c, objs, n);
+	k = cl__objcache_number(c, obj);
+	if (k == SIZE_MAX || cl__objcache_bit(c->in_depot, k)) {
+		c->nr_bad_frees++;
+		pthread_mutex_unlock(&c->lock);
+		errno = EINVAL;
+		return -1;
+	}
+	/* Keep the object just freed (likely in this CPU's cache) local. */
+	if (r != CL_PERCPU_CMPFAIL || n == 0 || cl__objcache_push(c, obj) < 0)
+		(void)cl__objcache_deposit(c, &obj, 1);
 	if (r == CL_PERCPU_CMPFAIL)
 		c->nr_spills++;
 	else
 		c->nr_direct++;
 	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
-CL_ALWAYS_INLINE void cl_objcache_free(struct cl_objcache *c, void *obj)
+CL_ALWAYS_INLINE int cl_objcache_free(struct cl_objcache *c, void *obj)
 {
 	int r;
 
 	if (CL_UNLIKELY(c == NULL || obj == NULL)) {
-		if (obj != NULL)
-			errno = EINVAL;
-		return;
+		if (obj == NULL)
+			return 0;
+		errno = EINVAL;
+		return -1;
 	}
 	r = cl__objcache_push(c, obj);
 	if (CL_LIKELY(r >= 0))
-		return;
-	cl__objcache_free_slow(c, obj, r);
+		return 0;
+	return cl__objcache_free_slow(c, obj, r);
 }
 
 CL_END_DECLS

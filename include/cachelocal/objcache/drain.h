@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../compiler.h"
+#include "../config.h"
 #include "../fence.h"
 #include "../percpu_ops.h"
 #include "../sys.h"
@@ -82,6 +83,7 @@ CL_INLINE int cl_objcache_drain_cpu(struct cl_objcache *c, int cpu)
 	cnt = cl__objcache_count(c, (unsigned)cpu);
 	its = cl__objcache_items(c, (unsigned)cpu);
 	pthread_mutex_lock(&c->drain_lock);
+	CL_INJECT(51); /* the drain lock held (a fork() waits for it) */
 	if (c->fence == CL_OBJCACHE_DRAIN_LOCK) {
 		/* Fallback operations take the count's striped lock: so does this. */
 		do {
@@ -110,7 +112,8 @@ CL_INLINE int cl_objcache_drain_cpu(struct cl_objcache *c, int cpu)
 	}
 	if (n > 0) {
 		pthread_mutex_lock(&c->lock);
-		cl__objcache_deposit(c, its, (size_t)n);
+		/* Bad frees that sat in the cache are dropped (and counted). */
+		n -= (intptr_t)cl__objcache_deposit(c, its, (size_t)n);
 		c->nr_drains++;
 		c->nr_drained += (size_t)n;
 		pthread_mutex_unlock(&c->lock);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../atfork.h"
 #include "../compiler.h"
 #include "../percpu.h"
 #include "../percpu_ops.h"
@@ -74,9 +75,19 @@ CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *
 	c->batch = (unsigned)(cap / 2 ? cap / 2 : 1);
 	if (c->batch > CL__OBJCACHE_MOVE_MAX)
 		c->batch = CL__OBJCACHE_MOVE_MAX;
-	c->objs_per_slab = CL__OBJCACHE_SLAB_BYTES / size;
-	if (c->objs_per_slab < 2 * (size_t)c->batch + 1)
-		c->objs_per_slab = 2 * (size_t)c->batch + 1;
+	/* The largest power of two of objects in 64 KiB, at least one; a slab
+	 * above 64 KiB (one large object) is mapped, not cleared. */
+	c->objs_per_slab = 1;
+	c->slab_shift = 0;
+	while (2 * c->objs_per_slab * size <= CL__OBJCACHE_SLAB_BYTES) {
+		c->objs_per_slab *= 2;
+		c->slab_shift++;
+	}
+	c->slab_bytes = c->objs_per_slab * size;
+	c->slab_mapped = c->slab_bytes > CL__OBJCACHE_SLAB_BYTES;
+	if (cl_atfork_register(&c->fork_lock, &c->lock, NULL) != 0 ||
+	    cl_atfork_register(&c->fork_drain, &c->drain_lock, NULL) != 0)
+		goto fail; /* the drain lock, newer, is taken first: drains nest the depot's */
 	c->pool = cl_percpu_pool_create(NULL);
 	if (c->pool == NULL)
 		goto fail;
@@ -161,6 +172,7 @@ CL_INLINE int cl_objcache_stats(struct cl_objcache *c, struct cl_objcache_stats 
 	st->nr_direct = c->nr_direct;
 	st->nr_drains = c->nr_drains;
 	st->nr_drained = c->nr_drained;
+	st->nr_bad_frees = c->nr_bad_frees;
 	pthread_mutex_unlock(&c->lock);
 	st->nr_cached = cached;
 	st->nr_out = st->nr_objects >= st->nr_depot + cached ? st->nr_objects - st->nr_depot - cached

@@ -15,6 +15,7 @@
 #ifndef CACHELOCAL_PERCPU_OPS_FALLBACK_H
 #define CACHELOCAL_PERCPU_OPS_FALLBACK_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "../compiler.h"
 #include "../config.h"
 #include "../internal/backoff.h"
+#include "../internal/fork.h"
 #include "mode.h"
 
 CL_BEGIN_DECLS
@@ -124,6 +126,44 @@ CL_INLINE void cl__rseq_fb_unlock(unsigned *l)
 
 CL_STATIC_ASSERT(CL__RSEQ_FB_LOCKS == 64, "the lock hash keeps 6 bits");
 
+/*
+ * fork(): a stripe another thread held when the process forked stays held
+ * in the child, where that thread does not exist. The fork registry's child
+ * hook clears every stripe. That is safe because a fallback body commits
+ * with one store, last (the count, or the word of a cmpstore): a child that
+ * inherits a body cut short sees it either committed or not, plus at most
+ * a slot or bytes beyond the count written (as an rseq abort leaves them).
+ * Registered once per process by cl_rseq_ops_mode_index() when it reports
+ * a fallback (every structure's create or init asks first, holding no
+ * lock: registering takes the registry lock, which a concurrent fork()
+ * holds while it waits for the structures' locks). Not covered: the lock
+ * bit a fallback list pop sets in a list head (the caller's memory, which
+ * the library does not know): a fork() in the middle of such a pop leaves
+ * that list locked in the child.
+ */
+CL_WEAK pthread_mutex_t cl__rseq_fb_fork_mutex = PTHREAD_MUTEX_INITIALIZER;
+CL_WEAK struct cl__fork_entry cl__rseq_fb_fork_entry;
+CL_WEAK pthread_once_t cl__rseq_fb_fork_once = PTHREAD_ONCE_INIT;
+
+CL_INLINE void cl__rseq_fb_fork_child(struct cl__fork_entry *e)
+{
+	unsigned i;
+
+	(void)e;
+	for (i = 0; i < CL__RSEQ_FB_LOCKS; i++)
+		CL_ATOMIC_STORE(&cl__rseq_fb_locks[i].v, 0u, CL_RELAXED);
+}
+
+CL_INLINE void cl__rseq_fb_fork_install(void)
+{
+	cl__fork_register(&cl__rseq_fb_fork_entry, &cl__rseq_fb_fork_mutex, cl__rseq_fb_fork_child);
+}
+
+CL_INLINE void cl__rseq_fb_fork_setup(void)
+{
+	pthread_once(&cl__rseq_fb_fork_once, cl__rseq_fb_fork_install);
+}
+
 /* Fallback bodies, shared by cl_rseq_<op>() and cl_percpu_<op>(). */
 
 /* The commit store of a buffer operation, with the order the caller asked. */
@@ -142,6 +182,7 @@ CL_INLINE int cl__rseq_cmpstore_store_fb(intptr_t *v, intptr_t expect, intptr_t 
 	unsigned *l = cl__rseq_fb_lock(v);
 	int r = CL_RSEQ_CMPFAIL;
 
+	CL_INJECT(32); /* a striped lock held */
 	if (CL_ATOMIC_LOAD(v, CL_ACQUIRE) == expect) {
 		if (v2)
 			CL_ATOMIC_STORE(v2, newv2, CL_RELAXED);

@@ -84,18 +84,27 @@ CL_ALWAYS_INLINE unsigned cl__rseq_ops_state_get(void)
 	return CL_LIKELY(s) ? s : cl__rseq_ops_decide();
 }
 
+/* fallback.h: the fallback's locks are reset in a fork() child from the
+ * first time a fallback mode is reported (outside any lock: see there). */
+CL_INLINE void cl__rseq_fb_fork_setup(void);
+
 CL_INLINE enum cl_rseq_ops_mode cl_rseq_ops_mode_index(enum cl_rseq_index kind)
 {
 #ifdef CL_HAVE_RSEQ_ASM
 	unsigned s = cl__rseq_ops_state_get();
 
-	if (!(s & CL__RSEQ_OPS_HAVE_RSEQ))
+	if (!(s & CL__RSEQ_OPS_HAVE_RSEQ)) {
+		cl__rseq_fb_fork_setup();
 		return CL_RSEQ_OPS_ATOMIC_NO_RSEQ;
-	if (kind == CL_RSEQ_INDEX_MM_CID && !(s & CL__RSEQ_OPS_HAVE_CID))
+	}
+	if (kind == CL_RSEQ_INDEX_MM_CID && !(s & CL__RSEQ_OPS_HAVE_CID)) {
+		cl__rseq_fb_fork_setup();
 		return CL_RSEQ_OPS_ATOMIC_NO_MM_CID;
+	}
 	return CL_RSEQ_OPS_RSEQ;
 #else
 	(void)kind;
+	cl__rseq_fb_fork_setup();
 	return CL__RSEQ_OPS_STATIC_MODE;
 #endif
 }

@@ -49,7 +49,7 @@ CL_BEGIN_DECLS
 
 CL_ALWAYS_INLINE int cl_rseq_add(enum cl_rseq_index kind, intptr_t *v, intptr_t count, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || v == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(1);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, add, abi, v, count, index));
@@ -61,7 +61,7 @@ CL_ALWAYS_INLINE int cl_rseq_add(enum cl_rseq_index kind, intptr_t *v, intptr_t 
 CL_ALWAYS_INLINE int cl_rseq_cmpstore(enum cl_rseq_index kind, intptr_t *v, intptr_t expect,
 				      intptr_t newv, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || v == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(2);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore, abi, v, expect, newv, index));
@@ -72,7 +72,7 @@ CL_ALWAYS_INLINE int cl_rseq_cmpstore(enum cl_rseq_index kind, intptr_t *v, intp
 CL_ALWAYS_INLINE int cl_rseq_pop_until(enum cl_rseq_index kind, void **head, size_t next_offset,
 				       void *end, void **out, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || head == NULL || out == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(3);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, pop, abi, head, next_offset, end, out, index));
@@ -91,7 +91,7 @@ CL_ALWAYS_INLINE int cl_rseq_trypush(enum cl_rseq_index kind, void **head, size_
 {
 	void *first;
 
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || cl__rseq_node_bad(node, next_offset)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || head == NULL || cl__rseq_node_bad(node, next_offset)))
 		return cl__rseq_einval();
 #ifdef CL_HAVE_RSEQ_ASM
 	{
@@ -123,7 +123,8 @@ CL_ALWAYS_INLINE int cl_rseq_cmpstore_store(enum cl_rseq_index kind, intptr_t *v
 					    intptr_t *v2, intptr_t newv2, intptr_t newv,
 					    enum cl_rseq_mo mo, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE || v == NULL ||
+			v2 == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(5);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpstore_store, abi, v, expect, v2, newv2, newv,
@@ -135,7 +136,7 @@ CL_ALWAYS_INLINE int cl_rseq_cmpstore_store(enum cl_rseq_index kind, intptr_t *v
 CL_ALWAYS_INLINE int cl_rseq_cmp2_store(enum cl_rseq_index kind, intptr_t *v, intptr_t expect,
 					intptr_t *v2, intptr_t expect2, intptr_t newv, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || v == NULL || v2 == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(6);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmp2_store, abi, v, expect, v2, expect2, newv,
@@ -148,7 +149,8 @@ CL_ALWAYS_INLINE int cl_rseq_cmpmemcpy_store(enum cl_rseq_index kind, intptr_t *
 					     void *dst, const void *src, size_t len, intptr_t newv,
 					     enum cl_rseq_mo mo, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE || v == NULL ||
+			dst == NULL || src == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(7);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, cmpmemcpy_store, abi, v, expect, dst, src, len,
@@ -160,7 +162,7 @@ CL_ALWAYS_INLINE int cl_rseq_cmpmemcpy_store(enum cl_rseq_index kind, intptr_t *
 CL_ALWAYS_INLINE int cl_rseq_deref_add(enum cl_rseq_index kind, void **ptr, ptrdiff_t off,
 				       intptr_t count, int index)
 {
-	if (CL_UNLIKELY(cl__rseq_kind_bad(kind)))
+	if (CL_UNLIKELY(cl__rseq_kind_bad(kind) || ptr == NULL))
 		return cl__rseq_einval();
 	CL_INJECT(8);
 	CL__RSEQ_DISPATCH(kind, CL__RSEQ_ASM(kind, deref_add, abi, ptr, off, count, index));
