@@ -117,7 +117,7 @@ run() {
 	echo "check-aarch64: booting $(cat "$OUT/vmlinuz.pkg" 2>/dev/null || echo "$OUT/vmlinuz") in qemu-system-aarch64 -smp 2 ($(echo $want | wc -w) runs, up to ${QEMU_TIMEOUT} s)"
 	log=$OUT/console.log
 	start=$(date +%s)
-	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 2048 \
+	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 1024 \
 		-nographic -no-reboot -net none -kernel "$OUT/vmlinuz" -initrd "$OUT/tests.cpio.gz" \
 		-append "console=ttyAMA0 panic=-1 quiet" </dev/null >"$log" 2>&1
 	qrc=$?
@@ -125,7 +125,10 @@ run() {
 	tr -d '\r' <"$log" >"$log.txt"
 	# the programs' own output, without the kernel's
 	sed -n '/@@CLA64 START/,/@@CLA64 DONE/p' "$log.txt" | grep -v '^\[ *[0-9.]*\] ' |
-		grep -v '^@@CLA64 START'
+		grep -v '^@@CLA64 \(START\|TIME\)'
+	printf 'check-aarch64: seconds per run in the guest:'
+	sed -n 's/^@@CLA64 TIME \([^ ]*\) \(.*\)/ \1 \2/p' "$log.txt" | tr -d '\n'
+	echo
 	fails=0 passed=0
 	for n in $want; do
 		r=$(sed -n "s/^@@CLA64 END $n \(.*\)/\1/p" "$log.txt" | head -1)

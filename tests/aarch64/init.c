@@ -10,6 +10,7 @@
  * Console lines written here (everything else is the programs' output):
  *   @@CLA64 START NAME
  *   @@CLA64 END NAME rc=N | signal=N | timeout
+ *   @@CLA64 TIME NAME SECONDS        (wall time of the run, in the guest)
  *   @@CLA64 DONE
  * A static binary, built with the cross compiler like the tests.
  */
@@ -60,7 +61,7 @@ static void run_line(char *line)
 	char *tok[MAX_ARGS + 1], *env[MAX_ARGS + 1], *argv[MAX_ARGS + 1], *save = NULL;
 	int n = 0, ne = 0, na = 0, i, status = 0, dashes = 0;
 	const char *name;
-	double timeout, deadline;
+	double timeout, deadline, t0;
 	pid_t pid, w;
 
 	for (char *t = strtok_r(line, " \t\n", &save); t && n < MAX_ARGS;
@@ -97,7 +98,8 @@ static void run_line(char *line)
 		printf("@@CLA64 END %s rc=126\n", name);
 		return;
 	}
-	deadline = now_s() + timeout;
+	t0 = now_s();
+	deadline = t0 + timeout;
 	for (;;) {
 		w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
@@ -106,7 +108,7 @@ static void run_line(char *line)
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			printf("@@CLA64 END %s timeout\n", name);
+			printf("@@CLA64 END %s timeout\n@@CLA64 TIME %s %.1f\n", name, name, now_s() - t0);
 			fflush(stdout);
 			return;
 		}
@@ -119,6 +121,7 @@ static void run_line(char *line)
 		printf("@@CLA64 END %s rc=%d\n", name, WEXITSTATUS(status));
 	else
 		printf("@@CLA64 END %s signal=%d\n", name, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	printf("@@CLA64 TIME %s %.1f\n", name, now_s() - t0);
 	fflush(stdout);
 }
 
