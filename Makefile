@@ -750,7 +750,8 @@ A64_LDFLAGS := -static -pthread -L/usr/lib/aarch64-linux-gnu -lurcu-cds -lurcu-m
 # .v2 trap inside a section, .v3 scratch hook). Left out: the topology and
 # sched/rq tests (no per-arch code; they read the host's fake sysfs trees),
 # test_sched_runtime_stacks (its 100000 parked tasks need more memory than
-# the guest has: OOM-killed at 2 GiB).
+# the guest has: OOM-killed at 2 GiB). The guest has 2 GiB: test_sched_runtime's
+# ten thousand tasks are OOM-killed at 1 GiB.
 A64_UNIT := test_percpu_ops test_rseq test_counter test_objcache test_sched_runtime \
 	test_sched_runtime_lifecycle test_sched_runtime_preempt
 A64_VARIANTS := test_percpu_ops.v1 test_percpu_ops.v2 test_percpu_ops.v3

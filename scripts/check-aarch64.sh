@@ -117,7 +117,7 @@ run() {
 	echo "check-aarch64: booting $(cat "$OUT/vmlinuz.pkg" 2>/dev/null || echo "$OUT/vmlinuz") in qemu-system-aarch64 -smp 2 ($(echo $want | wc -w) runs, up to ${QEMU_TIMEOUT} s)"
 	log=$OUT/console.log
 	start=$(date +%s)
-	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 1024 \
+	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 2048 \
 		-nographic -no-reboot -net none -kernel "$OUT/vmlinuz" -initrd "$OUT/tests.cpio.gz" \
 		-append "console=ttyAMA0 panic=-1 quiet" </dev/null >"$log" 2>&1
 	qrc=$?
