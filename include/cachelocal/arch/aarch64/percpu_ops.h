@@ -114,13 +114,7 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "aarch64 LP64 wor
 
 #define CL__RSEQ_ASM_CLOBBERS "memory", "cc", "x13", "x14", "x15" CL_RSEQ_INJECT_CLOBBER
 
-/*
- * cl__rseq_read_field() - one 32-bit load of a kernel-written field of the
- * area (cpu_id, mm_cid), outside a section: the index an operation is
- * given. A volatile asm, so it is never merged with another read or hoisted
- * out of a loop, but without a memory clobber, so the compiler keeps the
- * values it holds in registers (the thread's cached area pointer) across it.
- */
+/* cl__rseq_read_field() - as on x86_64: one untorn 32-bit load, volatile, no memory clobber. */
 CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 {
 	uint32_t v;
