@@ -119,14 +119,7 @@
 /* Compiler barrier. */
 #define CL_BARRIER() __asm__ __volatile__("" ::: "memory")
 
-/* Spin-wait hint (CL_ARCH_*: config.h, the one place that reads the
- * compiler's architecture macros). */
-#if defined(CL_ARCH_X86_64)
-#define CL_CPU_RELAX() __asm__ __volatile__("pause" ::: "memory")
-#elif defined(CL_ARCH_AARCH64)
-#define CL_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define CL_CPU_RELAX() CL_BARRIER()
-#endif
+/* Spin-wait hint (pause, yield, ...: arch/arch.h, through config.h). */
+#define CL_CPU_RELAX() CL__ARCH_CPU_RELAX()
 
 #endif /* CACHELOCAL_COMPILER_H */

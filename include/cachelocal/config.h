@@ -24,16 +24,8 @@
 #ifndef CACHELOCAL_CONFIG_H
 #define CACHELOCAL_CONFIG_H
 
-/* ---- architecture ---- */
-#if defined(__x86_64__)
-#define CL_ARCH_X86_64 1
-#elif defined(__aarch64__)
-#define CL_ARCH_AARCH64 1
-#elif defined(__powerpc64__)
-#define CL_ARCH_PPC64 1
-#elif defined(__s390x__)
-#define CL_ARCH_S390X 1
-#endif
+/* ---- architecture: CL_ARCH_* (arch/arch.h, the one place that tests the target) ---- */
+#include "arch/arch.h"
 
 /* ---- line and guard sizes ---- */
 #ifndef CL_CACHELINE_SIZE
@@ -41,13 +33,7 @@
 #endif
 
 #ifndef CL_FALSE_SHARING_SIZE
-#if defined(CL_ARCH_S390X)
-#define CL_FALSE_SHARING_SIZE 256
-#elif defined(CL_ARCH_X86_64) || defined(CL_ARCH_AARCH64) || defined(CL_ARCH_PPC64)
-#define CL_FALSE_SHARING_SIZE 128
-#else
-#define CL_FALSE_SHARING_SIZE 64
-#endif
+#define CL_FALSE_SHARING_SIZE CL__ARCH_FALSE_SHARING_SIZE
 #endif
 
 #if !(CL_CACHELINE_SIZE >= 16 && (CL_CACHELINE_SIZE & (CL_CACHELINE_SIZE - 1)) == 0)

@@ -38,8 +38,9 @@
  * docs/percpu_ops.md.
  *
  * Implementation, chosen once per process (cl_rseq_ops_mode()):
- *   rseq    x86_64 asm (arch/x86_64/percpu_ops.h, GNU asm goto) when rseq is
- *           registered for the first thread that asks;
+ *   rseq    x86_64 or aarch64 asm (arch/percpu_ops.h picks arch/<arch>/,
+ *           GNU asm goto) when rseq is registered for the first thread
+ *           that asks;
  *   atomic  a fallback on the same per-CPU memory: no asm for this
  *           architecture, a ThreadSanitizer build (it cannot model
  *           restarts), CL_NO_RSEQ_ASM, rseq unavailable (old kernel,
@@ -62,8 +63,9 @@
  * Test hooks: CL_INJECT(n) (config.h) runs in C around each critical
  * section; CL_RSEQ_INJECT_ASM(n) is an asm string placed between the steps
  * inside it (default ""), with CL_RSEQ_INJECT_CLOBBER (default nothing, else
- * a leading comma and register names) for the registers it uses; it may use
- * %rax and %rcx too (saved around it, see arch/x86_64/percpu_ops.h).
+ * a leading comma and register names) for the registers it uses; on x86_64
+ * it may use %rax and %rcx too (saved around it), on aarch64 x16 and x17
+ * only (arch/<arch>/percpu_ops.h).
  *
  * Layout: this file holds the API (types, return codes, kernel-doc and
  * declarations); the bodies are in percpu_ops/ (mode.h: the decision and
@@ -202,8 +204,9 @@ CL_ALWAYS_INLINE int cl_rseq_add(enum cl_rseq_index kind, intptr_t *v, intptr_t 
  * @newv: the value stored.
  * @index: the index of @v's owner.
  *
- * Ordered like a CAS with acquire-release (x86_64: TSO; fallback: acquire
- * load and release store under the word's striped lock).
+ * Ordered like a CAS with acquire-release (x86_64: TSO; aarch64: ldar and
+ * stlr; fallback: acquire load and release store under the word's striped
+ * lock).
  *
  * Context: any thread.
  * Return: CL_RSEQ_OK, CL_RSEQ_CMPFAIL (*@v != @expect), CL_RSEQ_ABORT or

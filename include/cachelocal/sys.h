@@ -58,10 +58,8 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 #endif
 #ifdef MAP_NORESERVE
 #define CL__MAP_NORESERVE MAP_NORESERVE
-#elif defined(__powerpc64__)
-#define CL__MAP_NORESERVE 0x40
 #else
-#define CL__MAP_NORESERVE 0x4000
+#define CL__MAP_NORESERVE CL__ARCH_MAP_NORESERVE /* arch/arch.h */
 #endif
 #define CL__MADV_DONTNEED 4
 #define CL__MADV_DONTFORK 10

@@ -74,6 +74,22 @@ __thread int param_tl_hook __attribute__((tls_model("local-exec")));
 	"jnz 5b\n\t"                                                  \
 	"6:\n\t"
 #define CL_RSEQ_INJECT_CLOBBER , "rax"
+#elif defined(__aarch64__)
+/* x16/x17 and labels 6, 7: what arch/aarch64/percpu_ops.h leaves to hooks. */
+#define CL_RSEQ_INJECT_ASM(n)                                          \
+	"mrs x16, tpidr_el0\n\t"                                      \
+	"add x16, x16, #:tprel_hi12:param_tl_hook, lsl #12\n\t"       \
+	"add x16, x16, #:tprel_lo12_nc:param_tl_hook\n\t"             \
+	"mov w17, #" #n "\n\t"                                        \
+	"str w17, [x16]\n\t"                                          \
+	"adrp x16, param_asm_loops+" #n "*4\n\t"                      \
+	"ldr w17, [x16, #:lo12:param_asm_loops+" #n "*4]\n\t"         \
+	"cbz w17, 7f\n\t"                                             \
+	"6:\n\t"                                                      \
+	"subs w17, w17, #1\n\t"                                       \
+	"b.ne 6b\n\t"                                                 \
+	"7:\n\t"
+#define CL_RSEQ_INJECT_CLOBBER , "x16", "x17"
 #endif
 
 static struct {

@@ -53,6 +53,17 @@ int stress_asm_loops[8];
 	"jnz 5b\n\t"                                             \
 	"6:\n\t"
 #define CL_RSEQ_INJECT_CLOBBER , "rcx"
+#elif defined(__aarch64__)
+/* x16/x17 and labels 6, 7: what arch/aarch64/percpu_ops.h leaves to hooks. */
+#define CL_RSEQ_INJECT_ASM(n)                                            \
+	"adrp x16, stress_asm_loops+" #n "*4\n\t"                       \
+	"ldr w17, [x16, #:lo12:stress_asm_loops+" #n "*4]\n\t"          \
+	"cbz w17, 7f\n\t"                                               \
+	"6:\n\t"                                                        \
+	"subs w17, w17, #1\n\t"                                         \
+	"b.ne 6b\n\t"                                                   \
+	"7:\n\t"
+#define CL_RSEQ_INJECT_CLOBBER , "x16", "x17"
 #endif
 
 #define STRESS_YIELD_EVERY 257

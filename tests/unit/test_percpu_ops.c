@@ -17,21 +17,40 @@ static void inject(int n);
 #define CL_INJECT(n) inject(n)
 #ifdef CL_TEST_SCRATCH_HOOK
 /* A hook that overwrites the sections' scratch registers and declares it:
- * every operation must still be right (the sections save them around it). */
+ * every operation must still be right (the sections save them around it).
+ * aarch64: the registers hooks may use (x16, x17), which the sections
+ * must not keep anything in. */
+#if defined(__aarch64__)
+#define CL_RSEQ_INJECT_ASM(n)                    \
+	"mov x16, #0x" #n "dea\n\t"              \
+	"mov x17, #0x" #n "bee\n\t"
+#define CL_RSEQ_INJECT_CLOBBER , "x16", "x17"
+#else
 #define CL_RSEQ_INJECT_ASM(n)                    \
 	"movq $0x" #n "dead, %%rax\n\t"          \
 	"movq $0x" #n "beef, %%rcx\n\t"
 #define CL_RSEQ_INJECT_CLOBBER , "rax", "rcx"
 #endif
+#endif
 
 #ifdef CL_TEST_TRAP_INJECT
 /* At inject point 2 (after the index check): trap if test_trap_armed. */
 int test_trap_armed;
+#if defined(__aarch64__)
+#define CL_TEST_INJECT_ASM_2                      \
+	"adrp x16, test_trap_armed\n\t"          \
+	"ldr w16, [x16, #:lo12:test_trap_armed]\n\t" \
+	"cbz w16, 7f\n\t"                         \
+	"brk #0x3e9\n\t"                          \
+	"7:\n\t"
+#define CL_RSEQ_INJECT_CLOBBER , "x16"
+#else
 #define CL_TEST_INJECT_ASM_2                      \
 	"cmpl $0, test_trap_armed(%%rip)\n\t"    \
 	"je 7f\n\t"                               \
 	"int3\n\t"                                \
 	"7:\n\t"
+#endif
 #define CL_TEST_INJECT_ASM_1 ""
 #define CL_TEST_INJECT_ASM_3 ""
 #define CL_TEST_INJECT_ASM_4 ""
@@ -84,7 +103,7 @@ static enum cl_rseq_ops_mode expected_mode(void)
 	return CL_RSEQ_OPS_ATOMIC_FORCED;
 #elif defined(CL_HAVE_TSAN)
 	return CL_RSEQ_OPS_ATOMIC_TSAN;
-#elif !defined(__x86_64__)
+#elif !defined(CL_ARCH_HAVE_RSEQ_SECTIONS)
 	return CL_RSEQ_OPS_ATOMIC_NO_ASM;
 #else
 	if (!strcmp(cl_test_mode(), "no-rseq"))
@@ -605,9 +624,9 @@ Test(percpu_ops, threads_sum_exact)
 	}
 }
 
-/* ---- the emitted descriptors (x86_64 asm builds) ---- */
+/* ---- the emitted descriptors (asm builds: x86_64, aarch64) ---- */
 
-#if defined(CL_HAVE_RSEQ_ASM) && defined(__x86_64__)
+#if defined(CL_HAVE_RSEQ_ASM)
 /* GNU ld defines these for sections named like C identifiers. */
 extern const struct cl_rseq_cs __start___rseq_cs[] __attribute__((weak));
 extern const struct cl_rseq_cs __stop___rseq_cs[] __attribute__((weak));
@@ -632,8 +651,12 @@ Test(percpu_ops, descriptors_are_well_formed)
 			  "abort handler outside [start, post_commit)");
 		memcpy(&sig, abort_ip - 4, 4);
 		cr_assert_eq(sig, (uint32_t)CL_RSEQ_SIG, "signature before abort_ip");
+#if defined(CL_ARCH_X86_64)
 		cr_assert(abort_ip[-7] == 0x0f && abort_ip[-6] == 0xb9 && abort_ip[-5] == 0x3d,
 			  "ud1 opcode around the signature");
+#elif defined(CL_ARCH_AARCH64)
+		cr_assert_eq((uintptr_t)abort_ip % 4, 0, "abort_ip on an instruction");
+#endif
 	}
 	cr_log_info("%ld descriptors checked", n);
 	/* Every section of both kinds is used in this file: 9 x 2 at least. */

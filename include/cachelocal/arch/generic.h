@@ -15,11 +15,11 @@
 #ifndef CACHELOCAL_ARCH_GENERIC_H
 #define CACHELOCAL_ARCH_GENERIC_H
 
-#if defined(__powerpc64__) || defined(__powerpc__)
+#if defined(CL_ARCH_PPC64)
 #define CL_RSEQ_SIG 0x0fe5000b
-#elif defined(__s390x__) || defined(__s390__)
+#elif defined(CL_ARCH_S390X)
 #define CL_RSEQ_SIG 0xB2FF0FFF
-#elif defined(__riscv)
+#elif defined(CL_ARCH_RISCV)
 #define CL_RSEQ_SIG 0xf1401073
 #else
 #define CL_RSEQ_SIG 0 /* unknown: no signature, nothing is registered */

@@ -31,7 +31,7 @@ CL_BEGIN_DECLS
 #define CL__RSEQ_OPS_STATIC_MODE CL_RSEQ_OPS_ATOMIC_FORCED
 #elif defined(CL_HAVE_TSAN)
 #define CL__RSEQ_OPS_STATIC_MODE CL_RSEQ_OPS_ATOMIC_TSAN
-#elif defined(CL_ARCH_X86_64)
+#elif defined(CL_ARCH_HAVE_RSEQ_SECTIONS) /* arch/arch.h */
 /* CL_HAVE_RSEQ_ASM: this translation unit contains the critical sections. */
 #define CL_HAVE_RSEQ_ASM 1
 #else
@@ -188,7 +188,7 @@ CL_ALWAYS_INLINE int cl__rseq_ops_enter(enum cl_rseq_index kind, struct cl_rseq_
 
 #ifdef CL_HAVE_RSEQ_ASM
 #define CL__PERCPU_OPS_INSIDE 1
-#include "../arch/x86_64/percpu_ops.h"
+#include "../arch/percpu_ops.h" /* this architecture's sections */
 #undef CL__PERCPU_OPS_INSIDE
 #endif
 

@@ -3,8 +3,8 @@
  * cachelocal/percpu_ops/pseudocode.h - the pseudo-code of every rseq
  * critical section and of its fallback, written down once.
  *
- * The kernel-doc of percpu_ops.h, docs/percpu_ops.md and the x86-64
- * template (arch/x86_64/percpu_ops_tmpl.h) point here instead of repeating
+ * The kernel-doc of percpu_ops.h, docs/percpu_ops.md and the templates
+ * (arch/<arch>/percpu_ops_tmpl.h) point here instead of repeating
  * it; a change to a section changes this file in the same commit. It ships
  * with the installed headers, so the pointers resolve for a user of an
  * installed copy too. Comments only: including it includes percpu_ops.h.

@@ -2,9 +2,9 @@
 /*
  * cachelocal/rseq/abi.h - the private half of the kernel rseq ABI: the
  * syscall's flags and number, the auxv keys, the architecture piece
- * (arch/<arch>.h: glibc's abort signature CL_RSEQ_SIG, the syscall number,
- * the thread pointer) and the asserts that tie struct cl_rseq_abi and
- * struct cl_rseq_cs to the kernel's offsets.
+ * (arch/rseq_abi.h picks it: glibc's abort signature CL_RSEQ_SIG, the
+ * syscall number, the thread pointer) and the asserts that tie struct
+ * cl_rseq_abi and struct cl_rseq_cs to the kernel's offsets.
  *
  * Part of rseq.h, which is the header to include: this file compiles alone
  * but its cl__ names are not API and
@@ -16,15 +16,7 @@
 #ifndef CACHELOCAL_RSEQ_ABI_H
 #define CACHELOCAL_RSEQ_ABI_H
 
-#define CL__ARCH_INSIDE 1
-#if defined(CL_ARCH_X86_64)
-#include "../arch/x86_64.h"
-#elif defined(CL_ARCH_AARCH64)
-#include "../arch/aarch64.h"
-#else
-#include "../arch/generic.h"
-#endif
-#undef CL__ARCH_INSIDE
+#include "../arch/rseq_abi.h"
 
 CL_BEGIN_DECLS
 

@@ -33,6 +33,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 CL_BEGIN_DECLS
 
@@ -133,6 +135,30 @@ CL_ALWAYS_INLINE uint64_t cl__ctx_ticks(void)
 
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
+}
+
+/*
+ * cl__ctx_ticks_reliable() - whether the TSC runs at a constant rate across
+ * frequency changes and deep idle states: /proc/cpuinfo lists both
+ * constant_tsc and nonstop_tsc.
+ */
+CL_INLINE int cl__ctx_ticks_reliable(void)
+{
+	char line[4096];
+	int constant = 0, nonstop = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f) && !(constant && nonstop)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		constant = strstr(line, " constant_tsc") != NULL;
+		nonstop = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	return constant && nonstop;
 }
 
 /* A context needs no set-up of its own for the thread's original stack. */

@@ -3,8 +3,10 @@
  * cachelocal/arch/x86_64/percpu_ops.h - the x86-64 rseq critical sections
  * behind <cachelocal/percpu_ops.h>.
  *
- * Private to percpu_ops.h (not API). The sections themselves are written once,
- * in percpu_ops_tmpl.h, and instantiated here for both index kinds:
+ * Private to percpu_ops.h (not API): arch/percpu_ops.h includes it after
+ * the parts every architecture shares (the descriptor, CL__RSEQ_END(),
+ * CL__RSEQ_ASM(), the ABI asserts). The sections themselves are written
+ * once, in percpu_ops_tmpl.h, and instantiated here for both index kinds:
  *   cl__rseq_<op>_asm_cpu_id()   compares rseq->cpu_id (ABI offset 4)
  *   cl__rseq_<op>_asm_mm_cid()   compares rseq->mm_cid (ABI offset 24)
  * Each returns CL_RSEQ_OK, CL_RSEQ_CMPFAIL or CL_RSEQ_ABORT (percpu_ops.h).
@@ -27,36 +29,15 @@
  * must leave %rsp and the flags it found alone (hooks sit where no flag is
  * live, but a hook ending with a compare is fine) and may not call.
  */
-#ifndef CL__PERCPU_OPS_INSIDE
+#ifndef CACHELOCAL_ARCH_PERCPU_OPS_H
 #error "do not include <cachelocal/arch/x86_64/percpu_ops.h> directly; include <cachelocal/percpu_ops.h>"
 #endif
 
 #ifndef CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H
 #define CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H
 
-/* Every ABI offset used in the asm below, tied to the struct. */
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, cpu_id) == CL_RSEQ_ABI_CPU_ID_OFFSET,
-		 "cpu_id offset used in asm");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, rseq_cs) == CL_RSEQ_ABI_RSEQ_CS_OFFSET,
-		 "rseq_cs offset used in asm");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, mm_cid) == CL_RSEQ_ABI_MM_CID_OFFSET,
-		 "mm_cid offset used in asm");
-CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, cpu_id) == 4, "cmpl on cpu_id");
-CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, mm_cid) == 4, "cmpl on mm_cid");
-CL_STATIC_ASSERT(CL_SIZEOF_MEMBER(struct cl_rseq_abi, rseq_cs) == 8, "movq to rseq_cs");
-/* The descriptor emitted by CL__RSEQ_ASM_DESCRIPTOR: .long, .long, .quad x 3. */
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, start_ip) == 8, "rseq_cs start_ip");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, post_commit_offset) == 16, "rseq_cs post_commit");
-CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, abort_ip) == 24, "rseq_cs abort_ip");
+/* The ABI offsets and sizes the asm below uses: asserted in arch/percpu_ops.h. */
 CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
-
-#define CL__RSEQ_ASM_DESCRIPTOR              \
-	".pushsection __rseq_cs, \"aw\"\n\t" \
-	".balign 32\n\t"                     \
-	"3:\n\t"                             \
-	".long 0, 0\n\t"                     \
-	".quad 1f, (2f - 1f), 4f\n\t"        \
-	".popsection\n\t"
 
 /* Publish the descriptor in abi->rseq_cs, then start (label 1). */
 #define CL__RSEQ_ASM_START                  \
@@ -71,33 +52,17 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
 
 /*
  * The "here" sections (the per-CPU path): read the index inside the
- * section, hand it back to C and leave this index's copy, base + index *
- * stride, in %rax. No compare is needed: any preemption, migration or
- * signal after the read aborts the section.
- *
- * The index goes back as an output register of the asm goto where the
- * compiler gets that right (gcc >= 11; clang >= 16, whose asm goto with
- * outputs was reworked: clang 14 sent a section's compare-failed branch
- * back to the section's start, an endless loop in test_percpu_ops.v2), else
- * through *idx_out (a store per operation).
+ * section, hand it back to C (CL__RSEQ_ASM_GOTO_OUTPUTS, arch/percpu_ops.h:
+ * in register %[iout], else stored to *idx_out) and leave this index's
+ * copy, base + index * stride, in %rax. No compare is needed: any
+ * preemption, migration or signal after the read aborts the section.
  */
-#if (defined(__clang__) && __clang_major__ >= 16) || \
-	(!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11)
-#define CL__RSEQ_ASM_GOTO_OUTPUTS 1
-#define CL__RSEQ_HERE_DECL uint32_t cl__idx;
-#define CL__RSEQ_HERE_OUTPUT [iout] "=&r"(cl__idx)
-#define CL__RSEQ_HERE_INPUT
-#define CL__RSEQ_HERE_STORE(p) (*(p) = (int)cl__idx)
+#if CL__RSEQ_ASM_GOTO_OUTPUTS
 #define CL__RSEQ_ASM_HERE_OFF                      \
 	"movl %c[idx_off](%[abi]), %k[iout]\n\t"   \
 	"movl %k[iout], %%eax\n\t"                 \
 	"imulq %[stride], %%rax\n\t"
 #else
-#define CL__RSEQ_ASM_GOTO_OUTPUTS 0
-#define CL__RSEQ_HERE_DECL
-#define CL__RSEQ_HERE_OUTPUT
-#define CL__RSEQ_HERE_INPUT , [iout] "r"(idx_out)
-#define CL__RSEQ_HERE_STORE(p) ((void)(p))
 #define CL__RSEQ_ASM_HERE_OFF                      \
 	"movl %c[idx_off](%[abi]), %%eax\n\t"      \
 	"movl %%eax, (%[iout])\n\t"                \
@@ -160,24 +125,6 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 	return v;
 }
 
-/*
- * The end of every section function: the fall-through path committed;
- * cl_abort (and cl_cmpfail, for sections with a compare) are the asm goto's
- * labels. @n is the CL_INJECT() point of the abort path.
- */
-#define CL__RSEQ_END(n)        \
-	return CL_RSEQ_OK;     \
-cl_abort:                      \
-	CL_INJECT(n);          \
-	return CL_RSEQ_ABORT
-#define CL__RSEQ_END_CMPFAIL(n)        \
-	return CL_RSEQ_OK;             \
-cl_cmpfail:                            \
-	return CL_RSEQ_CMPFAIL;        \
-cl_abort:                              \
-	CL_INJECT(n);                  \
-	return CL_RSEQ_ABORT
-
 /* Instantiate the sections for both index kinds. */
 #define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
 #define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id
@@ -190,13 +137,5 @@ cl_abort:                              \
 #include "percpu_ops_tmpl.h"
 #undef CL__RSEQ_T_OFF
 #undef CL__RSEQ_T
-
-/*
- * CL__RSEQ_ASM(kind, op, args...): the section of @op for @kind (a constant
- * at every call site once inlined: only one section is emitted).
- */
-#define CL__RSEQ_ASM(kind, op, ...)                                               \
-	((kind) == CL_RSEQ_INDEX_MM_CID ? cl__rseq_##op##_asm_mm_cid(__VA_ARGS__) \
-					: cl__rseq_##op##_asm_cpu_id(__VA_ARGS__))
 
 #endif /* CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H */

@@ -2,9 +2,10 @@
 /*
  * cachelocal/sched/runtime/clock.h - the runtime's clock and live-task count.
  *
- * cl__rt_now() (TSC when constant and nonstop, calibrated against
- * CLOCK_MONOTONIC; through the CL_RUNTIME_CLOCK() test hook), the coarse tick
- * clock, and the count of live tasks that cl_runtime_shutdown() waits on.
+ * cl__rt_now() (the architecture's tick counter when it runs at a constant
+ * rate, calibrated against CLOCK_MONOTONIC; through the CL_RUNTIME_CLOCK()
+ * test hook), the coarse tick clock, and the count of live tasks that
+ * cl_runtime_shutdown() waits on.
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -62,28 +63,16 @@ CL_ALWAYS_INLINE uint64_t cl__rt_tick_ns(void)
 }
 
 /*
- * cl__rt_clock_init() - use the TSC if /proc/cpuinfo lists constant_tsc and
- * nonstop_tsc: calibrate it against CLOCK_MONOTONIC over 2 ms.
+ * cl__rt_clock_init() - use the architecture's tick counter (arch/context.h)
+ * when it says it runs at a constant rate: calibrate it against
+ * CLOCK_MONOTONIC over 2 ms.
  */
 CL_INLINE void cl__rt_clock_init(struct cl_runtime *rt)
 {
 #ifdef CL__CTX_HAVE_TICKS
-	char line[4096];
-	int constant = 0, nonstop = 0;
-	FILE *f = fopen("/proc/cpuinfo", "r");
 	uint64_t t0, n0, t1, n1;
 
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f) && !(constant && nonstop)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		constant = strstr(line, " constant_tsc") != NULL;
-		nonstop = strstr(line, " nonstop_tsc") != NULL;
-		break;
-	}
-	fclose(f);
-	if (!constant || !nonstop)
+	if (!cl__ctx_ticks_reliable())
 		return;
 	n0 = (uint64_t)cl__now_ns();
 	t0 = cl__ctx_ticks();

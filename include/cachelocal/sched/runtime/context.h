@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/runtime/context.h - selects the context switch of the
- * M:N runtime: the x86-64 asm one, or ucontext elsewhere (and on x86-64
- * with -DCL_RUNTIME_UCONTEXT).
+ * cachelocal/sched/runtime/context.h - the context switch of the M:N
+ * runtime: an architecture's asm one (x86-64, aarch64), or ucontext
+ * elsewhere (and everywhere with -DCL_RUNTIME_UCONTEXT); arch/context.h
+ * picks it.
  *
  * Interface (both implementations, private, names cl__):
  *   struct cl__ctx                       a suspended context
@@ -10,7 +11,12 @@
  *   cl__ctx_switch(from, to, value)      suspend into from, resume to; returns the
  *                                        value of the switch that later resumes from
  *   cl__ctx_init_thread(c)               c will hold the thread's own stack
- *   CL__CTX_KIND                         "x86_64-asm" or "ucontext"
+ *   CL__CTX_KIND                         "x86_64-asm", "aarch64-asm" or "ucontext"
+ *   CL__CTX_HAVE_TICKS                   defined when the piece has a tick counter:
+ *     cl__ctx_ticks()                    its reading (monotonic, per-CPU consistent)
+ *     cl__ctx_ticks_reliable()           1 when it runs at a constant rate that
+ *                                        the runtime may calibrate against
+ *                                        CLOCK_MONOTONIC once
  */
 #ifndef CACHELOCAL_SCHED_RUNTIME_CONTEXT_H
 #define CACHELOCAL_SCHED_RUNTIME_CONTEXT_H
@@ -18,11 +24,7 @@
 #include "../../compiler.h"
 
 #define CL__RUNTIME_CONTEXT_INSIDE 1
-#if defined(__x86_64__) && !defined(CL_RUNTIME_UCONTEXT)
-#include "../../arch/x86_64/context.h"
-#else
-#include "../../arch/generic/context.h"
-#endif
+#include "../../arch/context.h" /* picks the piece (arch/arch.h's macros) */
 #undef CL__RUNTIME_CONTEXT_INSIDE
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_CONTEXT_H */

@@ -197,11 +197,12 @@ CL_INLINE struct cl_sched *cl_runtime_sched(struct cl_runtime *rt)
 }
 
 /**
- * cl_runtime_context_kind() - "x86_64-asm" or "ucontext".
+ * cl_runtime_context_kind() - the runtime's context switch in this build.
  *
  * Context: any.
  *
- * Return: the name.
+ * Return: "x86_64-asm", "aarch64-asm" or "ucontext" (other architectures,
+ * or -DCL_RUNTIME_UCONTEXT).
  */
 CL_INLINE const char *cl_runtime_context_kind(void)
 {

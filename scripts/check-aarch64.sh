@@ -1,0 +1,173 @@
+#!/bin/sh
+# check-aarch64.sh - run the aarch64 build of the tests on a real arm64 Linux
+# kernel in an emulated 2-CPU machine (make check-aarch64).
+#
+# Usage: check-aarch64.sh --setup           the arm64 package lists (dpkg
+#                                           multiarch), liburcu-dev:arm64 for
+#                                           the runtime's tests, and the kernel
+#                                           in $OUT (each once; root)
+#        check-aarch64.sh --run PROGRAM...  pack PROGRAMs (built by make, static
+#                                           aarch64) with the /init of
+#                                           tests/aarch64/init.c, boot, check
+#
+# Why a full kernel: qemu-user answers ENOSYS to rseq, so it could run only
+# the fallback. Debian's arm64 cloud kernel boots in qemu-system-aarch64
+# (TCG) in seconds, glibc registers rseq there, and preemption, migration
+# and signals abort critical sections for real. The kernel is 6.1: rseq but
+# no mm_cid, so the mm_cid index kind takes its documented fallback
+# (atomic-no-mm_cid), which is tested too.
+#
+# The host side fails on a program that fails, a missing result, a timeout
+# (per program, from the plan, and QEMU_TIMEOUT for the whole boot), or
+# when the stress programs that ran critical sections ("ops rseq") saw no
+# abort at all: a run without aborts has not tested the abort paths.
+#
+# Environment: OUT (default build/aarch64), INIT (the built /init),
+# QEMU_TIMEOUT (seconds, default 240), PLAN_ENV (extra VAR=VALUE for every
+# program), CL_AARCH64_KERNEL_PKG (a linux-image-*-arm64 package name:
+# default the one linux-image-cloud-arm64 depends on).
+set -u
+OUT=${OUT:-build/aarch64}
+QEMU_TIMEOUT=${QEMU_TIMEOUT:-240}
+
+die() {
+	echo "check-aarch64: $*" >&2
+	exit 1
+}
+
+# multiarch: the arm64 package lists, added once.
+add_arm64() {
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		dpkg --add-architecture arm64 || die "dpkg --add-architecture arm64 failed (root needed)"
+		apt-get update -qq || die "apt-get update failed"
+	fi
+}
+
+# liburcu-dev:arm64 (the runtime's tests link liburcu-memb).
+install_urcu() {
+	case "$(dpkg-query -W -f='${Status}' liburcu-dev:arm64 2>/dev/null)" in
+	*"install ok installed"*) return 0 ;;
+	esac
+	add_arm64
+	echo "check-aarch64: apt-get install liburcu-dev:arm64"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends liburcu-dev:arm64 \
+		>/dev/null || die "apt-get install liburcu-dev:arm64 failed"
+}
+
+# fetch_kernel: $OUT/vmlinuz from Debian's arm64 cloud kernel package.
+fetch_kernel() {
+	[ -s "$OUT/vmlinuz" ] && return 0
+	mkdir -p "$OUT/kernel" || die "cannot create $OUT/kernel"
+	add_arm64
+	pkg=${CL_AARCH64_KERNEL_PKG:-}
+	if [ -z "$pkg" ]; then
+		pkg=$(apt-cache depends linux-image-cloud-arm64:arm64 2>/dev/null |
+			sed -n 's/^ *Depends: \(linux-image-[^:]*-cloud-arm64\).*/\1/p' | head -1)
+		if [ -z "$pkg" ]; then
+			apt-get update -qq || die "apt-get update failed"
+			pkg=$(apt-cache depends linux-image-cloud-arm64:arm64 2>/dev/null |
+				sed -n 's/^ *Depends: \(linux-image-[^:]*-cloud-arm64\).*/\1/p' | head -1)
+		fi
+	fi
+	[ -n "$pkg" ] || die "no arm64 cloud kernel package found (apt-cache depends linux-image-cloud-arm64:arm64)"
+	echo "check-aarch64: fetching $pkg:arm64 into $OUT/kernel"
+	rm -f "$OUT"/kernel/*.deb
+	(cd "$OUT/kernel" && apt-get download -q "$pkg:arm64" >/dev/null 2>&1) ||
+		die "apt-get download $pkg:arm64 failed"
+	rm -rf "$OUT/kernel/x"
+	dpkg-deb -x "$OUT"/kernel/*.deb "$OUT/kernel/x" || die "dpkg-deb -x failed"
+	img=$(ls "$OUT"/kernel/x/boot/vmlinuz-* 2>/dev/null | head -1)
+	[ -n "$img" ] || die "no boot/vmlinuz-* in $pkg"
+	cp "$img" "$OUT/vmlinuz.tmp" && mv "$OUT/vmlinuz.tmp" "$OUT/vmlinuz"
+	echo "$pkg" >"$OUT/vmlinuz.pkg"
+	rm -rf "$OUT/kernel"
+}
+
+# run PROGRAM...: the plan (tests/aarch64/plan.txt lines for the programs
+# given), the initramfs, the boot, the verdict.
+run() {
+	[ -x "${INIT:-}" ] || die "INIT (the built /init) missing"
+	command -v qemu-system-aarch64 >/dev/null || die "qemu-system-aarch64 missing (make deps: qemu-system-arm)"
+	command -v cpio >/dev/null || die "cpio missing (make deps)"
+	fetch_kernel
+	root=$OUT/root
+	rm -rf "$root" && mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp"
+	cp "$INIT" "$root/init"
+	: >"$root/plan"
+	want=""
+	for p in "$@"; do
+		b=$(basename "$p")
+		cp "$p" "$root/bin/$b" || die "cannot copy $p"
+		# its lines of tests/aarch64/plan.txt, in /init's form
+		lines=$(awk -v b="$b" -v extra="${PLAN_ENV:-}" '
+			$1 !~ /^#/ && $3 == b {
+				env = ""; args = ""; dd = 0
+				for (i = 4; i <= NF; i++) {
+					if ($i == "--" && !dd) { dd = 1; continue }
+					if (dd) args = args " " $i; else env = env " " $i
+				}
+				print $1, $2 env (extra != "" ? " " extra : "") " -- /bin/" b args
+			}' tests/aarch64/plan.txt)
+		[ -n "$lines" ] || die "no line for $b in tests/aarch64/plan.txt"
+		printf '%s\n' "$lines" >>"$root/plan"
+		want="$want $(printf '%s\n' "$lines" | cut -d' ' -f1)"
+	done
+	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$OUT/tests.cpio.gz" ||
+		die "cannot pack the initramfs"
+	echo "check-aarch64: booting $(cat "$OUT/vmlinuz.pkg" 2>/dev/null || echo "$OUT/vmlinuz") in qemu-system-aarch64 -smp 2 ($(echo $want | wc -w) runs, up to ${QEMU_TIMEOUT} s)"
+	log=$OUT/console.log
+	start=$(date +%s)
+	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 2048 \
+		-nographic -no-reboot -net none -kernel "$OUT/vmlinuz" -initrd "$OUT/tests.cpio.gz" \
+		-append "console=ttyAMA0 panic=-1 quiet" </dev/null >"$log" 2>&1
+	qrc=$?
+	end=$(date +%s)
+	tr -d '\r' <"$log" >"$log.txt"
+	# the programs' own output, without the kernel's
+	sed -n '/@@CLA64 START/,/@@CLA64 DONE/p' "$log.txt" | grep -v '^\[ *[0-9.]*\] ' |
+		grep -v '^@@CLA64 \(START\|TIME\)'
+	printf 'check-aarch64: seconds per run in the guest:'
+	sed -n 's/^@@CLA64 TIME \([^ ]*\) \(.*\)/ \1 \2/p' "$log.txt" | tr -d '\n'
+	echo
+	fails=0 passed=0
+	for n in $want; do
+		r=$(sed -n "s/^@@CLA64 END $n \(.*\)/\1/p" "$log.txt" | head -1)
+		if [ -z "$r" ]; then
+			echo "check-aarch64: $n: no result (boot or run cut short)"
+			fails=$((fails + 1))
+		elif [ "$r" != rc=0 ]; then
+			echo "check-aarch64: $n: FAILED ($r)"
+			fails=$((fails + 1))
+		else
+			passed=$((passed + 1))
+		fi
+	done
+	grep -q '^@@CLA64 DONE' "$log.txt" || {
+		echo "check-aarch64: the run did not finish (qemu exit $qrc after $((end - start)) s; console: $log)"
+		fails=$((fails + 1))
+	}
+	# aborts seen by the programs that ran critical sections
+	aborts=$(grep 'ops rseq' "$log.txt" | sed -n 's/.* \([0-9][0-9]*\) aborts.*/\1/p' |
+		awk '{ s += $1 } END { print s + 0 }')
+	rseq_lines=$(grep -c 'ops rseq' "$log.txt")
+	echo "check-aarch64: rseq aborts seen on the rseq path: $aborts (in $rseq_lines stress runs with ops rseq)"
+	if [ "$rseq_lines" -eq 0 ] || [ "$aborts" -eq 0 ]; then
+		echo "check-aarch64: no abort on the rseq path: the abort paths were not tested"
+		fails=$((fails + 1))
+	fi
+	echo "check-aarch64: $(uname -m) host, $((end - start)) s in qemu; console log: $log"
+	echo "aarch64: $passed passed, $fails failed"
+	[ "$fails" -eq 0 ]
+}
+
+case "${1:-}" in
+--setup)
+	install_urcu
+	fetch_kernel
+	;;
+--run)
+	shift
+	run "$@"
+	;;
+*) sed -n '2,29p' "$0" ;;
+esac
