@@ -269,9 +269,9 @@ SMOKE_CASES = {"d3w10": "d2w3", "d5w4": "d2w3"}
 
 # Extra arguments per benchmark and mode (pipe: one placement vs the kernel).
 BENCH_ARGS = {
-    "pipe": {"smoke": ["--same-cpu", "--vs-kernel"],
-             "quick": ["-l", "20000", "--same-cpu", "--vs-kernel"],
-             "long": ["--same-cpu", "--cross-cpu", "--vs-kernel"]},
+    "pipe": {"smoke": ["--same-cpu", "--vs-kernel", "--hog"],
+             "quick": ["-l", "20000", "--same-cpu", "--vs-kernel", "--hog"],
+             "long": ["--same-cpu", "--cross-cpu", "--vs-kernel", "--hog"]},
     "pipe_layout": {"smoke": ["--cross-cpu"], "quick": ["-l", "20000", "--cross-cpu"],
                     "long": ["-l", "200000", "--cross-cpu"]},
     "messaging": {"smoke": ["--vs-kernel"], "quick": ["--vs-kernel"], "long": ["--vs-kernel"]},
