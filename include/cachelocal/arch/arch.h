@@ -68,4 +68,15 @@
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
 #endif
 
+/* The default false-sharing distance is a power of two of at least a line. */
+#ifdef __cplusplus
+static_assert(CL__ARCH_FALSE_SHARING_SIZE >= 64 &&
+		      (CL__ARCH_FALSE_SHARING_SIZE & (CL__ARCH_FALSE_SHARING_SIZE - 1)) == 0,
+	      "cachelocal: CL__ARCH_FALSE_SHARING_SIZE must be a power of two >= 64");
+#else
+_Static_assert(CL__ARCH_FALSE_SHARING_SIZE >= 64 &&
+		       (CL__ARCH_FALSE_SHARING_SIZE & (CL__ARCH_FALSE_SHARING_SIZE - 1)) == 0,
+	       "cachelocal: CL__ARCH_FALSE_SHARING_SIZE must be a power of two >= 64");
+#endif
+
 #endif /* CACHELOCAL_ARCH_ARCH_H */
