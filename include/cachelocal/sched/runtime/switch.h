@@ -252,8 +252,8 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
  *    which then takes the rq lock and brings the rq up to date first
  *    (cl__rt_handoff_sync()). A spawn onto the rq raises nr_running, which
  *    stops a chain that runs alone (nr_running == 1); one that runs beside
- *    queued tasks stops when the tick's mark says its slice is over
- *    (cl__rt_chain_beside()).
+ *    queued tasks (CL_RUNTIME_CHAIN_BESIDE only) stops when the tick's mark
+ *    says its slice is over (cl__rt_chain_beside()).
  *    A chain that ends (its last task blocks with nothing on the wake list)
  *    also takes the full path, so no wakeup waits on a chain that stopped.
  *  - The rq lock still orders the worker's sleep against remote wakers: a
@@ -264,23 +264,28 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
  * throttled, which only the full path handles); any other switch is full.
  */
 /*
- * Beside other queued tasks, a chain of hand-offs goes on for the protected
- * slice of the pick that started it, as one task would: the tick marks the
- * worker once that slice is over (cl__rt_tick_main()), and the next switch
- * then takes the full path and the fair class picks, charging the chain's
- * time to the task switching out there (the sampled clock, above). Only
- * with preemption on (the tick enforces the bound) and no mark pending.
+ * With CL_RUNTIME_CHAIN_BESIDE (off by default), a chain of hand-offs goes
+ * on beside other queued tasks for the protected slice of the pick that
+ * started it, as one task would: the tick marks the worker once that slice
+ * is over (cl__rt_tick_main()), and the next switch then takes the full
+ * path and the fair class picks, charging the chain's time to the task
+ * switching out there (the sampled clock, above). Only with preemption on
+ * (the tick enforces the bound) and no mark pending. Off by default
+ * because a task woken from outside during such a chain then waits up to
+ * a slice (test_sched_runtime: task_woken_from_outside_during_a_hand_off_
+ * chain_runs_promptly); without it, a pair beside a spinning task switches
+ * through the full path and keeps less of its solo rate.
  */
 CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
 {
-#ifdef CL__RT_HANDOFF_ALONE
-	(void)w;
-	(void)mode;
-	return 0;
-#else
+#ifdef CL_RUNTIME_CHAIN_BESIDE
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 &&
 	       CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED) != 0 &&
 	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
+#else
+	(void)w;
+	(void)mode;
+	return 0;
 #endif
 }
 
