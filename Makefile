@@ -89,6 +89,16 @@ VARIANT_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
 VARIANT_PLAIN_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
 	$(foreach i,$(shell grep -v '^[[:space:]]*\(#\|$$\)' $(v) | grep -n '^plain:' | cut -d: -f1),\
 	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i)))
+# Binaries check-unit runs in the first test mode only: the single layout
+# switches; under TSan also the sched tests, whose code does not depend on
+# who registered rseq (the only difference between TSan's two modes: under
+# TSan every per-CPU operation takes the atomic fallback).
+ONE_MODE_BIN := $(VARIANT_PLAIN_BIN)
+ONE_MODE_WHAT := single layout switches (\"plain:\" variants)
+ifeq ($(SAN),tsan)
+ONE_MODE_BIN += $(BUILD)/tests/unit/test_sched_%
+ONE_MODE_WHAT := sched tests
+endif
 # Under TSan every per-CPU operation takes the atomic fallback already: the
 # CL_NO_RSEQ_ASM variants would rebuild and rerun the same code.
 ifeq ($(SAN),tsan)
@@ -436,11 +446,11 @@ TREE_OPS_vg := 20000
 check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
 	@echo "== unit tests ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
 	$(Q)$(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
-		$(NORSEQ) $(UNIT_BIN) $(filter-out $(VARIANT_PLAIN_BIN),$(VARIANT_BIN))
-	$(Q)$(if $(filter $(VARIANT_PLAIN_BIN),$(VARIANT_BIN)),\
-		echo "== single layout switches (\"plain:\" variants; mode: $(firstword $(TEST_MODES)))"; \
-		sh scripts/run-tests.sh -m "$(firstword $(TEST_MODES))" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
-		$(NORSEQ) $(filter $(VARIANT_PLAIN_BIN),$(VARIANT_BIN)))
+		$(NORSEQ) $(filter-out $(ONE_MODE_BIN),$(UNIT_BIN) $(VARIANT_BIN))
+	$(Q)$(if $(filter $(ONE_MODE_BIN),$(UNIT_BIN) $(VARIANT_BIN)),\
+		echo "== $(ONE_MODE_WHAT) (mode: $(firstword $(TEST_MODES)))"; \
+		$(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) sh scripts/run-tests.sh -m "$(firstword $(TEST_MODES))" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+		$(NORSEQ) $(filter $(ONE_MODE_BIN),$(UNIT_BIN) $(VARIANT_BIN)))
 
 check-stress: $(STRESS_BIN) $(NORSEQ)
 	@echo "== stress tests, short ($(STRESS_ENV))"
