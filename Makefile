@@ -108,15 +108,18 @@ VARIANT_BIN := $(filter-out $(foreach v,$(wildcard tests/unit/*.variants),\
 endif
 STRESS_SRC := $(sort $(wildcard tests/stress/*.c))
 STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
-# NOASM=1 (the CL_NO_RSEQ_ASM build of check-matrix-extra): only the tests
-# whose code reaches a per-CPU operation; these never do (no rseq section,
-# so the build would test the same code again).
-NOASM_SKIP := unit/test_cacheline unit/test_topology unit/test_spinlock unit/test_internal \
+# PERCPU_ONLY=1 (check-matrix-extra: the CL_NO_RSEQ_ASM build and the
+# no-mm-cid mode): only the tests whose code reaches a per-CPU operation or
+# reads an rseq id; these never do (no rseq section, no mm_cid), so both
+# would run the same code again.
+PERCPU_SKIP := unit/test_cacheline unit/test_topology unit/test_spinlock unit/test_internal \
 	unit/test_atfork unit/test_sched_balance unit/test_sched_eevdf unit/test_sched_group \
 	unit/test_sched_rq unit/test_sched_threads stress/sched_soak
-ifeq ($(NOASM),1)
-UNIT_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(NOASM_SKIP)),$(UNIT_BIN))
-STRESS_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(NOASM_SKIP)),$(STRESS_BIN))
+ifeq ($(PERCPU_ONLY),1)
+UNIT_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(PERCPU_SKIP)),$(UNIT_BIN))
+VARIANT_BIN := $(filter-out $(addsuffix .v%,$(addprefix $(BUILD)/tests/,$(filter unit/%,$(PERCPU_SKIP)))),\
+	$(VARIANT_BIN))
+STRESS_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(PERCPU_SKIP)),$(STRESS_BIN))
 endif
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
@@ -488,8 +491,8 @@ check-valgrind: deps
 # fallback, default mode). check-matrix-extra runs only the last two, so CI
 # runs `make check` once and adds it. The CL_NO_RSEQ_ASM build skips the
 # A/B variants (*.variants: layout switches; the percpu_ops and counter
-# ones already include a CL_NO_RSEQ_ASM build) and the tests of NOASM_SKIP
-# (no per-CPU operation) to keep its compile time down.
+# ones already include a CL_NO_RSEQ_ASM build); both leave out the tests of
+# PERCPU_SKIP (no per-CPU operation, no rseq id).
 NOASM_BUILD := build/$(CCNAME)-noasm
 .PHONY: check-matrix check-matrix-extra check-valgrind fuzz fuzz-build
 check-matrix: deps
@@ -498,11 +501,11 @@ check-matrix: deps
 
 check-matrix-extra:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
-	$(Q)$(MAKE) --no-print-directory check-unit check-stress check-robustness TEST_MODES=no-mm-cid
+	$(Q)$(MAKE) --no-print-directory check-unit check-stress check-robustness TEST_MODES=no-mm-cid PERCPU_ONLY=1
 	@echo "== CL_NO_RSEQ_ASM build"
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= NOASM=1 \
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= PERCPU_ONLY=1 \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" build-tests
-	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= NOASM=1 \
+	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= PERCPU_ONLY=1 \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" check-unit check-stress check-robustness TEST_MODES=default
 	@echo "make check-matrix-extra ($(CC)): no-mm-cid and CL_NO_RSEQ_ASM passed"
 
