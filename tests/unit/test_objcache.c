@@ -490,11 +490,16 @@ Test(objcache, foreign_pointers_are_einval)
 
 static void first_alloc_rss(size_t size, unsigned cap)
 {
-	struct cl_objcache *c = make(size, 0, cap, CL_RSEQ_INDEX_CPU_ID);
+	struct cl_objcache *c;
 	struct cl_objcache_stats st;
 	unsigned char *o;
 	long before, grew;
+	int cpus[64];
 
+	/* one CPU's cache throughout: the object freed is the one reallocated */
+	cl_test_allowed_cpus(cpus, 64);
+	cr_assert_eq(cl_test_pin(cpus[0]), 0);
+	c = make(size, 0, cap, CL_RSEQ_INDEX_CPU_ID);
 	before = cl_test_rss_bytes();
 	o = cl_objcache_alloc(c);
 	grew = cl_test_rss_bytes() - before;
