@@ -214,6 +214,17 @@ struct lr_arg {
  * on the kind, and the data pointers live in registers (as in a user's loop).
  */
 /*
+ * Each loop tests its array once before it starts, as a caller that
+ * allocated the array does. gcc then knows that every slot or list address
+ * derived from it is not NULL, and drops the NULL-word test of
+ * cl_rseq_<op>() (EINVAL): one compare-and-branch per call, which stays in a
+ * loop whose pointer the compiler cannot prove non-NULL. Measured here,
+ * with that test left in the loop: the cpu_id raw add took 1.9-2.1x
+ * librseq's time and the mm_cid one 1.0x (the same instructions at other
+ * offsets: a tight loop of two to three cycles, sensitive to layout).
+ * librseq's loops get the same test; its operations have no NULL check.
+ */
+/*
  * The slot's address in a register of its own. librseq takes the word as an
  * "m" operand, so gcc folds &slots[c].v into an indexed operand
  * (base + index) for the section's add/cmp/store; cachelocal's sections take
@@ -231,6 +242,8 @@ static inline intptr_t *lr_plain(intptr_t *p)
 
 static inline void lr_loop_cl_add(struct lr_slot *slots, long n, enum cl_rseq_index k)
 {
+	if (!slots)
+		return;
 	for (long j = 0; j < n; j++) {
 		int c;
 
@@ -242,6 +255,8 @@ static inline void lr_loop_cl_add(struct lr_slot *slots, long n, enum cl_rseq_in
 
 static inline void lr_loop_lr_add(struct lr_slot *slots, long n, enum rseq_percpu_mode m)
 {
+	if (!slots)
+		return;
 	for (long j = 0; j < n; j++) {
 		int c;
 
@@ -254,6 +269,8 @@ static inline void lr_loop_lr_add(struct lr_slot *slots, long n, enum rseq_percp
 
 static inline void lr_loop_cl_list(struct lr_head *lists, long n, enum cl_rseq_index k)
 {
+	if (!lists)
+		return;
 	for (long j = 0; j < n; j++) {
 		void *node = NULL;
 		int i, r;
@@ -272,6 +289,8 @@ static inline void lr_loop_cl_list(struct lr_head *lists, long n, enum cl_rseq_i
 
 static inline void lr_loop_lr_list(struct lr_head *lists, long n, enum rseq_percpu_mode m)
 {
+	if (!lists)
+		return;
 	for (long j = 0; j < n; j++) {
 		struct lr_node *node = NULL;
 		int i, r;
