@@ -30,7 +30,7 @@ $cxx -std=c++17 -Wall -Wextra -Werror -pedantic $cflags -o "$out/consumer_cxx" "
 echo "install-check: C and C++ consumers built against ${stage:-the system} and ran"
 
 # Programs outside the project (tests/outside/*.c), written only against the
-# documented API: each issue's "must show" evidence. Built against the
+# documented API: the contracts the docs promise, checked from outside. Built against the
 # installed copy; those including cachelocal/sched/ use cachelocal-sched.
 n=0
 for src in tests/outside/*.c; do
