@@ -245,6 +245,7 @@ help:
 	@echo "  sysfs          generate the fake sysfs trees of tests/data/ (checked against sysfs.sha256)"
 	@echo "  sysfs-rehash   regenerate them and record their hashes (after a gen-sysfs.sh change)"
 	@echo "  check-aarch64  cross-built tests on Debian's arm64 kernel in qemu-system-aarch64 -smp 2 (<= 5 min)"
+	@echo "  check-aarch64-quick  its subset for CI: every section kind with aborts, rseq, the context switch"
 	@echo "  check-cross    headers for riscv64, ppc64el, s390x, armhf, i386; fallback smoke test under qemu-user"
 	@echo "  clean          remove build/ and the generated trees"
 
@@ -787,7 +788,8 @@ check-install-docs: dist
 # no Criterion for arm64 here) and the stress programs, built static for
 # aarch64, run on Debian's arm64 cloud kernel in qemu-system-aarch64 -smp 2
 # (scripts/check-aarch64.sh; the kernel is fetched once into build/aarch64/,
-# what runs is tests/aarch64/plan.txt). Test-only packages of
+# or into CL_AARCH64_KERNEL_DIR when set, which survives make clean; what
+# runs is tests/aarch64/plan.txt). Test-only packages of
 # scripts/deps.txt: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross,
 # qemu-system-arm, cpio; liburcu-dev:arm64 and the kernel are installed and
 # fetched by the script (they need the arm64 package lists).
@@ -812,8 +814,18 @@ A64_UNIT := test_percpu_ops test_rseq test_counter test_objcache test_sched_runt
 A64_VARIANTS := test_percpu_ops.v1 test_percpu_ops.v2 test_percpu_ops.v3
 A64_STRESS := counter_stress list_stress buffer_stress objcache_stress rseq_param_stress
 A64_BIN := $(addprefix $(A64_OUT)/bin/,$(A64_UNIT) $(A64_VARIANTS) $(A64_STRESS))
+# check-aarch64-quick (for CI): every section kind with aborts (the stress
+# programs), the sections' unit test and its trap and scratch-hook variants,
+# rseq registration, and the context switch (the runtime's lifecycle and
+# preemption tests). Left out: test_sched_runtime (most of the guest's time),
+# test_counter and test_objcache (their stress programs stay), the no-asm
+# variant (the fallback, which check-cross runs too).
+A64_QUICK := test_percpu_ops test_percpu_ops.v2 test_percpu_ops.v3 test_rseq \
+	test_sched_runtime_lifecycle test_sched_runtime_preempt $(A64_STRESS)
+# What check-aarch64 builds and runs (check-aarch64-quick sets it to A64_QUICK).
+A64_RUN_BIN := $(A64_BIN)
 
-.PHONY: check-aarch64 aarch64-build aarch64-setup
+.PHONY: check-aarch64 check-aarch64-quick aarch64-build aarch64-setup
 $(addprefix $(A64_OUT)/bin/,$(A64_UNIT)): $(A64_OUT)/bin/%: tests/unit/%.c $(HEADERS) \
 		tests/unit/cl_test.h tests/unit/crshim.h
 	@mkdir -p $(dir $@)
@@ -834,7 +846,7 @@ $(A64_OUT)/init: tests/aarch64/init.c
 	@$(if $(Q),echo "  A64CC   $@")
 	$(Q)$(A64_CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $<
 
-aarch64-build: $(A64_BIN) $(A64_OUT)/init
+aarch64-build: $(A64_RUN_BIN) $(A64_OUT)/init
 # arm64 multiarch packages (liburcu-dev:arm64) and the kernel, once
 aarch64-setup:
 	$(Q)OUT=$(A64_OUT) sh scripts/check-aarch64.sh --setup
@@ -842,7 +854,9 @@ check-aarch64:
 	@echo "== aarch64: cross-built tests on an arm64 kernel in qemu-system-aarch64 -smp 2"
 	$(Q)$(MAKE) --no-print-directory aarch64-setup
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) aarch64-build
-	$(Q)OUT=$(A64_OUT) INIT=$(A64_OUT)/init sh scripts/check-aarch64.sh --run $(A64_BIN)
+	$(Q)OUT=$(A64_OUT) INIT=$(A64_OUT)/init sh scripts/check-aarch64.sh --run $(A64_RUN_BIN)
+check-aarch64-quick:
+	$(Q)$(MAKE) --no-print-directory check-aarch64 A64_RUN_BIN="$(addprefix $(A64_OUT)/bin/,$(A64_QUICK))"
 
 # check-cross: the headers with Debian's cross compilers for riscv64, ppc64el,
 # s390x, armhf and i386, and a fallback smoke test under qemu-user

@@ -5,7 +5,8 @@
 # Usage: check-aarch64.sh --setup           the arm64 package lists (dpkg
 #                                           multiarch), liburcu-dev:arm64 for
 #                                           the runtime's tests, and the kernel
-#                                           in $OUT (each once; root)
+#                                           in CL_AARCH64_KERNEL_DIR (default $OUT;
+#                                           each once; root)
 #        check-aarch64.sh --run PROGRAM...  pack PROGRAMs (built by make, static
 #                                           aarch64) with the /init of
 #                                           tests/aarch64/init.c, boot, check
@@ -25,9 +26,12 @@
 # Environment: OUT (default build/aarch64), INIT (the built /init),
 # QEMU_TIMEOUT (seconds, default 240), PLAN_ENV (extra VAR=VALUE for every
 # program), CL_AARCH64_KERNEL_PKG (a linux-image-*-arm64 package name:
-# default the one linux-image-cloud-arm64 depends on).
+# default the one linux-image-cloud-arm64 depends on), CL_AARCH64_KERNEL_DIR
+# (where the kernel is fetched once and kept, default $OUT: a directory
+# outside the tree survives make clean and fresh clones, e.g. in CI).
 set -u
 OUT=${OUT:-build/aarch64}
+KDIR=${CL_AARCH64_KERNEL_DIR:-$OUT}
 QEMU_TIMEOUT=${QEMU_TIMEOUT:-240}
 
 die() {
@@ -54,10 +58,10 @@ install_urcu() {
 		>/dev/null || die "apt-get install liburcu-dev:arm64 failed"
 }
 
-# fetch_kernel: $OUT/vmlinuz from Debian's arm64 cloud kernel package.
+# fetch_kernel: $KDIR/vmlinuz from Debian's arm64 cloud kernel package.
 fetch_kernel() {
-	[ -s "$OUT/vmlinuz" ] && return 0
-	mkdir -p "$OUT/kernel" || die "cannot create $OUT/kernel"
+	[ -s "$KDIR/vmlinuz" ] && return 0
+	mkdir -p "$KDIR/kernel" || die "cannot create $KDIR/kernel"
 	add_arm64
 	pkg=${CL_AARCH64_KERNEL_PKG:-}
 	if [ -z "$pkg" ]; then
@@ -70,17 +74,17 @@ fetch_kernel() {
 		fi
 	fi
 	[ -n "$pkg" ] || die "no arm64 cloud kernel package found (apt-cache depends linux-image-cloud-arm64:arm64)"
-	echo "check-aarch64: fetching $pkg:arm64 into $OUT/kernel"
-	rm -f "$OUT"/kernel/*.deb
-	(cd "$OUT/kernel" && apt-get download -q "$pkg:arm64" >/dev/null 2>&1) ||
+	echo "check-aarch64: fetching $pkg:arm64 into $KDIR/kernel"
+	rm -f "$KDIR"/kernel/*.deb
+	(cd "$KDIR/kernel" && apt-get download -q "$pkg:arm64" >/dev/null 2>&1) ||
 		die "apt-get download $pkg:arm64 failed"
-	rm -rf "$OUT/kernel/x"
-	dpkg-deb -x "$OUT"/kernel/*.deb "$OUT/kernel/x" || die "dpkg-deb -x failed"
-	img=$(ls "$OUT"/kernel/x/boot/vmlinuz-* 2>/dev/null | head -1)
+	rm -rf "$KDIR/kernel/x"
+	dpkg-deb -x "$KDIR"/kernel/*.deb "$KDIR/kernel/x" || die "dpkg-deb -x failed"
+	img=$(ls "$KDIR"/kernel/x/boot/vmlinuz-* 2>/dev/null | head -1)
 	[ -n "$img" ] || die "no boot/vmlinuz-* in $pkg"
-	cp "$img" "$OUT/vmlinuz.tmp" && mv "$OUT/vmlinuz.tmp" "$OUT/vmlinuz"
-	echo "$pkg" >"$OUT/vmlinuz.pkg"
-	rm -rf "$OUT/kernel"
+	cp "$img" "$KDIR/vmlinuz.tmp" && mv "$KDIR/vmlinuz.tmp" "$KDIR/vmlinuz"
+	echo "$pkg" >"$KDIR/vmlinuz.pkg"
+	rm -rf "$KDIR/kernel"
 }
 
 # run PROGRAM...: the plan (tests/aarch64/plan.txt lines for the programs
@@ -114,11 +118,11 @@ run() {
 	done
 	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$OUT/tests.cpio.gz" ||
 		die "cannot pack the initramfs"
-	echo "check-aarch64: booting $(cat "$OUT/vmlinuz.pkg" 2>/dev/null || echo "$OUT/vmlinuz") in qemu-system-aarch64 -smp 2 ($(echo $want | wc -w) runs, up to ${QEMU_TIMEOUT} s)"
+	echo "check-aarch64: booting $(cat "$KDIR/vmlinuz.pkg" 2>/dev/null || echo "$KDIR/vmlinuz") in qemu-system-aarch64 -smp 2 ($(echo $want | wc -w) runs, up to ${QEMU_TIMEOUT} s)"
 	log=$OUT/console.log
 	start=$(date +%s)
 	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 2048 \
-		-nographic -no-reboot -net none -kernel "$OUT/vmlinuz" -initrd "$OUT/tests.cpio.gz" \
+		-nographic -no-reboot -net none -kernel "$KDIR/vmlinuz" -initrd "$OUT/tests.cpio.gz" \
 		-append "console=ttyAMA0 panic=-1 quiet" </dev/null >"$log" 2>&1
 	qrc=$?
 	end=$(date +%s)
@@ -169,5 +173,5 @@ case "${1:-}" in
 	shift
 	run "$@"
 	;;
-*) sed -n '2,29p' "$0" ;;
+*) sed -n '2,31p' "$0" ;;
 esac

@@ -49,8 +49,22 @@
 
 CL_BEGIN_DECLS
 
-/* The per-CPU add updates a copy as an intptr_t. */
+/*
+ * The per-CPU add is cl_percpu_add(), which updates a copy as an intptr_t.
+ * Where intptr_t is narrower than the int64_t copies (32-bit targets), an
+ * add is instead a 64-bit atomic add on the copy of the current index,
+ * which is what cl_percpu_add() does without critical sections; no such
+ * target has critical sections (CL_HAVE_RSEQ_ASM), so no add section ever
+ * updates those copies with a plain read-modify-write.
+ */
+#if INTPTR_MAX < INT64_MAX
+#define CL__COUNTER_NARROW_WORD 1
+#ifdef CL_HAVE_RSEQ_ASM
+#error "cachelocal: counter.h has no 64-bit add for critical sections with a 32-bit intptr_t"
+#endif
+#else
 CL_STATIC_ASSERT(sizeof(intptr_t) == sizeof(int64_t), "counter copies are intptr_t");
+#endif
 
 /*
  * A per-CPU counter. Fields are private; use the functions. The copies'
@@ -62,7 +76,8 @@ struct cl_counter {
 	int64_t *slot;     /* CPU 0's copy (cl_counter_pool()) of a cpu_id counter, else NULL */
 	int64_t *cid_slot; /* copy 0 of an mm_cid counter, else NULL */
 	unsigned nr_cpus;  /* copies to sum (the pool's CPUs) */
-	int64_t shared;    /* adds of threads without an rseq area (atomic) */
+	/* adds of threads without an rseq area (atomic; 8-aligned for i386's 64-bit atomics) */
+	int64_t shared CL_ALIGNED(8);
 };
 
 /* The copies of @c, whichever the index kind (NULL: no storage). */
@@ -181,6 +196,18 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__counter_add_shared(struct cl_count
  */
 CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 {
+#ifdef CL__COUNTER_NARROW_WORD
+	int64_t *copies;
+	enum cl_rseq_index kind;
+
+	if (CL__BAD_ARG(c == NULL))
+		return;
+	copies = cl__counter_copies(c);
+	if (CL_UNLIKELY(copies == NULL))
+		return;
+	kind = c->slot != NULL ? CL_RSEQ_INDEX_CPU_ID : CL_RSEQ_INDEX_MM_CID;
+	CL_ATOMIC_FETCH_ADD(cl_percpu_ptr(copies, cl_rseq_current_index(kind)), v, CL_RELAXED);
+#else
 	intptr_t *p;
 	int i;
 
@@ -197,6 +224,7 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 	}
 	if (CL_UNLIKELY(i < 0)) /* ENOSYS: no rseq area in this thread */
 		cl__counter_add_shared(c, v);
+#endif
 }
 
 /**

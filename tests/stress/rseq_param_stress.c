@@ -27,12 +27,11 @@
  * A popped node/item/element is marked with its owner (an atomic exchange):
  * popping one that is already owned is a failure on the spot.
  *
- * Injection (x86_64 rseq path): CL_RSEQ_INJECT_ASM(n) at the section's hook
+ * Injection (rseq path): CL_RSEQ_INJECT_ASM(n) at the section's hook
  * points 1-4 (after start, after the index check, after the first compare,
- * before the commit) runs a delay loop of -n iterations in %eax (declared in
- * CL_RSEQ_INJECT_CLOBBER: the sections keep their own %rax/%rcx around the
- * hook) and records n in a thread-local word, so an abort can be attributed
- * to the last hook point its section passed. CL_INJECT(n) (in C, around the
+ * before the commit) records n in a thread-local word, so that an abort can
+ * be attributed to the last hook point its section passed, and runs
+ * stress.h's delay loop (STRESS_ASM_DELAY) of -n iterations. CL_INJECT(n) (in C, around the
  * sections) counts the aborts (points 20-26), runs a -5 iteration delay, and
  * every -m-th call yields (-y), sleeps -s ms and/or raises SIGUSR1 (-k).
  * Unless -q, stress.h's signal storm (SIGUSR1 at random workers) and
@@ -51,7 +50,7 @@
 
 #include <poll.h>
 
-/* Own hooks instead of stress.h's: per-point loop counts, %rax as scratch. */
+/* Own hooks instead of stress.h's: per-point loop counts, the point recorded. */
 #undef CL_RSEQ_INJECT_ASM
 #undef CL_RSEQ_INJECT_CLOBBER
 #undef CL_INJECT
@@ -63,33 +62,23 @@ int param_asm_loops[PARAM_NR_HOOKS + 1];
 /* The last asm hook point this thread's current section passed (asm writes it). */
 __thread int param_tl_hook __attribute__((tls_model("local-exec")));
 
+/* Record the hook point (no register on x86_64; x16, x17 on aarch64), then
+ * stress.h's delay loop of param_asm_loops[n] iterations. */
 #if defined(__x86_64__)
 #define CL_RSEQ_INJECT_ASM(n)                                         \
 	"movl $" #n ", %%fs:param_tl_hook@tpoff\n\t"                  \
-	"movl param_asm_loops+" #n "*4(%%rip), %%eax\n\t"             \
-	"testl %%eax, %%eax\n\t"                                      \
-	"jz 6f\n\t"                                                   \
-	"5:\n\t"                                                      \
-	"decl %%eax\n\t"                                              \
-	"jnz 5b\n\t"                                                  \
-	"6:\n\t"
-#define CL_RSEQ_INJECT_CLOBBER , "rax"
+	STRESS_ASM_DELAY(param_asm_loops, n)
 #elif defined(__aarch64__)
-/* x16/x17 and labels 6, 7: what arch/aarch64/percpu_ops.h leaves to hooks. */
-#define CL_RSEQ_INJECT_ASM(n)                                          \
+#define CL_RSEQ_INJECT_ASM(n)                                         \
 	"mrs x16, tpidr_el0\n\t"                                      \
 	"add x16, x16, #:tprel_hi12:param_tl_hook, lsl #12\n\t"       \
 	"add x16, x16, #:tprel_lo12_nc:param_tl_hook\n\t"             \
 	"mov w17, #" #n "\n\t"                                        \
 	"str w17, [x16]\n\t"                                          \
-	"adrp x16, param_asm_loops+" #n "*4\n\t"                      \
-	"ldr w17, [x16, #:lo12:param_asm_loops+" #n "*4]\n\t"         \
-	"cbz w17, 7f\n\t"                                             \
-	"6:\n\t"                                                      \
-	"subs w17, w17, #1\n\t"                                       \
-	"b.ne 6b\n\t"                                                 \
-	"7:\n\t"
-#define CL_RSEQ_INJECT_CLOBBER , "x16", "x17"
+	STRESS_ASM_DELAY(param_asm_loops, n)
+#endif
+#ifdef STRESS_ASM_DELAY
+#define CL_RSEQ_INJECT_CLOBBER STRESS_ASM_DELAY_CLOBBER
 #endif
 
 static struct {

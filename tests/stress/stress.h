@@ -6,7 +6,8 @@
  *
  *   CL_RSEQ_INJECT_ASM(n)  inside each critical section, between its steps:
  *                          a delay loop of stress_asm_loops[n] iterations
- *                          (register rcx, declared in CL_RSEQ_INJECT_CLOBBER)
+ *                          (STRESS_ASM_DELAY: %rcx or x16, x17, declared in
+ *                          CL_RSEQ_INJECT_CLOBBER)
  *   CL_INJECT(n)           in C around the sections and in the fallback's
  *                          CAS loops: counts aborts (n = 20..22) and yields
  *                          every STRESS_YIELD_EVERY-th call
@@ -43,27 +44,37 @@
 /* Delay loop counts per inject point, read by the asm hook (rip-relative). */
 int stress_asm_loops[8];
 
+/*
+ * STRESS_ASM_DELAY(loops, n): asm for a delay loop of loops[n] iterations
+ * (loops: an int array at file scope), for CL_RSEQ_INJECT_ASM(n); it uses
+ * STRESS_ASM_DELAY_CLOBBER's registers, the flags, and the labels each
+ * architecture's sections leave to hooks (x86_64 %rcx and labels 5, 6;
+ * aarch64 x16, x17 and labels 6, 7: arch/<arch>/percpu_ops.h).
+ */
 #if defined(__x86_64__)
-#define CL_RSEQ_INJECT_ASM(n)                                    \
-	"movl stress_asm_loops+" #n "*4(%%rip), %%ecx\n\t"       \
+#define STRESS_ASM_DELAY(loops, n)                               \
+	"movl " #loops "+" #n "*4(%%rip), %%ecx\n\t"            \
 	"testl %%ecx, %%ecx\n\t"                                 \
 	"jz 6f\n\t"                                              \
 	"5:\n\t"                                                 \
 	"decl %%ecx\n\t"                                         \
 	"jnz 5b\n\t"                                             \
 	"6:\n\t"
-#define CL_RSEQ_INJECT_CLOBBER , "rcx"
+#define STRESS_ASM_DELAY_CLOBBER , "rcx"
 #elif defined(__aarch64__)
-/* x16/x17 and labels 6, 7: what arch/aarch64/percpu_ops.h leaves to hooks. */
-#define CL_RSEQ_INJECT_ASM(n)                                            \
-	"adrp x16, stress_asm_loops+" #n "*4\n\t"                       \
-	"ldr w17, [x16, #:lo12:stress_asm_loops+" #n "*4]\n\t"          \
+#define STRESS_ASM_DELAY(loops, n)                                       \
+	"adrp x16, " #loops "+" #n "*4\n\t"                             \
+	"ldr w17, [x16, #:lo12:" #loops "+" #n "*4]\n\t"                \
 	"cbz w17, 7f\n\t"                                               \
 	"6:\n\t"                                                        \
 	"subs w17, w17, #1\n\t"                                         \
 	"b.ne 6b\n\t"                                                   \
 	"7:\n\t"
-#define CL_RSEQ_INJECT_CLOBBER , "x16", "x17"
+#define STRESS_ASM_DELAY_CLOBBER , "x16", "x17"
+#endif
+#ifdef STRESS_ASM_DELAY
+#define CL_RSEQ_INJECT_ASM(n) STRESS_ASM_DELAY(stress_asm_loops, n)
+#define CL_RSEQ_INJECT_CLOBBER STRESS_ASM_DELAY_CLOBBER
 #endif
 
 #define STRESS_YIELD_EVERY 257

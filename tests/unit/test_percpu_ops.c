@@ -375,8 +375,9 @@ Test(percpu_ops, push_refuses_a_misaligned_node)
 			     CL_RSEQ_ERROR);
 		cr_assert_eq(errno, EINVAL);
 		errno = 0;
-		cr_assert_eq(cl_rseq_trypush(idx, &head, 4, buf, cl_rseq_current_index(idx)),
-			     CL_RSEQ_ERROR, "next pointer at offset 4");
+		cr_assert_eq(cl_rseq_trypush(idx, &head, sizeof(void *) / 2, buf,
+					     cl_rseq_current_index(idx)),
+			     CL_RSEQ_ERROR, "next pointer at half a pointer's offset");
 		cr_assert_eq(errno, EINVAL);
 		cr_assert_eq(cl_rseq_list_first(&head), &good, "the refused pushes left the list");
 		cr_assert_eq(RETRY(idx, c, cl_rseq_pop(idx, &head, offsetof(struct node, next),

@@ -105,6 +105,10 @@ cl_abort:                              \
 #define CL__RSEQ_HERE_STORE(p) ((void)(p))
 #endif
 
+/*
+ * The architecture's piece: its asm building blocks, cl__rseq_read_field()
+ * and CL__RSEQ_TMPL, the name of its template (relative to this directory).
+ */
 #if defined(CL_ARCH_X86_64)
 #include "x86_64/percpu_ops.h"
 #elif defined(CL_ARCH_AARCH64)
@@ -112,5 +116,22 @@ cl_abort:                              \
 #else
 #error "CL_ARCH_HAVE_RSEQ_SECTIONS without a piece in arch/percpu_ops.h"
 #endif
+
+/*
+ * Instantiate the template for both index kinds: CL__RSEQ_T_OFF is the
+ * offset of the compared index field in struct cl_rseq_abi, CL__RSEQ_T(op)
+ * the section function's name for that kind.
+ */
+#define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
+#define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id
+#include CL__RSEQ_TMPL
+#undef CL__RSEQ_T_OFF
+#undef CL__RSEQ_T
+
+#define CL__RSEQ_T_OFF CL_RSEQ_ABI_MM_CID_OFFSET
+#define CL__RSEQ_T(op) cl__rseq_##op##_asm_mm_cid
+#include CL__RSEQ_TMPL
+#undef CL__RSEQ_T_OFF
+#undef CL__RSEQ_T
 
 #endif /* CACHELOCAL_ARCH_PERCPU_OPS_H */

@@ -30,6 +30,17 @@ CL_BEGIN_DECLS
 
 /* ---- create / destroy ---- */
 
+/*
+ * The largest object size: 2^40, or a quarter of the address space where
+ * size_t is narrower (32-bit targets), so that rounding the size up to the
+ * alignment and the slab arithmetic below cannot overflow.
+ */
+#if SIZE_MAX >= 0x10000000000u
+#define CL__OBJCACHE_OBJ_MAX ((size_t)1 << 40)
+#else
+#define CL__OBJCACHE_OBJ_MAX (SIZE_MAX / 4)
+#endif
+
 CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *attr)
 {
 	struct cl_objcache *c;
@@ -38,7 +49,7 @@ CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *
 
 	if (attr == NULL || attr->obj_size == 0 || (unsigned)attr->index > (unsigned)CL_RSEQ_INDEX_MM_CID ||
 	    (attr->align & (attr->align - 1)) || attr->align > CL_OBJCACHE_MAX_ALIGN ||
-	    attr->obj_size > ((size_t)1 << 40)) {
+	    attr->obj_size > CL__OBJCACHE_OBJ_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -6,7 +6,8 @@
  * Private to percpu_ops.h (not API): arch/percpu_ops.h includes it after
  * the parts every architecture shares (the descriptor, CL__RSEQ_END(),
  * CL__RSEQ_ASM(), the ABI asserts). The sections are written once, in
- * percpu_ops_tmpl.h, and instantiated here for both index kinds:
+ * percpu_ops_tmpl.h (CL__RSEQ_TMPL), which arch/percpu_ops.h instantiates
+ * for both index kinds:
  *   cl__rseq_<op>_asm_cpu_id()   compares rseq->cpu_id (ABI offset 4)
  *   cl__rseq_<op>_asm_mm_cid()   compares rseq->mm_cid (ABI offset 24)
  * Each returns CL_RSEQ_OK, CL_RSEQ_CMPFAIL or CL_RSEQ_ABORT (percpu_ops.h).
@@ -87,22 +88,39 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "aarch64 LP64 wor
  * then back). The kernel checks the 4 bytes before abort_ip against the
  * registered signature: glibc's, the instruction "brk #0x45e0", emitted as
  * an instruction (.inst) so that it is right on big-endian too, and never
- * executed: nothing branches to it. Label 5 leaves through cl_cmpfail.
+ * executed: nothing branches to it. A section with a compare also has label
+ * 5, which leaves through cl_cmpfail. CL__RSEQ_EXIT<kind> and
+ * CL__RSEQ_LABELS<kind> for the two kinds of section ("" and _CMPFAIL).
  */
-#define CL__RSEQ_ASM_ABORT                              \
-	".subsection 1\n\t"                             \
-	".inst %c[sig]\n\t"                             \
-	"4:\n\t"                                        \
-	"b %l[cl_abort]\n\t"                            \
-	".previous\n\t"
-#define CL__RSEQ_ASM_ABORT_CMPFAIL                      \
-	".subsection 1\n\t"                             \
-	"5:\n\t"                                        \
-	"b %l[cl_cmpfail]\n\t"                          \
-	".inst %c[sig]\n\t"                             \
-	"4:\n\t"                                        \
-	"b %l[cl_abort]\n\t"                            \
-	".previous\n\t"
+#define CL__RSEQ_EXIT
+#define CL__RSEQ_EXIT_CMPFAIL "5:\n\t" "b %l[cl_cmpfail]\n\t"
+#define CL__RSEQ_LABELS cl_abort
+#define CL__RSEQ_LABELS_CMPFAIL cl_abort, cl_cmpfail
+
+/*
+ * CL__RSEQ_SECTION(code, output, inputs...): the asm goto statement of a
+ * section: the descriptor, the start (rseq_cs published, label 1) and hook
+ * 1, then @code, which ends with the commit store; label 2 and the exits
+ * after it. @output is the section's output operand or nothing; @inputs
+ * come after the operands every section has (CL__RSEQ_ASM_INPUTS).
+ * CL__RSEQ_SECTION_CMPFAIL() is the same for a section whose compare
+ * branches to label 5 on failure.
+ */
+#define CL__RSEQ_SECTION_(kind, code, output, ...)                                          \
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1) \
+				  code "2:\n\t"                                             \
+				  ".subsection 1\n\t" CL__RSEQ_EXIT##kind                   \
+				  ".inst %c[sig]\n\t"                                       \
+				  "4:\n\t"                                                  \
+				  "b %l[cl_abort]\n\t"                                      \
+				  ".previous\n\t"                                           \
+				  : output                                                   \
+				  : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), __VA_ARGS__         \
+				  : CL__RSEQ_ASM_CLOBBERS                                    \
+				  : CL__RSEQ_LABELS##kind)
+#define CL__RSEQ_SECTION(code, output, ...) CL__RSEQ_SECTION_(, code, output, __VA_ARGS__)
+#define CL__RSEQ_SECTION_CMPFAIL(code, output, ...) \
+	CL__RSEQ_SECTION_(_CMPFAIL, code, output, __VA_ARGS__)
 
 /* Test hooks: the user's asm as is (it keeps to x16, x17 and the flags). */
 #define CL__RSEQ_HOOK(n) CL_RSEQ_INJECT_ASM(n)
@@ -123,17 +141,7 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 	return v;
 }
 
-/* Instantiate the sections for both index kinds. */
-#define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
-#define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id
-#include "percpu_ops_tmpl.h"
-#undef CL__RSEQ_T_OFF
-#undef CL__RSEQ_T
-
-#define CL__RSEQ_T_OFF CL_RSEQ_ABI_MM_CID_OFFSET
-#define CL__RSEQ_T(op) cl__rseq_##op##_asm_mm_cid
-#include "percpu_ops_tmpl.h"
-#undef CL__RSEQ_T_OFF
-#undef CL__RSEQ_T
+/* The sections, instantiated for both index kinds by arch/percpu_ops.h. */
+#define CL__RSEQ_TMPL "aarch64/percpu_ops_tmpl.h"
 
 #endif /* CACHELOCAL_ARCH_AARCH64_PERCPU_OPS_H */

@@ -6,7 +6,8 @@
  * Private to percpu_ops.h (not API): arch/percpu_ops.h includes it after
  * the parts every architecture shares (the descriptor, CL__RSEQ_END(),
  * CL__RSEQ_ASM(), the ABI asserts). The sections themselves are written
- * once, in percpu_ops_tmpl.h, and instantiated here for both index kinds:
+ * once, in percpu_ops_tmpl.h (CL__RSEQ_TMPL), which arch/percpu_ops.h
+ * instantiates for both index kinds:
  *   cl__rseq_<op>_asm_cpu_id()   compares rseq->cpu_id (ABI offset 4)
  *   cl__rseq_<op>_asm_mm_cid()   compares rseq->mm_cid (ABI offset 24)
  * Each returns CL_RSEQ_OK, CL_RSEQ_CMPFAIL or CL_RSEQ_ABORT (percpu_ops.h).
@@ -125,17 +126,7 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 	return v;
 }
 
-/* Instantiate the sections for both index kinds. */
-#define CL__RSEQ_T_OFF CL_RSEQ_ABI_CPU_ID_OFFSET
-#define CL__RSEQ_T(op) cl__rseq_##op##_asm_cpu_id
-#include "percpu_ops_tmpl.h"
-#undef CL__RSEQ_T_OFF
-#undef CL__RSEQ_T
-
-#define CL__RSEQ_T_OFF CL_RSEQ_ABI_MM_CID_OFFSET
-#define CL__RSEQ_T(op) cl__rseq_##op##_asm_mm_cid
-#include "percpu_ops_tmpl.h"
-#undef CL__RSEQ_T_OFF
-#undef CL__RSEQ_T
+/* The sections, instantiated for both index kinds by arch/percpu_ops.h. */
+#define CL__RSEQ_TMPL "x86_64/percpu_ops_tmpl.h"
 
 #endif /* CACHELOCAL_ARCH_X86_64_PERCPU_OPS_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cachelocal/arch/x86_64/percpu_ops_tmpl.h - the x86-64 critical sections,
- * written once. Private: included twice by arch/x86_64/percpu_ops.h, with
+ * written once. Private: included twice by arch/percpu_ops.h (named by
+ * CL__RSEQ_TMPL of arch/x86_64/percpu_ops.h), with
  * CL__RSEQ_T_OFF (offset of the compared index field in struct cl_rseq_abi)
  * and CL__RSEQ_T(op) (the function name for this index kind) defined.
  * No include guard on purpose. The pseudo-code of every section is in
