@@ -39,7 +39,8 @@ struct cl_counter_cid {
 	int64_t *slot;                /* copy 0, in cl_counter_pool(); NULL: no storage */
 	unsigned nr_slots;            /* cids below it have a copy */
 	struct cl_cid_domain *domain; /* the domain whose cids index it */
-	int64_t shared;               /* adds of cids >= nr_slots or without a cid (atomic) */
+	/* adds of cids >= nr_slots or without a cid (atomic; 8-aligned for i386's 64-bit atomics) */
+	int64_t shared CL_ALIGNED(8);
 };
 
 /**

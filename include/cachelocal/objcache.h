@@ -242,7 +242,7 @@ struct cl_objcache {
  *
  * Context: any thread; allocates.
  * Return: the cache, or NULL with errno EINVAL (NULL @attr, obj_size 0 or
- * above 2^40, align not a power of two or above CL_OBJCACHE_MAX_ALIGN,
+ * above 2^40 (a quarter of SIZE_MAX where size_t is 32-bit), align not a power of two or above CL_OBJCACHE_MAX_ALIGN,
  * capacity that does not fit the pool's stride, unknown index kind) or ENOMEM.
  */
 CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *attr);
