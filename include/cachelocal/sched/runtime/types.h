@@ -110,8 +110,18 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #define CL_RUNTIME_PREEMPT_SIGNAL SIGURG
 #endif
 
-/* An idle worker spins this long (ns) for work before it sleeps on its futex. */
+/* An idle worker spins this long (ns) for work before it sleeps on its futex
+ * (0 under valgrind, which runs one thread at a time: a spin there only
+ * delays the thread it waits for). */
 #define CL_RUNTIME_SPIN_NS 50000ULL
+/*
+ * Idle balancing is skipped when a worker's idle periods are shorter than
+ * this on average (ns; the kernel's avg_idle test before a new-idle
+ * balance): in a cross-worker ping-pong each pass would read the other
+ * rqs' lines, which the other workers write at every switch, for nothing.
+ * Such a worker balances once it has spun this long without work.
+ */
+#define CL_RUNTIME_IDLE_BALANCE_NS 20000ULL
 /* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
  * wakes this often to try an idle balance. */
 #define CL_RUNTIME_BALANCE_NS 4000000ULL
@@ -245,6 +255,8 @@ struct cl__rt_worker {
 	uint64_t now_ns;                   /* clock read at this worker's last switch */
 	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */
 	uint64_t last_balance_ns;
+	uint64_t idle_since;               /* clock when it last went idle, 0: not idle */
+	uint64_t avg_idle_ns;              /* average idle period (1/8 new) */
 	pthread_t thread;
 	int started;
 	uint64_t nr_idle_sleeps;           /* statistics */
@@ -254,6 +266,8 @@ struct cl__rt_worker {
 	uint64_t nr_handoffs;              /* direct hand-offs (no rq lock) */
 	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
 	uint64_t nr_remote_drains;         /* remote wake lists taken over */
+	uint64_t nr_idle_balances;         /* idle balancing passes made ... */
+	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
 };
 
 /**
