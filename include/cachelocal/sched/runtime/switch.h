@@ -125,6 +125,7 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 		return;
 	t = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl_rt_task *)NULL, CL_ACQUIRE);
 	w->nr_remote_drains++;
+	w->chain_woken = 1;
 	while (t) { /* the stack is newest first */
 		struct cl_rt_task *n = t->remote_next;
 
@@ -264,29 +265,45 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
  * throttled, which only the full path handles); any other switch is full.
  */
 /*
- * With CL_RUNTIME_CHAIN_BESIDE (off by default), a chain of hand-offs goes
- * on beside other queued tasks for the protected slice of the pick that
- * started it, as one task would: the tick marks the worker once that slice
- * is over (cl__rt_tick_main()), and the next switch then takes the full
- * path and the fair class picks, charging the chain's time to the task
- * switching out there (the sampled clock, above). Only with preemption on
- * (the tick enforces the bound) and no mark pending. Off by default
- * because a task woken from outside during such a chain then waits up to
- * a slice (test_sched_runtime: task_woken_from_outside_during_a_hand_off_
- * chain_runs_promptly); without it, a pair beside a spinning task switches
- * through the full path and keeps less of its solo rate.
+ * Chains beside queued tasks. A chain of hand-offs goes on beside other
+ * queued tasks for the protected slice of the pick that started it, as one
+ * task would: the tick marks the worker once that slice is over
+ * (cl__rt_tick_main()), and the next switch then takes the full path and
+ * the fair class picks, charging the chain's time to the task switching
+ * out there (the sampled clock, above). Only with preemption on (the tick
+ * enforces the bound) and no mark pending.
+ * A task woken from elsewhere meanwhile (a remote wakeup drained, a remote
+ * waker of the rq's stale curr, a spawn onto the rq: cl__rt_chain_note())
+ * must not wait for that slice to end: it stops the chain at its next
+ * switch (as without this rule), and for one slice from then every switch
+ * of the worker takes the full path, where the fair class picks by
+ * deadline and the wakee runs within a few switches (test_sched_runtime:
+ * task_woken_from_outside_during_a_hand_off_chain_runs_promptly). Built
+ * with CL_RUNTIME_NO_CHAIN_BESIDE: never (a pair beside a spinning task
+ * then switches through the full path and keeps less of its solo rate).
  */
 CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
 {
-#ifdef CL_RUNTIME_CHAIN_BESIDE
+#ifndef CL_RUNTIME_NO_CHAIN_BESIDE
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 &&
 	       CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED) != 0 &&
-	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
+	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED) &&
+	       (int64_t)(w->now_ns - w->chain_quiet_until) >= 0 && !w->chain_woken;
 #else
 	(void)w;
 	(void)mode;
 	return 0;
 #endif
+}
+
+/* After a switch's clock reading @now on @w (rq lock held): a wakeup from
+ * elsewhere that came in starts the quiet period of cl__rt_chain_beside(). */
+CL_INLINE void cl__rt_chain_note(struct cl__rt_worker *w, uint64_t now)
+{
+	if (CL_UNLIKELY(w->chain_woken)) {
+		w->chain_woken = 0;
+		w->chain_quiet_until = now + w->rt->slice_ns;
+	}
 }
 
 CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self, int mode)
@@ -332,7 +349,10 @@ CL_INLINE void cl__rt_handoff_sync(struct cl__rt_worker *w, struct cl_rt_task *s
 	struct cl_rq *rq = w->rq;
 	struct cl_task *r = rq->curr;
 
-	CL_WRITE_ONCE(w->resched, 0);
+	if (CL_UNLIKELY(CL_READ_ONCE(w->resched))) {
+		CL_WRITE_ONCE(w->resched, 0);
+		w->chain_woken = 1;
+	}
 	if (CL_LIKELY(r == &self->task))
 		return;
 	if (r) {
@@ -422,6 +442,7 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		}
 	}
 	w->now_ns = now;
+	cl__rt_chain_note(w, now);
 	cl__rq_update_clock(rq, now);
 	cl__rt_flush_wakes(w, 0);
 	/* preempted: requeued by the pick with its deadline (the kernel's
@@ -488,6 +509,7 @@ CL_INLINE int cl__rt_wake_check(struct cl__rt_worker *w, struct cl_rt_task *self
 	cl__rt_drain_remote(w);
 	cl__rt_handoff_sync(w, self);
 	w->now_ns = now;
+	cl__rt_chain_note(w, now);
 	cl__rq_update_clock(rq, now);
 	resched = cl__rt_flush_wakes(w, 1);
 	/* else the tick's rule: its slice is no longer protected and another
@@ -567,6 +589,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		tw->nr_stale_wakes++;
 	} else {
 		cl_rq_enqueue(rq, &t->task, flags);
+		CL_WRITE_ONCE(tw->resched, 1); /* ends a hand-off chain there (cl__rt_chain_note()) */
 	}
 	nr = rq->nr_running;
 	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */

@@ -236,7 +236,10 @@ struct cl__rt_worker {
 	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
 	struct cl_rt_task **wake_tail;
 	unsigned int nr_wakes;             /* entries on the wake list */
-	int resched;                       /* a remote waker found its task still queued (hand-off) */
+	int resched;                       /* an enqueue past the wake lists (a remote waker of a
+					    * task still queued, a spawn): ends hand-off chains */
+	int chain_woken;                   /* a wakeup from elsewhere came in (see below) */
+	uint64_t chain_quiet_until;        /* no chain beside queued tasks before this clock */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
