@@ -605,7 +605,9 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 /* Push @t on @w's remote wake list; kick @w if it sleeps. */
 CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
-	struct cl_rt_task *old = CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED);
+	/* guess an empty list: the CAS then takes the line for writing at once,
+	 * instead of a read for the load and a second transfer for the CAS */
+	struct cl_rt_task *old = NULL;
 
 	do
 		t->remote_next = old;

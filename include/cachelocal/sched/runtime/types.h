@@ -177,10 +177,12 @@ struct cl_rt_task {
 	CL_GROUPED_MEMBER(struct cl_task task); /* the runqueue's view (first) */
 	struct cl__rt_ctx rc;              /* saved context */
 	struct cl_runtime *rt;
-	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
 	void *(*fn)(void *);
 	void *arg;
 	void *ret;
+	/* a remote waker's line: it reads w and writes state and remote_next
+	 * (one line to move, not also the saved context's) */
+	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
 	int state;                         /* CL__RT_*, written by the task and its waker */
 	int exited;                        /* 1 once DEAD and switched away (futex word) */
 	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
