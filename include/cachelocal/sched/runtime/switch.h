@@ -88,6 +88,10 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 	w->curr = t;
 	t->w = w;
 	cl__rt_tls_current = t;
+	if (CL_UNLIKELY(t->ext_w != NULL)) { /* it runs: see cl__rt_ext_mark() */
+		CL_ATOMIC_FETCH_SUB(&t->ext_w->nr_ext_waiting, 1u, CL_RELAXED);
+		t->ext_w = NULL;
+	}
 	/* a new slice: for the tick (cl__rt_tick_main()) */
 	CL_ATOMIC_STORE(&w->nr_switches, w->nr_switches + 1, CL_RELAXED);
 	if (CL_UNLIKELY(!w->in_task))
@@ -111,6 +115,17 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
  * worker sets `sleeping`, then reads the stack (both sequentially
  * consistent), so one of them sees the other.
  */
+/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it
+ * runs, @w makes no hand-off chain beside queued tasks (cl__rt_chain_beside()).
+ * Context: @w's rq lock. */
+CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	if (!t->ext_w) {
+		t->ext_w = w;
+		CL_ATOMIC_FETCH_ADD(&w->nr_ext_waiting, 1u, CL_RELAXED);
+	}
+}
+
 CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
 {
 	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
@@ -125,7 +140,6 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 		return;
 	t = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl_rt_task *)NULL, CL_ACQUIRE);
 	w->nr_remote_drains++;
-	w->chain_woken = 1;
 	while (t) { /* the stack is newest first */
 		struct cl_rt_task *n = t->remote_next;
 
@@ -134,6 +148,7 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 		t = n;
 	}
 	for (t = fifo; t; t = t->remote_next) {
+		cl__rt_ext_mark(w, t);
 		t->wake_next = NULL;
 		*w->wake_tail = t;
 		w->wake_tail = &t->wake_next;
@@ -272,15 +287,16 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
  * the fair class picks, charging the chain's time to the task switching
  * out there (the sampled clock, above). Only with preemption on (the tick
  * enforces the bound) and no mark pending.
- * A task woken from elsewhere meanwhile (a remote wakeup drained, a remote
- * waker of the rq's stale curr, a spawn onto the rq: cl__rt_chain_note())
- * must not wait for that slice to end: it stops the chain at its next
- * switch (as without this rule), and for one slice from then every switch
- * of the worker takes the full path, where the fair class picks by
- * deadline and the wakee runs within a few switches (test_sched_runtime:
- * task_woken_from_outside_during_a_hand_off_chain_runs_promptly). Built
- * with CL_RUNTIME_NO_CHAIN_BESIDE: never (a pair beside a spinning task
- * then switches through the full path and keeps less of its solo rate).
+ * A task queued from elsewhere meanwhile (a remote wakeup, also of the
+ * rq's stale curr, or a spawn: cl__rt_ext_mark()) must not wait for that
+ * slice to end: it stops the chain at its next switch (the remote list or
+ * `resched`), and until it has run every switch of the worker takes the
+ * full path, where the fair class picks by deadline with the clock read at
+ * each switch, so the wakee runs as soon as it is eligible
+ * (test_sched_runtime: task_woken_from_outside_during_a_hand_off_chain_
+ * runs_promptly). Built with CL_RUNTIME_NO_CHAIN_BESIDE: never (a pair
+ * beside a spinning task then switches through the full path and keeps
+ * less of its solo rate).
  */
 CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
 {
@@ -288,22 +304,12 @@ CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 &&
 	       CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED) != 0 &&
 	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED) &&
-	       (int64_t)(w->now_ns - w->chain_quiet_until) >= 0 && !w->chain_woken;
+	       !CL_ATOMIC_LOAD(&w->nr_ext_waiting, CL_RELAXED);
 #else
 	(void)w;
 	(void)mode;
 	return 0;
 #endif
-}
-
-/* After a switch's clock reading @now on @w (rq lock held): a wakeup from
- * elsewhere that came in starts the quiet period of cl__rt_chain_beside(). */
-CL_INLINE void cl__rt_chain_note(struct cl__rt_worker *w, uint64_t now)
-{
-	if (CL_UNLIKELY(w->chain_woken)) {
-		w->chain_woken = 0;
-		w->chain_quiet_until = now + w->rt->slice_ns;
-	}
 }
 
 CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self, int mode)
@@ -349,10 +355,7 @@ CL_INLINE void cl__rt_handoff_sync(struct cl__rt_worker *w, struct cl_rt_task *s
 	struct cl_rq *rq = w->rq;
 	struct cl_task *r = rq->curr;
 
-	if (CL_UNLIKELY(CL_READ_ONCE(w->resched))) {
-		CL_WRITE_ONCE(w->resched, 0);
-		w->chain_woken = 1;
-	}
+	CL_WRITE_ONCE(w->resched, 0);
 	if (CL_LIKELY(r == &self->task))
 		return;
 	if (r) {
@@ -442,7 +445,6 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		}
 	}
 	w->now_ns = now;
-	cl__rt_chain_note(w, now);
 	cl__rq_update_clock(rq, now);
 	cl__rt_flush_wakes(w, 0);
 	/* preempted: requeued by the pick with its deadline (the kernel's
@@ -509,7 +511,6 @@ CL_INLINE int cl__rt_wake_check(struct cl__rt_worker *w, struct cl_rt_task *self
 	cl__rt_drain_remote(w);
 	cl__rt_handoff_sync(w, self);
 	w->now_ns = now;
-	cl__rt_chain_note(w, now);
 	cl__rq_update_clock(rq, now);
 	resched = cl__rt_flush_wakes(w, 1);
 	/* else the tick's rule: its slice is no longer protected and another
@@ -582,6 +583,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 
 	cl__rq_lock(rq);
 	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	cl__rt_ext_mark(tw, t);
 	if (CL_UNLIKELY(t->task.on_rq)) {
 		/* the rq's stale curr after a direct hand-off: see cl__rt_handoff_sync() */
 		t->stale_woken = 1;
@@ -589,7 +591,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		tw->nr_stale_wakes++;
 	} else {
 		cl_rq_enqueue(rq, &t->task, flags);
-		CL_WRITE_ONCE(tw->resched, 1); /* ends a hand-off chain there (cl__rt_chain_note()) */
+		CL_WRITE_ONCE(tw->resched, 1); /* ends a hand-off chain there (cl__rt_ext_mark()) */
 	}
 	nr = rq->nr_running;
 	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */

@@ -189,6 +189,8 @@ struct cl_rt_task {
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl_rt_task *remote_next;    /* in a worker's remote_wakes */
+	struct cl__rt_worker *ext_w;       /* queued from elsewhere, counted in this worker's
+					    * nr_ext_waiting until it runs (cl__rt_set_curr()) */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
@@ -240,8 +242,8 @@ struct cl__rt_worker {
 	unsigned int nr_wakes;             /* entries on the wake list */
 	int resched;                       /* an enqueue past the wake lists (a remote waker of a
 					    * task still queued, a spawn): ends hand-off chains */
-	int chain_woken;                   /* a wakeup from elsewhere came in (see below) */
-	uint64_t chain_quiet_until;        /* no chain beside queued tasks before this clock */
+	unsigned int nr_ext_waiting;       /* tasks queued here from elsewhere, not yet run
+					    * (struct cl_rt_task.ext_w; atomic) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;

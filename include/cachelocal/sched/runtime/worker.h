@@ -62,7 +62,6 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	w->now_ns = cl__rt_now(w->rt);
 	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_drain_remote(w);
-	cl__rt_chain_note(w, w->now_ns);
 	cl__rt_flush_wakes(w, 0);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
