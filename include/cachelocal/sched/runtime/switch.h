@@ -88,9 +88,9 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 	w->curr = t;
 	t->w = w;
 	cl__rt_tls_current = t;
-	if (CL_UNLIKELY(t->ext_w != NULL)) { /* it runs: see cl__rt_ext_mark() */
-		CL_ATOMIC_FETCH_SUB(&t->ext_w->nr_ext_waiting, 1u, CL_RELAXED);
-		t->ext_w = NULL;
+	if (CL_UNLIKELY(t->ext_cpu)) { /* it runs: see cl__rt_ext_mark() */
+		CL_ATOMIC_FETCH_SUB(&w->rt->workers[t->ext_cpu - 1].nr_ext_waiting, 1u, CL_RELAXED);
+		t->ext_cpu = 0;
 	}
 	/* a new slice: for the tick (cl__rt_tick_main()) */
 	CL_ATOMIC_STORE(&w->nr_switches, w->nr_switches + 1, CL_RELAXED);
@@ -120,8 +120,8 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
  * Context: @w's rq lock. */
 CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
-	if (!t->ext_w) {
-		t->ext_w = w;
+	if (!t->ext_cpu) {
+		t->ext_cpu = w->cpu + 1;
 		CL_ATOMIC_FETCH_ADD(&w->nr_ext_waiting, 1u, CL_RELAXED);
 	}
 }

@@ -189,8 +189,8 @@ struct cl_rt_task {
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl_rt_task *remote_next;    /* in a worker's remote_wakes */
-	struct cl__rt_worker *ext_w;       /* queued from elsewhere, counted in this worker's
-					    * nr_ext_waiting until it runs (cl__rt_set_curr()) */
+	unsigned int ext_cpu;              /* queued from elsewhere: counted in the nr_ext_waiting
+					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
@@ -243,7 +243,7 @@ struct cl__rt_worker {
 	int resched;                       /* an enqueue past the wake lists (a remote waker of a
 					    * task still queued, a spawn): ends hand-off chains */
 	unsigned int nr_ext_waiting;       /* tasks queued here from elsewhere, not yet run
-					    * (struct cl_rt_task.ext_w; atomic) */
+					    * (struct cl_rt_task.ext_cpu; atomic) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
