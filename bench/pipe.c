@@ -70,6 +70,28 @@ static uint64_t spin_ns; /* 0: the runtime's default */
 static unsigned int rt_flags; /* --precise-clock: CL_RUNTIME_PRECISE_CLOCK */
 static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
 
+/* Where the wakeups of the last pipe_run() went, both workers summed, per
+ * round trip: futex sleeps of an idle worker (each one costs its waker a
+ * FUTEX_WAKE), wakeups caught by the idle spin, remote wake lists drained,
+ * idle balancing passes made and skipped (short idle periods). */
+static struct wake_diag {
+	double sleeps, spin_hits, drains, balances, balance_skips;
+} wake_diag;
+
+static void wake_diag_take(const struct cl_runtime *rt, long loops)
+{
+	memset(&wake_diag, 0, sizeof(wake_diag));
+	for (unsigned int i = 0; i < rt->nr_workers; i++) {
+		const struct cl__rt_worker *w = &rt->workers[i];
+
+		wake_diag.sleeps += (double)w->nr_idle_sleeps / (double)loops;
+		wake_diag.spin_hits += (double)w->nr_spin_hits / (double)loops;
+		wake_diag.drains += (double)w->nr_remote_drains / (double)loops;
+		wake_diag.balances += (double)w->nr_idle_balances / (double)loops;
+		wake_diag.balance_skips += (double)w->nr_idle_balance_skips / (double)loops;
+	}
+}
+
 /* One run: ns per round trip, or -1; *cpu_share: the first task's worker
  * CPU time over wall time (how much of its CPU the host let it have). */
 static double pipe_run(int place, long loops, double *cpu_share)
@@ -110,6 +132,7 @@ static double pipe_run(int place, long loops, double *cpu_share)
 		if (cpu_share)
 			*cpu_share = a0.ns ? (double)a0.cpu_ns / (double)a0.ns : 0;
 	}
+	wake_diag_take(rt, loops);
 	cl_runtime_destroy(rt);
 	cl_chan_destroy(c1);
 	cl_chan_destroy(c2);
@@ -493,7 +516,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "pipe: run failed: %s\n", strerror(errno));
 				return 1;
 			}
-			bench_progress(&b, "%s run %d: %.1f ns/op", place_name[p], r, samples[r]);
+			bench_progress(&b, "%s run %d: %.1f ns/op; per round trip: %.2f futex sleeps, %.2f "
+				       "spin hits, %.2f remote drains, %.2f idle balances (%.2f skipped)",
+				       place_name[p], r, samples[r], wake_diag.sleeps, wake_diag.spin_hits,
+				       wake_diag.drains, wake_diag.balances, wake_diag.balance_skips);
 			if (p == CROSS) { /* the same two CPUs' cache-line round trip, this run */
 				lines[r] = line_rtt(b.smoke ? 1000 : 200000);
 				if (lines[r] < 0)

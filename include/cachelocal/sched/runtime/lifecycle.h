@@ -107,6 +107,10 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->slice_ns = attr && (attr->flags & CL_RUNTIME_NO_PREEMPT) ? 0
 		       : attr && attr->slice_ns ? attr->slice_ns : CL_RUNTIME_SLICE_NS;
 	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;
+#ifdef CL__RT_VALGRIND
+	if (!(attr && attr->spin_ns) && RUNNING_ON_VALGRIND)
+		rt->spin_ns = CL_RUNTIME_NO_SPIN; /* one thread at a time: a spin only delays */
+#endif
 	rt->balance_ns = attr && attr->balance_ns ? attr->balance_ns : CL_RUNTIME_BALANCE_NS;
 	rt->precise_clock = (attr && (attr->flags & CL_RUNTIME_PRECISE_CLOCK)) || !cl__rt_clock_sampling_ok();
 	cl_spin_init(&rt->all_lock);

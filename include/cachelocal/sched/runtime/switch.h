@@ -88,6 +88,10 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 	w->curr = t;
 	t->w = w;
 	cl__rt_tls_current = t;
+	if (CL_UNLIKELY(t->ext_cpu)) { /* it runs: see cl__rt_ext_mark() */
+		CL_ATOMIC_FETCH_SUB(&w->rt->workers[t->ext_cpu - 1].nr_ext_waiting, 1u, CL_RELAXED);
+		t->ext_cpu = 0;
+	}
 	/* a new slice: for the tick (cl__rt_tick_main()) */
 	CL_ATOMIC_STORE(&w->nr_switches, w->nr_switches + 1, CL_RELAXED);
 	if (CL_UNLIKELY(!w->in_task))
@@ -111,6 +115,17 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
  * worker sets `sleeping`, then reads the stack (both sequentially
  * consistent), so one of them sees the other.
  */
+/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it
+ * runs, @w makes no hand-off chain beside queued tasks (cl__rt_chain_beside()).
+ * Context: @w's rq lock. */
+CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	if (!t->ext_cpu) {
+		t->ext_cpu = w->cpu + 1;
+		CL_ATOMIC_FETCH_ADD(&w->nr_ext_waiting, 1u, CL_RELAXED);
+	}
+}
+
 CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
 {
 	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
@@ -133,6 +148,7 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 		t = n;
 	}
 	for (t = fifo; t; t = t->remote_next) {
+		cl__rt_ext_mark(w, t);
 		t->wake_next = NULL;
 		*w->wake_tail = t;
 		w->wake_tail = &t->wake_next;
@@ -264,24 +280,31 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
  * throttled, which only the full path handles); any other switch is full.
  */
 /*
- * With CL_RUNTIME_CHAIN_BESIDE (off by default), a chain of hand-offs goes
- * on beside other queued tasks for the protected slice of the pick that
- * started it, as one task would: the tick marks the worker once that slice
- * is over (cl__rt_tick_main()), and the next switch then takes the full
- * path and the fair class picks, charging the chain's time to the task
- * switching out there (the sampled clock, above). Only with preemption on
- * (the tick enforces the bound) and no mark pending. Off by default
- * because a task woken from outside during such a chain then waits up to
- * a slice (test_sched_runtime: task_woken_from_outside_during_a_hand_off_
- * chain_runs_promptly); without it, a pair beside a spinning task switches
- * through the full path and keeps less of its solo rate.
+ * Chains beside queued tasks. A chain of hand-offs goes on beside other
+ * queued tasks for the protected slice of the pick that started it, as one
+ * task would: the tick marks the worker once that slice is over
+ * (cl__rt_tick_main()), and the next switch then takes the full path and
+ * the fair class picks, charging the chain's time to the task switching
+ * out there (the sampled clock, above). Only with preemption on (the tick
+ * enforces the bound) and no mark pending.
+ * A task queued from elsewhere meanwhile (a remote wakeup, also of the
+ * rq's stale curr, or a spawn: cl__rt_ext_mark()) must not wait for that
+ * slice to end: it stops the chain at its next switch (the remote list or
+ * `resched`), and until it has run every switch of the worker takes the
+ * full path, where the fair class picks by deadline with the clock read at
+ * each switch, so the wakee runs as soon as it is eligible
+ * (test_sched_runtime: task_woken_from_outside_during_a_hand_off_chain_
+ * runs_promptly). Built with CL_RUNTIME_NO_CHAIN_BESIDE: never (a pair
+ * beside a spinning task then switches through the full path and keeps
+ * less of its solo rate).
  */
 CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
 {
-#ifdef CL_RUNTIME_CHAIN_BESIDE
+#ifndef CL_RUNTIME_NO_CHAIN_BESIDE
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 &&
 	       CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED) != 0 &&
-	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
+	       !CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED) &&
+	       !CL_ATOMIC_LOAD(&w->nr_ext_waiting, CL_RELAXED);
 #else
 	(void)w;
 	(void)mode;
@@ -560,6 +583,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 
 	cl__rq_lock(rq);
 	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	cl__rt_ext_mark(tw, t);
 	if (CL_UNLIKELY(t->task.on_rq)) {
 		/* the rq's stale curr after a direct hand-off: see cl__rt_handoff_sync() */
 		t->stale_woken = 1;
@@ -567,6 +591,7 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		tw->nr_stale_wakes++;
 	} else {
 		cl_rq_enqueue(rq, &t->task, flags);
+		CL_WRITE_ONCE(tw->resched, 1); /* ends a hand-off chain there (cl__rt_ext_mark()) */
 	}
 	nr = rq->nr_running;
 	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
@@ -582,7 +607,9 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 /* Push @t on @w's remote wake list; kick @w if it sleeps. */
 CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
-	struct cl_rt_task *old = CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED);
+	/* guess an empty list: the CAS then takes the line for writing at once,
+	 * instead of a read for the load and a second transfer for the CAS */
+	struct cl_rt_task *old = NULL;
 
 	do
 		t->remote_next = old;

@@ -110,8 +110,18 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #define CL_RUNTIME_PREEMPT_SIGNAL SIGURG
 #endif
 
-/* An idle worker spins this long (ns) for work before it sleeps on its futex. */
+/* An idle worker spins this long (ns) for work before it sleeps on its futex
+ * (0 under valgrind, which runs one thread at a time: a spin there only
+ * delays the thread it waits for). */
 #define CL_RUNTIME_SPIN_NS 50000ULL
+/*
+ * Idle balancing is skipped when a worker's idle periods are shorter than
+ * this on average (ns; the kernel's avg_idle test before a new-idle
+ * balance): in a cross-worker ping-pong each pass would read the other
+ * rqs' lines, which the other workers write at every switch, for nothing.
+ * Such a worker balances once it has spun this long without work.
+ */
+#define CL_RUNTIME_IDLE_BALANCE_NS 20000ULL
 /* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
  * wakes this often to try an idle balance. */
 #define CL_RUNTIME_BALANCE_NS 4000000ULL
@@ -167,16 +177,20 @@ struct cl_rt_task {
 	CL_GROUPED_MEMBER(struct cl_task task); /* the runqueue's view (first) */
 	struct cl__rt_ctx rc;              /* saved context */
 	struct cl_runtime *rt;
-	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
 	void *(*fn)(void *);
 	void *arg;
 	void *ret;
+	/* a remote waker's line: it reads w and writes state and remote_next
+	 * (one line to move, not also the saved context's) */
+	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
 	int state;                         /* CL__RT_*, written by the task and its waker */
 	int exited;                        /* 1 once DEAD and switched away (futex word) */
 	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl_rt_task *remote_next;    /* in a worker's remote_wakes */
+	unsigned int ext_cpu;              /* queued from elsewhere: counted in the nr_ext_waiting
+					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
@@ -226,7 +240,10 @@ struct cl__rt_worker {
 	struct cl_rt_task *wake_head;      /* local wakeups not yet enqueued (this thread only) */
 	struct cl_rt_task **wake_tail;
 	unsigned int nr_wakes;             /* entries on the wake list */
-	int resched;                       /* a remote waker found its task still queued (hand-off) */
+	int resched;                       /* an enqueue past the wake lists (a remote waker of a
+					    * task still queued, a spawn): ends hand-off chains */
+	unsigned int nr_ext_waiting;       /* tasks queued here from elsewhere, not yet run
+					    * (struct cl_rt_task.ext_cpu; atomic) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
@@ -245,6 +262,8 @@ struct cl__rt_worker {
 	uint64_t now_ns;                   /* clock read at this worker's last switch */
 	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */
 	uint64_t last_balance_ns;
+	uint64_t idle_since;               /* clock when it last went idle, 0: not idle */
+	uint64_t avg_idle_ns;              /* average idle period (1/8 new) */
 	pthread_t thread;
 	int started;
 	uint64_t nr_idle_sleeps;           /* statistics */
@@ -254,6 +273,8 @@ struct cl__rt_worker {
 	uint64_t nr_handoffs;              /* direct hand-offs (no rq lock) */
 	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
 	uint64_t nr_remote_drains;         /* remote wake lists taken over */
+	uint64_t nr_idle_balances;         /* idle balancing passes made ... */
+	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
 };
 
 /**

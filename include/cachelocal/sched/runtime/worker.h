@@ -68,6 +68,14 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 		cl__rq_unlock(w->rq);
 		return 0;
 	}
+	if (w->idle_since) { /* an idle period ends: its average (the kernel's avg_idle) */
+		int64_t d = (int64_t)(w->now_ns - w->idle_since);
+
+		if (d < 0)
+			d = 0;
+		w->avg_idle_ns = (uint64_t)((int64_t)w->avg_idle_ns + (d - (int64_t)w->avg_idle_ns) / 8);
+		w->idle_since = 0;
+	}
 	cl__rt_set_protect(w, next, w->now_ns);
 	n = (struct cl_rt_task *)(void *)next;
 	w->fin.prev = NULL;
@@ -112,16 +120,29 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 #endif
 	for (;;) {
 		uint64_t now, until;
+		int balanced;
 
 		while (cl__rt_worker_pick(w))
 			;
 		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
 			break;
 		now = cl__rt_now(rt);
-		cl__rt_balance(w, now);
-		if (CL_READ_ONCE(w->rq->nr_running))
-			continue;
-		/* bounded spin */
+		if (!w->idle_since)
+			w->idle_since = now;
+		/* idle balance, unless idle periods are short (then after a spin of
+		 * CL_RUNTIME_IDLE_BALANCE_NS, below, or before sleeping) */
+		balanced = w->avg_idle_ns >= CL_RUNTIME_IDLE_BALANCE_NS || rt->nr_workers < 2 ||
+			   rt->spin_ns == CL_RUNTIME_NO_SPIN;
+		if (balanced) {
+			w->nr_idle_balances++;
+			cl__rt_balance(w, now);
+			if (CL_READ_ONCE(w->rq->nr_running))
+				continue;
+		} else {
+			w->nr_idle_balance_skips++;
+		}
+		/* bounded spin: a remote waker finds `sleeping` clear and only pushes
+		 * on the wake list, which this loop polls (no futex on either side) */
 		if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
 			int hit = 0;
 
@@ -133,13 +154,29 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 					break;
 				}
 				CL_CPU_RELAX();
-				if (!(i & 63) && cl__rt_now(rt) > until)
-					break;
+				if (!(i & 63)) {
+					uint64_t t = cl__rt_now(rt);
+
+					if (!balanced && t - now >= CL_RUNTIME_IDLE_BALANCE_NS) {
+						balanced = 1;
+						w->nr_idle_balances++;
+						cl__rt_balance(w, t);
+						continue; /* the check above sees what it pulled */
+					}
+					if (t > until)
+						break;
+				}
 			}
 			if (hit) {
 				w->nr_spin_hits++;
 				continue;
 			}
+		}
+		if (!balanced) {
+			w->nr_idle_balances++;
+			cl__rt_balance(w, cl__rt_now(rt));
+			if (CL_READ_ONCE(w->rq->nr_running))
+				continue;
 		}
 		/* sleep: announce, recheck, wait (see the wake protocol) */
 		cl__rq_lock(w->rq);
