@@ -203,6 +203,7 @@ struct cl_objcache_stats {
  */
 struct cl_objcache {
 	/* read-mostly: the fast path */
+	intptr_t *cpu_count;    /* count when indexed by CPU number, else NULL */
 	intptr_t *count;        /* CPU 0's copy of the per-CPU count */
 	void **items;           /* CPU 0's copy of the per-CPU slots */
 	size_t stride;          /* the pool's stride */

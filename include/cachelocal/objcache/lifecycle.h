@@ -95,8 +95,11 @@ CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *
 	if (c->pcpu == NULL)
 		goto fail;
 	c->stride = cl_percpu_pool_stride(c->pool);
+	if (c->stride != CL_PERCPU_STRIDE) /* the fast path multiplies by the constant */
+		goto fail;
 	c->nr_cpus = cl_percpu_pool_nr_cpus(c->pool);
 	c->count = (intptr_t *)c->pcpu;
+	c->cpu_count = idx == CL_RSEQ_INDEX_CPU_ID ? c->count : NULL;
 	c->items = (void **)(void *)((char *)c->pcpu + sizeof(intptr_t));
 	/* How a drain fences, from the process's operations mode. */
 	if (cl_rseq_ops_mode_index(idx) != CL_RSEQ_OPS_RSEQ) {
