@@ -116,8 +116,20 @@ struct cl__brlock_wside {
 	intptr_t shared_lock;  /* locks of threads without the per-CPU path (atomic) */
 	intptr_t shared_unlock;
 	struct cl_percpu_pool *pool;
+	void *pcpu;            /* the pool object (the lock's cpu is placed in it) */
 	int own_pool;          /* the pool was created by init: destroy frees it */
 };
+
+/*
+ * A lock's own pool object has a page of room: the counters go half a page
+ * from the struct (page offset of the lock plus 2 KiB). Every read lock and
+ * unlock stores a counter and loads the struct's fast pointer and writer
+ * word next; a store and a later load 4 KiB apart in their low 12 bits make
+ * the load wait for the store (4K aliasing), which a page-aligned struct
+ * and a pool object at a page start (a lock's own pool) would do on every
+ * call. In a caller's pool the counters are where the pool puts them.
+ */
+#define CL__BRLOCK_PLACE_ROOM 4096u
 
 /* writer word bits */
 #define CL__BRLOCK_W_HELD 1    /* a writer holds the lock or waits for readers */
@@ -239,9 +251,9 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 		}
 		own = 1;
 	}
-	l->cpu = (struct cl__brlock_cpu *)cl_percpu_alloc(pool, sizeof(struct cl__brlock_cpu),
-							 sizeof(intptr_t));
-	if (l->cpu == NULL) {
+	w->pcpu = cl_percpu_alloc(pool, sizeof(struct cl__brlock_cpu) + (own ? CL__BRLOCK_PLACE_ROOM : 0),
+				  own ? CL_CACHELINE_SIZE : sizeof(intptr_t));
+	if (w->pcpu == NULL) {
 		int e = errno;
 
 		if (own)
@@ -249,6 +261,14 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 		free(w);
 		errno = e;
 		return -1;
+	}
+	l->cpu = (struct cl__brlock_cpu *)w->pcpu;
+	if (own) {
+		uintptr_t want = ((uintptr_t)l + 2048u) % 4096u, have = (uintptr_t)w->pcpu % 4096u;
+
+		l->cpu = (struct cl__brlock_cpu *)(void *)((char *)w->pcpu +
+							   (want - have + 4096u) % 4096u /
+								   CL_CACHELINE_SIZE * CL_CACHELINE_SIZE);
 	}
 	w->pool = pool;
 	w->own_pool = own;
@@ -300,7 +320,7 @@ CL_INLINE void cl_brlock_destroy(struct cl_brlock *l)
 	if (l == NULL || l->w == NULL)
 		return;
 	w = l->w;
-	cl_percpu_free(w->pool, l->cpu);
+	cl_percpu_free(w->pool, w->pcpu);
 	if (w->own_pool)
 		cl_percpu_pool_destroy(w->pool);
 	free(w);

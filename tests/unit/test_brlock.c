@@ -402,6 +402,25 @@ Test(brlock, a_pool_of_another_stride_counts_in_its_copies)
 	cl_percpu_pool_destroy(pool);
 }
 
+/* A lock's own pool places the counters half a page from the struct in the
+ * low 12 address bits (4K aliasing, as objcache's count); page-aligned here. */
+Test(brlock, own_counters_placed_apart_from_the_struct_in_page_offset)
+{
+	static struct cl_brlock l CL_ALIGNED(4096);
+	uintptr_t d;
+	int t;
+
+	cr_assert_eq(cl_brlock_init(&l), 0);
+	d = ((uintptr_t)l.cpu - (uintptr_t)&l) % 4096u;
+	cr_assert_geq(d, 2048u - CL_CACHELINE_SIZE, "counters %p, lock %p", (void *)l.cpu, (void *)&l);
+	cr_assert_leq(d, 2048u + CL_CACHELINE_SIZE);
+	t = cl_brlock_read_lock(&l);
+	cr_assert_geq(t, 0);
+	cl_brlock_read_unlock(&l, t);
+	cr_assert(cl__brlock_idle(&l));
+	cl_brlock_destroy(&l);
+}
+
 /* ---- misuse the lock detects ---- */
 
 Test(brlock, unheld_write_unlock_is_eperm, .timeout = 60)
