@@ -116,8 +116,20 @@ struct cl__brlock_wside {
 	intptr_t shared_lock;  /* locks of threads without the per-CPU path (atomic) */
 	intptr_t shared_unlock;
 	struct cl_percpu_pool *pool;
+	void *pcpu;            /* the pool object (the lock's cpu is placed in it) */
 	int own_pool;          /* the pool was created by init: destroy frees it */
 };
+
+/*
+ * A lock's own pool object has a page of room: the counters go half a page
+ * from the struct (page offset of the lock plus 2 KiB). Every read lock and
+ * unlock stores a counter and loads the struct's fast pointer and writer
+ * word next; a store and a later load 4 KiB apart in their low 12 bits make
+ * the load wait for the store (4K aliasing), which a page-aligned struct
+ * and a pool object at a page start (a lock's own pool) would do on every
+ * call. In a caller's pool the counters are where the pool puts them.
+ */
+#define CL__BRLOCK_PLACE_ROOM 4096u
 
 /* writer word bits */
 #define CL__BRLOCK_W_HELD 1    /* a writer holds the lock or waits for readers */
@@ -146,14 +158,15 @@ struct cl__brlock_wside {
  *
  * Every field is written by init/destroy only, except @writer (written by
  * writers on lock and unlock, and by readers that go to sleep). Readers load
- * @writer, @mode, @index, @cpu and @stride on every lock: they are read-mostly.
+ * @fast and @writer on every lock (the out-of-line path: @mode, @index, @cpu
+ * and @stride too): they are read-mostly.
  */
 struct cl_brlock {
 	int writer;                  /* CL__BRLOCK_W_* */
-	int fast;                    /* membarrier mode and cpu_id counters: the inline path */
 	int mode;                    /* enum cl_brlock_mode; 0 = not initialised */
 	int index;                   /* enum cl_rseq_index of the per-CPU counters */
 	unsigned nr_cpus;            /* copies in the pool */
+	struct cl__brlock_cpu *fast; /* @cpu when readers take the inline path, else NULL */
 	struct cl__brlock_cpu *cpu;  /* CPU 0's copy of the per-CPU object */
 	size_t stride;               /* the pool's stride */
 	struct cl__brlock_wside *w;  /* writer side */
@@ -238,9 +251,9 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 		}
 		own = 1;
 	}
-	l->cpu = (struct cl__brlock_cpu *)cl_percpu_alloc(pool, sizeof(struct cl__brlock_cpu),
-							 sizeof(intptr_t));
-	if (l->cpu == NULL) {
+	w->pcpu = cl_percpu_alloc(pool, sizeof(struct cl__brlock_cpu) + (own ? CL__BRLOCK_PLACE_ROOM : 0),
+				  own ? CL_CACHELINE_SIZE : sizeof(intptr_t));
+	if (w->pcpu == NULL) {
 		int e = errno;
 
 		if (own)
@@ -248,6 +261,14 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 		free(w);
 		errno = e;
 		return -1;
+	}
+	l->cpu = (struct cl__brlock_cpu *)w->pcpu;
+	if (own) {
+		uintptr_t want = ((uintptr_t)l + 2048u) % 4096u, have = (uintptr_t)w->pcpu % 4096u;
+
+		l->cpu = (struct cl__brlock_cpu *)(void *)((char *)w->pcpu +
+							   (want - have + 4096u) % 4096u /
+								   CL_CACHELINE_SIZE * CL_CACHELINE_SIZE);
 	}
 	w->pool = pool;
 	w->own_pool = own;
@@ -261,7 +282,10 @@ CL_INLINE int cl_brlock_init_pool(struct cl_brlock *l, struct cl_percpu_pool *po
 #endif
 	/* Decide the operations mode now, not on the first read lock. */
 	(void)cl_rseq_ops_mode_index(idx);
-	l->fast = memb == 1 && idx == CL_RSEQ_INDEX_CPU_ID;
+	/* The inline path: membarrier mode, cpu_id counters, the default
+	 * stride (a constant there: no load, no check). */
+	l->fast = memb == 1 && idx == CL_RSEQ_INDEX_CPU_ID && l->stride == CL_PERCPU_STRIDE ? l->cpu
+											       : NULL;
 	CL_ATOMIC_STORE(&l->mode, memb == 1 ? CL_BRLOCK_MEMBARRIER : CL_BRLOCK_FENCE,
 			CL_RELEASE);
 	return 0;
@@ -296,7 +320,7 @@ CL_INLINE void cl_brlock_destroy(struct cl_brlock *l)
 	if (l == NULL || l->w == NULL)
 		return;
 	w = l->w;
-	cl_percpu_free(w->pool, l->cpu);
+	cl_percpu_free(w->pool, w->pcpu);
 	if (w->own_pool)
 		cl_percpu_pool_destroy(w->pool);
 	free(w);
@@ -403,7 +427,7 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__brlock_read_backoff(struct cl_brlo
 
 /*
  * A zeroed or destroyed lock (mode 0, no writer side) takes the out-of-line
- * paths (its fast flag is 0): they check it, the inline path does not.
+ * paths (its fast pointer is NULL): they check it, the inline path does not.
  */
 CL_INLINE int cl__brlock_uninit(const struct cl_brlock *l)
 {
@@ -445,8 +469,9 @@ static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *
  * With a writer pending: count an unlock (taking the lock back), wake the
  * writer, sleep until the writer word clears, retry.
  * In CL_BRLOCK_FENCE mode the add and the load are sequentially consistent
- * atomics. Inline only for the membarrier mode with cpu_id counters; the
- * other combinations take one out-of-line call.
+ * atomics. Inline only for the membarrier mode with cpu_id counters in a
+ * pool of the default stride; the other combinations take one out-of-line
+ * call.
  *
  * Context: any thread; not nested in another read section of @l, not in a
  * signal handler that may interrupt a section of @l. May sleep (futex)
@@ -458,10 +483,13 @@ static CL_NOINLINE CL_UNUSED void cl__brlock_read_unlock_slow(struct cl_brlock *
  */
 CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
 {
+	struct cl__brlock_cpu *fast;
+
 	if (CL__BAD_ARG(l == NULL))
 		return -1;
-	if (CL_LIKELY(l->fast)) {
-		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->lock, l->stride, 1);
+	fast = l->fast;
+	if (CL_LIKELY(fast != NULL)) {
+		int t = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &fast->lock, CL_PERCPU_STRIDE, 1);
 
 		CL_BARRIER();
 		if (CL_LIKELY(t >= 0 && CL_ATOMIC_LOAD(&l->writer, CL_ACQUIRE) == 0))
@@ -488,14 +516,18 @@ CL_ALWAYS_INLINE int cl_brlock_read_lock(struct cl_brlock *l)
  */
 CL_ALWAYS_INLINE void cl_brlock_read_unlock(struct cl_brlock *l, int token)
 {
+	struct cl__brlock_cpu *fast;
+
 	if (CL__BAD_ARG(l == NULL))
 		return;
 	CL_DEBUG_ASSERT(token >= 0 && (unsigned)token <= l->nr_cpus);
 	(void)token;
-	if (CL_LIKELY(l->fast)) {
+	fast = l->fast;
+	if (CL_LIKELY(fast != NULL)) {
 		/* The section's loads before the count (a compiler barrier on TSO). */
 		CL__BRLOCK_MEMB_FENCE(CL_RELEASE);
-		if (CL_LIKELY(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &l->cpu->unlock, l->stride, 1) >= 0)) {
+		if (CL_LIKELY(cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, &fast->unlock, CL_PERCPU_STRIDE, 1) >=
+			      0)) {
 			CL_BARRIER();
 			if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->writer, CL_RELAXED) != 0))
 				cl__brlock_wake_writer(l);

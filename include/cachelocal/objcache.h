@@ -131,6 +131,8 @@ CL_BEGIN_DECLS
 #define CL__OBJCACHE_MOVE_MAX 128u
 /* Bytes a slab holds at most, unless one object is larger (header comment). */
 #define CL__OBJCACHE_SLAB_BYTES 65536u
+/* Bytes of room in the pool object to place the count (objcache/lifecycle.h). */
+#define CL__OBJCACHE_PLACE_ROOM 4096u
 /* The count of a copy owned by a drainer. */
 #define CL__OBJCACHE_OWNED ((intptr_t)-1)
 
@@ -203,6 +205,7 @@ struct cl_objcache_stats {
  */
 struct cl_objcache {
 	/* read-mostly: the fast path */
+	intptr_t *cpu_count;    /* count when indexed by CPU number, else NULL */
 	intptr_t *count;        /* CPU 0's copy of the per-CPU count */
 	void **items;           /* CPU 0's copy of the per-CPU slots */
 	size_t stride;          /* the pool's stride */
@@ -213,7 +216,7 @@ struct cl_objcache {
 	unsigned nr_cpus;       /* copies */
 	size_t obj_size, align;
 	struct cl_percpu_pool *pool;
-	void *pcpu;             /* the pool object: count, then items */
+	void *pcpu;             /* the pool object: count (placed in it), then items */
 
 	/* depot: under lock */
 	pthread_mutex_t lock CL_ALIGNED(CL_FALSE_SHARING_SIZE);

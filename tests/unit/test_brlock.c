@@ -4,7 +4,8 @@
  * reader and a reader for a writer (rendezvous on the lock's own state, no
  * sleeps), mutual exclusion with a shadow check while readers migrate
  * between lock and unlock (cpu_id and mm_cid counters), writers finishing
- * while readers keep the lock busy, locks sharing a caller's pool; misuse
+ * while readers keep the lock busy, locks sharing a caller's pool, a
+ * caller's pool of another stride (the out-of-line path); misuse
  * the lock detects: an unheld write_unlock (EPERM, and the next write_lock
  * still gets the lock) and calls on a zeroed or destroyed lock (EINVAL).
  * Also built with -DCL_BRLOCK_NO_MEMBARRIER (fence mode) and
@@ -365,6 +366,59 @@ Test(brlock, locks_share_a_callers_pool)
 		cr_assert_eq(st.nr_live, 0, "destroy returned the counters to the pool");
 	}
 	cl_percpu_pool_destroy(pool);
+}
+
+/*
+ * A caller's pool of another stride: the inline read path multiplies by the
+ * default stride, so such a lock must take the out-of-line path and count
+ * each read lock in the copy its own stride reaches (a lock counted at the
+ * default stride lands in the wrong copy: the count checked here stays 0).
+ */
+Test(brlock, a_pool_of_another_stride_counts_in_its_copies)
+{
+	const size_t stride = 2 * (size_t)CL_PERCPU_STRIDE;
+	struct cl_percpu_pool_attr attr = { stride, 0, 0 };
+	struct cl_percpu_pool *pool = cl_percpu_pool_create(&attr);
+	struct cl_brlock l;
+
+	cr_assert_not_null(pool);
+	for (int k = 0; k < 2; k++) {
+		int t;
+
+		cr_assert_eq(cl_brlock_init_pool(&l, pool, modes[k]), 0);
+		cr_assert_null(l.fast, "index %d: the inline path is for the default stride only", k);
+		t = cl_brlock_read_lock(&l);
+		cr_assert_geq(t, 0);
+		if ((unsigned)t < l.nr_cpus)
+			cr_assert_eq(CL_ATOMIC_LOAD(&cl_percpu_ptr_stride(l.cpu, t, stride)->lock,
+						    CL_RELAXED),
+				     1, "index %d: the lock is counted in copy %d", k, t);
+		cl_brlock_read_unlock(&l, t);
+		cr_assert(cl__brlock_idle(&l), "index %d: every read lock was unlocked", k);
+		cr_assert_eq(cl_brlock_write_lock(&l), 0);
+		cr_assert_eq(cl_brlock_write_unlock(&l), 0);
+		cl_brlock_destroy(&l);
+	}
+	cl_percpu_pool_destroy(pool);
+}
+
+/* A lock's own pool places the counters half a page from the struct in the
+ * low 12 address bits (4K aliasing, as objcache's count); page-aligned here. */
+Test(brlock, own_counters_placed_apart_from_the_struct_in_page_offset)
+{
+	static struct cl_brlock l CL_ALIGNED(4096);
+	uintptr_t d;
+	int t;
+
+	cr_assert_eq(cl_brlock_init(&l), 0);
+	d = ((uintptr_t)l.cpu - (uintptr_t)&l) % 4096u;
+	cr_assert_geq(d, 2048u - CL_CACHELINE_SIZE, "counters %p, lock %p", (void *)l.cpu, (void *)&l);
+	cr_assert_leq(d, 2048u + CL_CACHELINE_SIZE);
+	t = cl_brlock_read_lock(&l);
+	cr_assert_geq(t, 0);
+	cl_brlock_read_unlock(&l, t);
+	cr_assert(cl__brlock_idle(&l));
+	cl_brlock_destroy(&l);
 }
 
 /* ---- misuse the lock detects ---- */

@@ -7,7 +7,7 @@
  * (cpu_id and mm_cid caches); double and foreign frees refused by the depot
  * (never stored past it: a double free followed by a drain once wrote past
  * the depot array), and the resident memory of the first allocation of a
- * cache of large objects. Also built with -DCL_OBJCACHE_NO_MEMBARRIER
+ * cache of large objects; where the per-CPU count is placed. Also built with -DCL_OBJCACHE_NO_MEMBARRIER
  * (drain by visiting the CPU; mm_cid drains refused) and -DCL_NO_RSEQ_ASM
  * (test_objcache.variants). fork(): test_objcache_fork.c.
  */
@@ -110,6 +110,43 @@ Test(objcache, sizes_alignment_and_zero_objects)
 				cl_objcache_free(c, o[i]);
 			cr_assert_eq(cl_objcache_destroy(c), 0);
 		}
+	}
+}
+
+/*
+ * The per-CPU count is placed half a page from the struct's fast-path
+ * fields in the low 12 address bits (a store to the count and the next
+ * call's loads of those fields 4 KiB apart stall on x86), while the slots
+ * still follow it and the largest capacity still fits the stride.
+ */
+Test(objcache, count_placed_apart_from_the_struct_in_page_offset)
+{
+	static const unsigned caps[] = { 1, 64, 500 };
+
+	for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+		for (int kind = CL_RSEQ_INDEX_CPU_ID; kind <= CL_RSEQ_INDEX_MM_CID; kind++) {
+			struct cl_objcache *c = make(64, 0, caps[k], (enum cl_rseq_index)kind);
+			uintptr_t d = ((uintptr_t)c->count - (uintptr_t)c) % 4096u;
+			void *o;
+
+			cr_assert_geq(d, 2048u - CL_CACHELINE_SIZE, "cap %u: count %p, cache %p", caps[k],
+				      (void *)c->count, (void *)c);
+			cr_assert_leq(d, 2048u + CL_CACHELINE_SIZE);
+			cr_assert_eq((void *)c->items, (void *)(c->count + 1));
+			cr_assert_eq(c->cpu_count, kind == CL_RSEQ_INDEX_CPU_ID ? c->count : NULL);
+			o = cl_objcache_alloc(c);
+			cr_assert_not_null(o);
+			cr_assert_eq(cl_objcache_free(c, o), 0);
+			cr_assert_eq(cl_objcache_destroy(c), 0);
+		}
+	}
+	/* The largest capacity the stride holds leaves no room to place: still made. */
+	{
+		unsigned cap = (unsigned)((CL_PERCPU_STRIDE - sizeof(intptr_t)) / sizeof(void *));
+		struct cl_objcache *c = make(64, 0, cap, CL_RSEQ_INDEX_CPU_ID);
+
+		cr_assert_eq((void *)c->count, c->pcpu);
+		cr_assert_eq(cl_objcache_destroy(c), 0);
 	}
 }
 

@@ -41,10 +41,28 @@ CL_BEGIN_DECLS
 #define CL__OBJCACHE_OBJ_MAX (SIZE_MAX / 4)
 #endif
 
+/*
+ * Where the count goes in the pool object: CL__OBJCACHE_PLACE_ROOM bytes of
+ * room let it start at any cache line of a page, and it is put half a page
+ * from the struct's fast-path fields (page offset of c plus 2 KiB). A load
+ * whose address has the same 12 low bits as an older store still in flight
+ * waits for that store (4K aliasing: measured on the x86 cores here, a
+ * documented Intel effect too); every alloc and free stores
+ * the count and then, in the next call, loads cpu_count and cap: the two
+ * 64 KiB-strided copies and a page-aligned struct (what some mallocs return
+ * for it) put all of them at page offset 0. Returns the byte offset.
+ */
+CL_INLINE size_t cl__objcache_place(const struct cl_objcache *c, const void *pcpu)
+{
+	uintptr_t want = ((uintptr_t)c + 2048u) % 4096u, have = (uintptr_t)pcpu % 4096u;
+
+	return (size_t)((want - have + 4096u) % 4096u) / CL_CACHELINE_SIZE * CL_CACHELINE_SIZE;
+}
+
 CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *attr)
 {
 	struct cl_objcache *c;
-	size_t align, size, cap, bytes;
+	size_t align, size, cap, bytes, room;
 	enum cl_rseq_index idx;
 
 	if (attr == NULL || attr->obj_size == 0 || (unsigned)attr->index > (unsigned)CL_RSEQ_INDEX_MM_CID ||
@@ -102,13 +120,19 @@ CL_INLINE struct cl_objcache *cl_objcache_create(const struct cl_objcache_attr *
 	c->pool = cl_percpu_pool_create(NULL);
 	if (c->pool == NULL)
 		goto fail;
-	c->pcpu = cl_percpu_alloc(c->pool, bytes, CL_CACHELINE_SIZE);
+	/* Room to place the count half a page away from the struct's fast-path
+	 * fields (cl__objcache_place()), when the capacity leaves it. */
+	room = bytes + CL__OBJCACHE_PLACE_ROOM <= CL_PERCPU_STRIDE ? CL__OBJCACHE_PLACE_ROOM : 0;
+	c->pcpu = cl_percpu_alloc(c->pool, bytes + room, CL_CACHELINE_SIZE);
 	if (c->pcpu == NULL)
 		goto fail;
 	c->stride = cl_percpu_pool_stride(c->pool);
+	if (c->stride != CL_PERCPU_STRIDE) /* the fast path multiplies by the constant */
+		goto fail;
 	c->nr_cpus = cl_percpu_pool_nr_cpus(c->pool);
-	c->count = (intptr_t *)c->pcpu;
-	c->items = (void **)(void *)((char *)c->pcpu + sizeof(intptr_t));
+	c->count = (intptr_t *)(void *)((char *)c->pcpu + (room ? cl__objcache_place(c, c->pcpu) : 0));
+	c->cpu_count = idx == CL_RSEQ_INDEX_CPU_ID ? c->count : NULL;
+	c->items = (void **)(void *)(c->count + 1);
 	/* How a drain fences, from the process's operations mode. */
 	if (cl_rseq_ops_mode_index(idx) != CL_RSEQ_OPS_RSEQ) {
 		c->fence = CL_OBJCACHE_DRAIN_LOCK;
