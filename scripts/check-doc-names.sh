@@ -3,8 +3,9 @@
 # the headers, so README.md and docs/*.md cannot name a function, macro or
 # type that was renamed or removed. A name ending in "_" (a family, as in
 # cl_chan_*) must start at least one name in the headers. Test-only knobs
-# the Makefile passes to the tests (CL_TEST_DATA_DIR, CL_TEST_MODE) are
-# looked up in the Makefile and scripts/ instead.
+# the Makefile passes to the tests (CL_TEST_DATA_DIR, CL_TEST_MODE) and its
+# own variables (CL_AARCH64_KERNEL_DIR) are looked up in the Makefile and
+# scripts/ instead.
 # Then the retired names: a cl_/CL_ name that CHANGES.md mentions and the
 # headers no longer define (a rename's "old" column) must not appear in any
 # tracked file but CHANGES.md, so code merged from an older branch cannot
@@ -21,6 +22,7 @@ for name in $names; do
 	n=$((n + 1))
 	case "$name" in
 	CL_TEST_DATA_DIR | CL_TEST_MODE) grep -q -- "$name" Makefile scripts/run-tests.sh && continue ;;
+	CL_AARCH64_KERNEL_DIR) grep -q -- "$name" Makefile scripts/check-aarch64.sh && continue ;;
 	*_) grep -rq -- "$name" $where && continue ;;
 	*) grep -rqw -- "$name" $where && continue ;;
 	esac

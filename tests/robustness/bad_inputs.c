@@ -1996,7 +1996,7 @@ static void l5_runtime_cases(void)
 		cl_waitq_init(&wq);
 		cl_waitq_lock(&wq);
 		RB_INT(cl_waitq_wait(&wq), -1, EPERM);
-		RB_THEN(cl_spin_trylock(&wq.lock), "lock released");
+		RB_THEN(cl_ticket_trylock(&wq.lock), "lock released");
 	}
 	CASE("cl_waitq_wait", "wq NULL")
 	{

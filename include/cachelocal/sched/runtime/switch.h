@@ -55,7 +55,7 @@ CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
 CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 {
 	struct cl_rt_task *prev = w->fin.prev;
-	struct cl_spinlock *unlock = w->fin.unlock;
+	struct cl_ticketlock *unlock = w->fin.unlock;
 	int mode = w->fin.mode;
 
 	w->fin.prev = NULL;
@@ -63,17 +63,17 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 	if (mode != CL__RT_HANDOFF)
 		cl__rq_unlock(w->rq);
 	if (unlock)
-		cl_spin_unlock(unlock);
+		(void)cl_ticket_unlock(unlock);
 	if (prev && mode == CL__RT_EXIT) {
 		struct cds_list_head waiters;
 
 		CDS_INIT_LIST_HEAD(&waiters);
 		cl__rt_task_detach(prev); /* before a joiner can see it exited */
-		cl_spin_lock(&prev->join_lock);
+		cl_ticket_lock(&prev->join_lock);
 		CL_ATOMIC_STORE(&prev->exited, 1, CL_SEQ_CST);
 		cds_list_splice(&prev->join_waiters, &waiters);
 		CDS_INIT_LIST_HEAD(&prev->join_waiters);
-		cl_spin_unlock(&prev->join_lock);
+		(void)cl_ticket_unlock(&prev->join_lock);
 		if (CL_ATOMIC_LOAD(&prev->ext_joiner, CL_SEQ_CST))
 			cl__futex_wake(&prev->exited, INT_MAX);
 		cl__rt_wake_waiters(&waiters);
@@ -320,7 +320,7 @@ CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *se
 }
 
 CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
-			       struct cl_spinlock *unlock)
+			       struct cl_ticketlock *unlock)
 {
 	struct cl_rt_task *n = w->wake_head;
 
@@ -404,7 +404,7 @@ CL_INLINE void cl__rt_handoff_sync(struct cl__rt_worker *w, struct cl_rt_task *s
  * Context: a task on @w; holds no rq lock. Returns when @self runs again.
  */
 CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self, int mode,
-			       struct cl_spinlock *unlock)
+			       struct cl_ticketlock *unlock)
 {
 	struct cl_rq *rq = w->rq;
 	/* at most this many runnable (self included, wakes pending): no choice */
@@ -534,7 +534,7 @@ CL_INLINE int cl__rt_wake_check(struct cl__rt_worker *w, struct cl_rt_task *self
  * released after the switch. Returns once a waker took it off the list and
  * called cl__rt_wake().
  */
-CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_spinlock *lock)
+CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_ticketlock *lock)
 {
 	CL_WRITE_ONCE(self->state, CL__RT_BLOCKED);
 	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);

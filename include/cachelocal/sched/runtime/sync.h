@@ -42,7 +42,7 @@ CL_BEGIN_DECLS
  * ring). Receivers and senders wait in FIFO order.
  */
 struct cl_chan {
-	struct cl_spinlock lock;
+	struct cl_ticketlock lock;
 	int closed;
 	size_t esize;
 	size_t cap;
@@ -77,7 +77,7 @@ CL_INLINE struct cl_chan *cl_chan_create(size_t esize, size_t cap)
 		errno = ENOMEM;
 		return NULL;
 	}
-	cl_spin_init(&c->lock);
+	cl_ticket_init(&c->lock);
 	c->esize = esize;
 	c->cap = cap;
 	CDS_INIT_LIST_HEAD(&c->recvq);
@@ -345,12 +345,12 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
  */
 struct cl_mutex {
 	int state;
-	struct cl_spinlock wait_lock;
+	struct cl_ticketlock wait_lock;
 	struct cds_list_head waiters;
 	const void *owner;
 };
 
-#define CL_MUTEX_INIT(m) { 0, CL_SPINLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters), NULL }
+#define CL_MUTEX_INIT(m) { 0, CL_TICKETLOCK_INIT, CDS_LIST_HEAD_INIT((m).waiters), NULL }
 
 CL_INLINE void cl__mutex_set_owner(struct cl_mutex *m, const void *who)
 {
@@ -368,7 +368,7 @@ CL_INLINE void cl_mutex_init(struct cl_mutex *m)
 	if (CL__BAD_ARG(m == NULL))
 		return;
 	m->state = 0;
-	cl_spin_init(&m->wait_lock);
+	cl_ticket_init(&m->wait_lock);
 	CDS_INIT_LIST_HEAD(&m->waiters);
 	m->owner = NULL;
 }

@@ -130,7 +130,7 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn(struct cl_runtime *rt, const struct cl
 	t->refs = attr && attr->detached ? 1 : 2;
 	gen = CL_ATOMIC_LOAD(&t->keep.jgen, CL_RELAXED) >> 1;
 	CL_ATOMIC_STORE(&t->keep.jgen, gen << 1 | (unsigned int)(attr && attr->detached), CL_RELAXED);
-	cl_spin_init(&t->join_lock);
+	cl_ticket_init(&t->join_lock);
 	CDS_INIT_LIST_HEAD(&t->join_waiters);
 	t->rc.stack_lo = (char *)t->keep.map + pg;
 	t->rc.stack_size = t->keep.map_size - pg;
@@ -288,8 +288,8 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 		while (!CL_ATOMIC_LOAD(&t->exited, CL_SEQ_CST))
 			cl__futex_wait(&t->exited, 0, NULL);
 		/* the exit path may still be in its futex wake on t: sync on join_lock */
-		cl_spin_lock(&t->join_lock);
-		cl_spin_unlock(&t->join_lock);
+		cl_ticket_lock(&t->join_lock);
+		(void)cl_ticket_unlock(&t->join_lock);
 	}
 	if (ret)
 		*ret = t->ret;

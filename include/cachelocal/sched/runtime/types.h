@@ -193,7 +193,7 @@ struct cl_rt_task {
 					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
-	struct cl_spinlock join_lock;      /* protects join_waiters, exited */
+	struct cl_ticketlock join_lock;    /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
 	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
 	struct cl__rt_keep {
@@ -222,7 +222,7 @@ struct cl__rt_waiter {
 /* What the next context must finish for the one that switched away. */
 struct cl__rt_fin {
 	struct cl_rt_task *prev;
-	struct cl_spinlock *unlock;        /* a wait-list lock held across the switch */
+	struct cl_ticketlock *unlock;      /* a wait-list lock held across the switch */
 	int mode;                          /* CL__RT_* switch kind */
 };
 
@@ -445,17 +445,17 @@ CL_INLINE struct cl_rt_task *cl__rt_np_enter(void)
 }
 
 /* A runtime lock: the holder is not preempted until it releases it. */
-CL_INLINE void cl__rt_lock(struct cl_spinlock *l)
+CL_INLINE void cl__rt_lock(struct cl_ticketlock *l)
 {
 	(void)cl__rt_np_enter();
-	cl_spin_lock(l);
+	cl_ticket_lock(l);
 }
 
-CL_INLINE void cl__rt_unlock(struct cl_spinlock *l)
+CL_INLINE void cl__rt_unlock(struct cl_ticketlock *l)
 {
 	struct cl_rt_task *t;
 
-	cl_spin_unlock(l);
+	(void)cl_ticket_unlock(l);
 	t = cl__rt_current();
 	if (t)
 		cl__rt_np_exit(t);

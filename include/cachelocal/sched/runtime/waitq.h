@@ -14,7 +14,7 @@ CL_BEGIN_DECLS
 /* Enqueue the current task's waiter record @wt (with @data) on @list and
  * block; @lock is held by the caller and released after the switch. */
 CL_INLINE int cl__rt_wait_on(struct cl_rt_task *self, struct cds_list_head *list,
-			     struct cl_spinlock *lock, void *data)
+			     struct cl_ticketlock *lock, void *data)
 {
 	struct cl__rt_waiter wt;
 
@@ -57,7 +57,7 @@ CL_INLINE struct cl_rt_task *cl__rt_need_task(void)
  * lost: cl_waitq_wait() is called with the lock held.
  */
 struct cl_waitq {
-	struct cl_spinlock lock;
+	struct cl_ticketlock lock;
 	struct cds_list_head waiters;
 };
 
@@ -71,7 +71,7 @@ CL_INLINE void cl_waitq_init(struct cl_waitq *wq)
 {
 	if (CL__BAD_ARG(wq == NULL))
 		return;
-	cl_spin_init(&wq->lock);
+	cl_ticket_init(&wq->lock);
 	CDS_INIT_LIST_HEAD(&wq->waiters);
 }
 
