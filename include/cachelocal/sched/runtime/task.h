@@ -293,7 +293,12 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 	}
 	if (ret)
 		*ret = t->ret;
+	/* not preempted while the release may hold the task cache's depot lock */
+	if (self)
+		cl__rt_np_inc(self);
 	cl__rt_task_put(t);
+	if (self)
+		cl__rt_np_exit(self);
 	return 0;
 }
 
