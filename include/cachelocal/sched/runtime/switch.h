@@ -46,6 +46,7 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 }
 
 CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
+CL_INLINE void cl__rt_set_buddy(struct cl_rq *rq, struct cl_rt_task *t);
 
 /*
  * cl__rt_finish() - run first by whatever context a switch resumes, on
@@ -390,8 +391,9 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		       (CL_READ_ONCE(rq->nr_running) + w->nr_wakes <= solo || cl__rt_chain_beside(w, mode));
 	uint64_t now = w->now_ns;
 	struct cl_task *next;
-	struct cl_rt_task *n;
+	struct cl_rt_task *n, *buddy = w->buddy;
 
+	w->buddy = NULL;
 	/* the clock (see above), read before the lock */
 	if (!hand_off) {
 		now = cl__rt_now(w->rt);
@@ -426,6 +428,8 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	cl__rt_flush_wakes(w, 0);
 	/* preempted: requeued by the pick with its deadline (the kernel's
 	 * put_prev_entity()); a yield gives up the rest of the slice */
+	if (buddy) /* before the dequeue: see cl_rq_set_next_buddy() */
+		cl__rt_set_buddy(rq, buddy);
 	if (mode == CL__RT_YIELD)
 		cl_rq_yield(rq);
 	else if (mode != CL__RT_PREEMPT)

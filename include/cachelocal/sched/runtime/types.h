@@ -227,6 +227,8 @@ struct cl__rt_worker {
 	struct cl_rt_task **wake_tail;
 	unsigned int nr_wakes;             /* entries on the wake list */
 	int resched;                       /* a remote waker found its task still queued (hand-off) */
+	struct cl_rt_task *buddy;          /* run next if eligible: set by the task switching out
+					    * (join, exit), used by that switch (this thread only) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
