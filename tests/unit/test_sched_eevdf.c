@@ -476,6 +476,10 @@ Test(sched_eevdf, next_buddy_picked_once_if_eligible, .init = rcu_init, .fini = 
 	cr_assert_not(cl__entity_eligible(&rq->cfs, &t[2].se));
 	cr_assert_eq(cl_rq_set_next_buddy(rq, &t[2]), 0);
 	cr_assert_null(rq->cfs.next);
+	/* with an allowance of its slices (the runtime's chains): named */
+	cr_assert_eq(cl__set_next_buddy(rq, &t[2], 100), 1);
+	cr_assert_eq(rq->cfs.next, &t[2].se);
+	rq->cfs.next = NULL;
 	/* a named buddy that is dequeued is forgotten */
 	cr_assert_eq(cl_rq_set_next_buddy(rq, &t[1]), 1);
 	cr_assert_eq(cl_rq_dequeue(rq, &t[1], CL_DEQUEUE_SLEEP), 0);

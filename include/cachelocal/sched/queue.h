@@ -285,8 +285,6 @@ CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
  */
 CL_INLINE int cl_rq_set_next_buddy(struct cl_rq *rq, struct cl_task *p)
 {
-	struct cl_sched_entity *se;
-
 	if (!rq || !p) {
 		errno = EINVAL;
 		return -1;
@@ -296,17 +294,7 @@ CL_INLINE int cl_rq_set_next_buddy(struct cl_rq *rq, struct cl_task *p)
 		errno = EINVAL;
 		return -1;
 	}
-	for (se = &p->se; se && se->on_rq; se = se->parent) {
-		struct cl_sched_entity *curr = se->cfs_rq->curr;
-
-		if (curr)
-			cl__update_curr(se->cfs_rq, rq->clock_task);
-		if (!cl__entity_eligible(se->cfs_rq, se))
-			return 0;
-	}
-	for (se = &p->se; se && se->on_rq; se = se->parent)
-		se->cfs_rq->next = se;
-	return 1;
+	return cl__set_next_buddy(rq, p, 0);
 }
 
 /**

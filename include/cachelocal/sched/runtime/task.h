@@ -81,13 +81,30 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
  * work-first runtime runs it: the joinee runs as soon as its parent waits,
  * the parent as soon as its joinee is done, and the queue holds about one
  * task per level of the tree instead of a breadth of spawned, not yet
- * started tasks (each with its stack). Fairness is not given up: a buddy
- * with a negative lag is not preferred.
+ * started tasks (each with its stack).
+ *
+ * Fairness. Outside a chain a buddy must be eligible (cl_rq_set_next_buddy()).
+ * Within the protected slice of the fair-class pick that started the chain
+ * (wake_preempt_ns not reached), a buddy may be up to one of its slices
+ * ahead of its share (a woken joiner ran a little before it blocked, and
+ * among many queued tasks V moves too slowly to repay that before the
+ * joinee is done), and the switch to it keeps that slice's end instead of
+ * protecting a new one: the chain runs for one slice as one task would
+ * (RUN_TO_PARITY), each of its tasks within the lag bound of two slices,
+ * and then the fair class picks among all queued tasks again.
+ * Return: 1 if @t was named within the chain's slice (its end stays).
  */
-CL_INLINE void cl__rt_set_buddy(struct cl_rq *rq, struct cl_rt_task *t)
+CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t now)
 {
-	if (rq->curr != &t->task && cl__task_queued_on(rq, &t->task))
-		(void)cl_rq_set_next_buddy(rq, &t->task);
+	struct cl_rq *rq = w->rq;
+	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
+
+	if (rq->curr == &t->task || !cl__task_queued_on(rq, &t->task))
+		return 0;
+	if (end && now < end && cl__set_next_buddy(rq, &t->task, 1))
+		return 1;
+	(void)cl__set_next_buddy(rq, &t->task, 0);
+	return 0;
 }
 
 /*
