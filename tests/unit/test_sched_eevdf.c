@@ -430,6 +430,73 @@ Test(sched_eevdf, run_to_parity, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
+/*
+ * Next buddy: a task named while eligible is the next pick even where
+ * EEVDF would take another (a later deadline), once (the pick uses it up);
+ * one with a negative lag is not named; a buddy that is dequeued is
+ * forgotten; and cl_rq_validate() refuses a buddy that is not queued on
+ * its queue. Bad arguments: EINVAL.
+ */
+Test(sched_eevdf, next_buddy_picked_once_if_eligible, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(1, NULL), *s2 = cl_sched_create(1, NULL);
+	struct cl_rq *rq = cl_sched_rq(s, 0);
+	struct cl_task t[3], other;
+	uint64_t now = 0;
+	const char *why = NULL;
+
+	cl_task_init(&other, 0);
+	sim_enqueue(s2, 0, &other, now);
+	for (int i = 0; i < 3; i++) {
+		cl_task_init(&t[i], 0);
+		sim_enqueue(s, 0, &t[i], now);
+	}
+	cl_rq_lock(rq);
+	cr_assert_eq(cl_rq_pick_next(rq), &t[0]); /* deadlines in enqueue order */
+	/* t[2] (latest deadline) named: the pick after t[0] sleeps takes it, not t[1] */
+	cr_assert_eq(cl_rq_set_next_buddy(rq, &t[2]), 1);
+	cr_assert_eq(rq->cfs.next, &t[2].se);
+	cr_assert_eq(cl_rq_validate(rq, &why), 0, "%s", why);
+	now += 100000;
+	cl_rq_update_clock(rq, now);
+	cr_assert_eq(cl_rq_dequeue(rq, &t[0], CL_DEQUEUE_SLEEP), 0);
+	cr_assert_eq(cl_rq_pick_next(rq), &t[2], "the buddy, not the earliest deadline");
+	cr_assert_null(rq->cfs.next, "used up by the pick");
+	/* the running task is not named; nor one of another instance */
+	cr_assert_eq(cl_rq_set_next_buddy(rq, &t[2]), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_rq_set_next_buddy(rq, &other), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_rq_set_next_buddy(NULL, &t[1]), -1);
+	cr_assert_eq(errno, EINVAL);
+	/* t[2] runs 2 ms ahead: back on the queue with a negative lag, not named */
+	now += 2000000;
+	cl_rq_update_clock(rq, now);
+	cl_rq_put_prev(rq);
+	cr_assert_not(cl__entity_eligible(&rq->cfs, &t[2].se));
+	cr_assert_eq(cl_rq_set_next_buddy(rq, &t[2]), 0);
+	cr_assert_null(rq->cfs.next);
+	/* with an allowance of its slices (the runtime's chains): named */
+	cr_assert_eq(cl__set_next_buddy(rq, &t[2], 100), 1);
+	cr_assert_eq(rq->cfs.next, &t[2].se);
+	rq->cfs.next = NULL;
+	/* a named buddy that is dequeued is forgotten */
+	cr_assert_eq(cl_rq_set_next_buddy(rq, &t[1]), 1);
+	cr_assert_eq(cl_rq_dequeue(rq, &t[1], CL_DEQUEUE_SLEEP), 0);
+	cr_assert_null(rq->cfs.next);
+	/* validate refuses a buddy that is not on its queue */
+	rq->cfs.next = &t[1].se;
+	cr_assert_eq(cl_rq_validate(rq, &why), -1);
+	cr_assert_str_eq(why, "cfs_rq next buddy is not queued on it");
+	rq->cfs.next = NULL;
+	cr_assert_eq(cl_rq_validate(rq, &why), 0, "%s", why);
+	cl_rq_unlock(rq);
+	sim_drain(s, t, 3, now);
+	sim_drain(s2, &other, 1, now);
+	cr_assert_eq(cl_sched_destroy(s), 0);
+	cr_assert_eq(cl_sched_destroy(s2), 0);
+}
+
 /* ---- fairness and latency on the virtual clock ---- */
 
 /*

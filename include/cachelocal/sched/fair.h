@@ -241,6 +241,7 @@ struct cl_cfs_rq {
 	struct cl_rq *rq;                     /* the CPU's rq */
 	CL_GROUP_END(cl_cfs_rq_read_pick);
 	struct cl_task_group *tg;             /* owning group (the root group for rq->cfs) */
+	struct cl_sched_entity *next;         /* next buddy: the next pick's choice if eligible */
 	uint32_t timeline_seq;                /* next tl_seq */
 	unsigned int cpu;                     /* rq's CPU */
 	struct cl_sched_avg avg;              /* queue load average (weighted) */

@@ -483,6 +483,33 @@ CL_INLINE int cl__task_queued_on(const struct cl_rq *rq, const struct cl_task *p
 }
 
 /*
+ * Name @p (queued on @rq, not its running task) the next buddy at each
+ * level if every entity on the way has a lag of at least -@slices of its
+ * own slices (0: eligible); the running entities are charged first, so
+ * they count in V. Returns 1 if named, else 0. Context: @rq's lock held.
+ */
+CL_INLINE int cl__set_next_buddy(struct cl_rq *rq, struct cl_task *p, unsigned int slices)
+{
+	struct cl_sched_entity *se;
+
+	for (se = &p->se; se && se->on_rq; se = se->parent) {
+		struct cl_cfs_rq *q = se->cfs_rq;
+		uint64_t allow = slices ? slices * cl__calc_delta_fair(se->slice, se->load.weight) : 0;
+		int64_t avg;
+		unsigned long load;
+
+		if (q->curr)
+			cl__update_curr(q, rq->clock_task);
+		load = cl__avg_sums(q, &avg);
+		if (!cl__eligible_v(q, avg, load, se->vruntime - allow))
+			return 0;
+	}
+	for (se = &p->se; se && se->on_rq; se = se->parent)
+		se->cfs_rq->next = se;
+	return 1;
+}
+
+/*
  * The lag @se (asleep, last queued on @from) has now: its debt shrinks as
  * @from's V moves past its vruntime, up to zero; a credit is kept.
  */

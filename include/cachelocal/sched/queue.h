@@ -156,7 +156,9 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
  * Puts the running task back first (cl_rq_put_prev()). Descends from the
  * root queue taking, at each level, the eligible entity (lag >= 0) with the
  * earliest virtual deadline, in O(log n) (a group entity leads to its
- * queue); the previous task's entity at a level keeps the CPU while its
+ * queue), unless the level has a next buddy (cl_rq_set_next_buddy()):
+ * then that one, which uses it up; the
+ * previous task's entity at a level keeps the CPU while its
  * slice is protected (RUN_TO_PARITY: until it reaches its deadline, or a
  * shorter-slice waker cancelled that, cl_rq_check_preempt_wakeup()). Moves
  * the chosen task to the head of cfs_tasks (T4: the list stays ordered most
@@ -168,6 +170,7 @@ CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
 CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 {
 	struct cl_sched_entity *prev_at[CL_TG_MAX_DEPTH + 1];
+	struct cl_sched_entity **path[CL__TL_PATH_MAX];
 	struct cl_cfs_rq *cfs_rq;
 	struct cl_sched_entity *se = NULL;
 	struct cl_task *p;
@@ -191,14 +194,20 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 		return NULL; /* idle, or going offline: the worker's acknowledgment */
 	for (int depth = 0;; depth++) {
 		struct cl_sched_entity *pe = depth < have_prev ? prev_at[depth] : NULL;
+		struct cl_sched_entity *nb = cfs_rq->next, **at = NULL;
+		int k = 0;
 
-		if (pe && pe->cfs_rq == cfs_rq && pe->on_rq && cl__protect_slice(pe))
+		if (CL_UNLIKELY(nb != NULL))
+			cfs_rq->next = NULL;
+		if (nb)
+			se = nb;
+		else if (pe && pe->cfs_rq == cfs_rq && pe->on_rq && cl__protect_slice(pe))
 			se = pe;
-		else
-			se = cl__pick_eevdf(cfs_rq);
+		else /* the descent's path: the erase needs no second search */
+			se = cl__pick_eevdf_path(cfs_rq, path, &k, &at);
 		if (CL_UNLIKELY(!se))
 			return NULL; /* inconsistent counts; cl_rq_validate() tells why */
-		cl__set_next_entity(cfs_rq, se, now);
+		cl__set_next_entity_at(cfs_rq, se, now, path, k, at);
 		cfs_rq = se->my_q;
 		if (!cfs_rq)
 			break;
@@ -248,6 +257,44 @@ CL_INLINE int cl_rq_set_curr(struct cl_rq *rq, struct cl_task *p)
 	CL_WRITE_ONCE(rq->curr, p);
 	rq->nr_switches++;
 	return 0;
+}
+
+/**
+ * cl_rq_set_next_buddy() - let the next cl_rq_pick_next() on @rq choose @p
+ * if it is eligible now (the kernel's next buddy, which its yield_to()
+ * sets and its pick takes when eligible).
+ * @rq: the rq (clock updated).
+ * @p: a task queued on @rq, not its running task.
+ *
+ * If @p's entity, and each queued group entity above it, is eligible (lag
+ * not negative) on its queue now, with the running task still counted,
+ * marks each as the next buddy of its queue, and the next pick takes it at
+ * each level, which uses the buddy up. Called right before the pick that
+ * follows the running task's dequeue (a block or an exit), this is the
+ * kernel's outcome: there a task that blocks with a negative lag stays in
+ * the average until its lag is repaid (delayed dequeue), so an entity
+ * eligible before the block is eligible at that pick. A buddy that leaves
+ * its queue is forgotten. A task waiting on @p (a join) names it: a
+ * spawn/join tree then runs depth-first, its queue as long as the tree is
+ * deep.
+ *
+ * Context: @rq's lock held.
+ * Return: 1 if @p was named, 0 if not (not eligible: no preference), or -1
+ * with errno EINVAL (NULL argument, @p not queued on @rq, e.g. a task of
+ * another instance, or @p is @rq's running task).
+ */
+CL_INLINE int cl_rq_set_next_buddy(struct cl_rq *rq, struct cl_task *p)
+{
+	if (!rq || !p) {
+		errno = EINVAL;
+		return -1;
+	}
+	CL__RQ_ASSERT_HELD(rq);
+	if (rq->curr == p || !cl__task_queued_on(rq, p)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return cl__set_next_buddy(rq, p, 0);
 }
 
 /**

@@ -131,6 +131,8 @@ CL_INLINE const char *cl__validate_cfs_rq(const struct cl_rq *rq, struct cl_cfs_
 		return "cfs_rq load does not match its queued entities' weights";
 	if (sum.h != cfs_rq->h_nr_running)
 		return "cfs_rq h_nr_running does not match the tasks below it";
+	if (cfs_rq->next && (!cfs_rq->next->on_rq || cfs_rq->next->cfs_rq != cfs_rq))
+		return "cfs_rq next buddy is not queued on it";
 	if (cfs_rq->tg->parent && cfs_rq->nr_running && !cfs_rq->throttled &&
 	    !cl__cfs_rq_se(cfs_rq)->on_rq)
 		return "non-empty unthrottled group queue whose entity is not queued";

@@ -135,13 +135,22 @@ CL_INLINE void cl__update_deadline(struct cl_sched_entity *se)
  * Descent: a left subtree holding an eligible vruntime (its augmented
  * minimum) has an eligible entity with an earlier deadline than anything to
  * the right, so go left when it has one; else this node if eligible; else
- * right. O(height).
+ * right. O(height). With @path (room for CL__TL_PATH_MAX), the descent
+ * records its links: if the result is a tree node, *@at is its link and
+ * @path[0..*@k) the links above it, for cl__tl_erase_at() (else *@at is NULL).
  */
-CL_INLINE struct cl_sched_entity *cl__pick_eevdf(struct cl_cfs_rq *cfs_rq)
+CL_INLINE struct cl_sched_entity *cl__pick_eevdf_path(struct cl_cfs_rq *cfs_rq,
+						      struct cl_sched_entity ***path, int *k,
+						      struct cl_sched_entity ***at)
 {
 	struct cl_sched_entity *curr = cfs_rq->curr, *n = cfs_rq->timeline.root, *best = NULL;
+	struct cl_sched_entity **link = &cfs_rq->timeline.root;
 	int64_t avg;
 	unsigned long load;
+	int depth = 0;
+
+	if (at)
+		*at = NULL;
 
 	if (curr && !curr->on_rq)
 		curr = NULL;
@@ -150,10 +159,14 @@ CL_INLINE struct cl_sched_entity *cl__pick_eevdf(struct cl_cfs_rq *cfs_rq)
 	load = cl__avg_sums(cfs_rq, &avg);
 	if (curr && !cl__eligible_v(cfs_rq, avg, load, curr->vruntime))
 		curr = NULL;
-	while (n) {
+	while (n && depth < CL__TL_MAX_HEIGHT) {
 		struct cl_sched_entity *l = n->run_node.left;
 
+		if (path)
+			path[depth] = link;
+		depth++;
 		if (l && cl__eligible_v(cfs_rq, avg, load, l->min_vruntime)) {
+			link = &n->run_node.left;
 			n = l;
 			continue;
 		}
@@ -161,14 +174,24 @@ CL_INLINE struct cl_sched_entity *cl__pick_eevdf(struct cl_cfs_rq *cfs_rq)
 			best = n;
 			break;
 		}
+		link = &n->run_node.right;
 		n = n->run_node.right;
 	}
 	if (!best || (curr && cl__vdiff(curr->deadline, best->deadline) < 0))
 		best = curr;
+	else if (at) {
+		*at = link;
+		*k = depth - 1;
+	}
 	if (!best) /* only with corrupted sums (cl_rq_validate() says which): the first deadline */
 		for (best = cfs_rq->timeline.root; best && best->run_node.left;)
 			best = best->run_node.left;
 	return best;
+}
+
+CL_INLINE struct cl_sched_entity *cl__pick_eevdf(struct cl_cfs_rq *cfs_rq)
+{
+	return cl__pick_eevdf_path(cfs_rq, NULL, NULL, NULL);
 }
 
 /* Tree and sums together. */
@@ -204,18 +227,30 @@ CL_INLINE int64_t cl__clamp_lag(const struct cl_sched_entity *se, int64_t lag)
 #define CL_PELT_PERIOD 1024U      /* units of 1024 ns per period */
 #define CL_PELT_LOAD_AVG_MAX 47742UL /* limit of sum over n of 1024 * y^n */
 
-/* val * y^n with y^32 = 1/2, in 32-bit fixed point (y ~ 4202935003 / 2^32). */
+/*
+ * val * y^n with y^32 = 1/2: halved once per 32 periods, then one multiply
+ * by y^(n mod 32) in 32-bit fixed point (floor(2^32 * 2^(-i/32)); i = 0
+ * is the identity).
+ */
 CL_INLINE uint64_t cl__pelt_decay(uint64_t val, uint64_t n)
 {
-	const uint64_t y = 4202935003ULL;
+	static const uint32_t y_pow[32] = {
+		0u,	    4202935003U, 4112874773U, 4024744347U, 3938502375U, 3854108391U, 3771522796U,
+		3690706839U, 3611622602U, 3534232977U, 3458501653U, 3384393094U, 3311872529U, 3240905930U,
+		3171459999U, 3103502151U, 3037000499U, 2971923841U, 2908241642U, 2845924020U, 2784941737U,
+		2725266179U, 2666869344U, 2609723833U, 2553802833U, 2499080104U, 2445529971U, 2393127307U,
+		2341847523U, 2291666560U, 2242560871U, 2194507416U,
+	};
+	uint64_t y;
 
 	if (n >= 32 * 63)
 		return 0;
 	val >>= n / 32;
 	n %= 32;
-	while (n--)
-		val = (val >> 32) * y + (((val & 0xffffffffULL) * y) >> 32);
-	return val;
+	if (!n)
+		return val;
+	y = y_pow[n];
+	return (val >> 32) * y + (((val & 0xffffffffULL) * y) >> 32);
 }
 
 /*
@@ -377,6 +412,8 @@ CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_enti
 	cl__update_se_avg(se, now);
 	V = cl__avg_vruntime(cfs_rq);
 	lag = cl__clamp_lag(se, cl__vdiff(V, se->vruntime));
+	if (cfs_rq->next == se)
+		cfs_rq->next = NULL;
 	if (se != cfs_rq->curr)
 		cl__dequeue_timeline(cfs_rq, se);
 	se->on_rq = 0;
@@ -387,15 +424,29 @@ CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_enti
 	cl__update_min_vruntime(cfs_rq);
 }
 
-/* Make @se the running entity of @cfs_rq; its slice is protected until its deadline moves. */
-CL_INLINE void cl__set_next_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, uint64_t now)
+/*
+ * Make @se the running entity of @cfs_rq; its slice is protected until its
+ * deadline moves. @at (may be NULL) and @path[0..k): where the pick's
+ * descent found @se in the tree (cl__pick_eevdf_path()).
+ */
+CL_INLINE void cl__set_next_entity_at(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, uint64_t now,
+				      struct cl_sched_entity ***path, int k, struct cl_sched_entity **at)
 {
-	if (se->on_rq)
+	if (at && *at == se) {
+		cl__tl_erase_at(path, k, at, se);
+		cl__avg_vruntime_sub(cfs_rq, se);
+	} else if (se->on_rq) {
 		cl__dequeue_timeline(cfs_rq, se);
+	}
 	CL_WRITE_ONCE(cfs_rq->curr, se);
 	se->exec_start = now;
 	se->prev_sum_exec_runtime = se->sum_exec_runtime;
 	se->vlag = (int64_t)se->deadline;
+}
+
+CL_INLINE void cl__set_next_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, uint64_t now)
+{
+	cl__set_next_entity_at(cfs_rq, se, now, NULL, 0, NULL);
 }
 
 /* The running entity of @cfs_rq stops running; requeue it if still queued. */

@@ -167,23 +167,25 @@ CL_INLINE void cl__tl_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *s
 	cl__tl_retrace(path, k, -1);
 }
 
-/* Remove @se from @cfs_rq's tree. Returns -1 if it is not there. */
-CL_INLINE int cl__tl_erase(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
-{
-	struct cl_sched_entity **path[2 * CL__TL_MAX_HEIGHT + 2];
-	struct cl_sched_entity **link = &cfs_rq->timeline.root, **sl, *s;
-	int k = 0, j;
+/* Room for an erase's path: to the entity, then on to its successor. */
+#define CL__TL_PATH_MAX (2 * CL__TL_MAX_HEIGHT + 2)
 
-	while (*link != se) {
-		if (!*link || k >= CL__TL_MAX_HEIGHT)
-			return -1;
-		path[k++] = link;
-		link = cl__tl_before(se, *link) ? &(*link)->run_node.left : &(*link)->run_node.right;
-	}
+/*
+ * Remove @se, found at *@link, from its tree; @path[0..k) are the links
+ * from the root down to @link's node (each a link into the next; room for
+ * CL__TL_PATH_MAX). A descent that found @se (the pick) passes its own path:
+ * no second search.
+ */
+CL_INLINE void cl__tl_erase_at(struct cl_sched_entity ***path, int k, struct cl_sched_entity **link,
+			       struct cl_sched_entity *se)
+{
+	struct cl_sched_entity **sl, *s;
+	int j;
+
 	if (!se->run_node.left || !se->run_node.right) {
 		*link = se->run_node.left ? se->run_node.left : se->run_node.right;
 		cl__tl_retrace(path, k, -1);
-		return 0;
+		return;
 	}
 	/* two children: the successor (leftmost of the right subtree) takes its place */
 	j = k;
@@ -202,6 +204,22 @@ CL_INLINE int cl__tl_erase(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
 	if (k > j + 1)
 		path[j + 1] = &s->run_node.right;
 	cl__tl_retrace(path, k, j);
+}
+
+/* Remove @se from @cfs_rq's tree. Returns -1 if it is not there. */
+CL_INLINE int cl__tl_erase(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
+{
+	struct cl_sched_entity **path[CL__TL_PATH_MAX];
+	struct cl_sched_entity **link = &cfs_rq->timeline.root;
+	int k = 0;
+
+	while (*link != se) {
+		if (!*link || k >= CL__TL_MAX_HEIGHT)
+			return -1;
+		path[k++] = link;
+		link = cl__tl_before(se, *link) ? &(*link)->run_node.left : &(*link)->run_node.right;
+	}
+	cl__tl_erase_at(path, k, link, se);
 	return 0;
 }
 

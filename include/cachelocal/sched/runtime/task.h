@@ -72,6 +72,71 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
 	return NULL;
 }
 
+/*
+ * Next buddies (cl_rq_set_next_buddy(), the kernel's yield_to()). A task
+ * that blocks in cl_join() names the task it waits for, and a task that
+ * exits names the joiner it woke: the switch that follows runs that one
+ * next if it is queued there and eligible (w->buddy, used by that switch
+ * under the rq lock). A spawn/join tree then runs depth-first, as a
+ * work-first runtime runs it: the joinee runs as soon as its parent waits,
+ * the parent as soon as its joinee is done, and the queue holds about one
+ * task per level of the tree instead of a breadth of spawned, not yet
+ * started tasks (each with its stack).
+ *
+ * Fairness. Outside a chain a buddy must be eligible (cl_rq_set_next_buddy()).
+ * Within the protected slice of the fair-class pick that started the chain
+ * (wake_preempt_ns not reached), a buddy may be up to one of its slices
+ * ahead of its share (a woken joiner ran a little before it blocked, and
+ * among many queued tasks V moves too slowly to repay that before the
+ * joinee is done), and the switch to it keeps that slice's end instead of
+ * protecting a new one: the chain runs for one slice as one task would
+ * (RUN_TO_PARITY), each of its tasks within the lag bound of two slices,
+ * and then the fair class picks among all queued tasks again.
+ * Return: 1 if @t was named within the chain's slice (its end stays).
+ */
+CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t now)
+{
+	struct cl_rq *rq = w->rq;
+	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
+
+	if (rq->curr == &t->task || !cl__task_queued_on(rq, &t->task))
+		return 0;
+	if (end && now < end && cl__set_next_buddy(rq, &t->task, 1))
+		return 1;
+	(void)cl__set_next_buddy(rq, &t->task, 0);
+	return 0;
+}
+
+/*
+ * An exiting @t wakes its joiners on its own worker before it switches
+ * away, so that its switch can run one of them (the buddy). Safe before
+ * the switch: a local wakee runs only after this worker switched away from
+ * @t (its stack is then free), and the descriptor stays until the exit
+ * path (cl__rt_finish()) drops its reference. Joiners on other workers,
+ * and any that come later, are woken by that exit path, which also sets
+ * `exited`.
+ */
+CL_INLINE void cl__rt_exit_wake_local(struct cl_rt_task *t)
+{
+	struct cds_list_head *pos, *n;
+	struct cl__rt_worker *w = t->w;
+
+	cl_spin_lock(&t->join_lock);
+	cds_list_for_each_safe(pos, n, &t->join_waiters) {
+		struct cl__rt_waiter *wt = cl_container_of(pos, struct cl__rt_waiter, node);
+		struct cl_rt_task *j = wt->t;
+
+		if (j->w != w)
+			continue;
+		cds_list_del(pos);
+		wt->status = 0;
+		cl__rt_wake(j);
+		if (!w->buddy)
+			w->buddy = j;
+	}
+	cl_spin_unlock(&t->join_lock);
+}
+
 /* First code of every task: finish the switch, run, exit. */
 CL_INLINE void cl__rt_task_entry(void *value, void *data)
 {
@@ -86,6 +151,7 @@ CL_INLINE void cl__rt_task_entry(void *value, void *data)
 	t->ret = t->fn(t->arg);
 	t = cl__rt_current();
 	cl__rt_np_inc(t);
+	cl__rt_exit_wake_local(t);
 	CL_WRITE_ONCE(t->state, CL__RT_DEAD);
 	cl__rt_schedule(t->w, t, CL__RT_EXIT, NULL);
 	/* never resumed */
@@ -116,7 +182,9 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn(struct cl_runtime *rt, const struct cl
 		return cl__rt_spawn_fail(rt, cur, ENOMEM);
 	}
 	pg = rt->guard_size;
-	memset((void *)t, 0, offsetof(struct cl_rt_task, keep));
+	/* the runqueue task is cleared by cl_task_init(), the rest up to keep here */
+	memset((char *)t + offsetof(struct cl_rt_task, rc), 0,
+	       offsetof(struct cl_rt_task, keep) - offsetof(struct cl_rt_task, rc));
 	cl_task_init(&t->task, attr ? attr->nice : 0);
 	t->task.data = t;
 	t->np = 1; /* until cl__rt_task_entry() calls fn */
@@ -279,6 +347,7 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 			wt.data = NULL;
 			wt.status = -1;
 			cds_list_add_tail(&wt.node, &t->join_waiters);
+			self->w->buddy = t;
 			cl__rt_block(self, &t->join_lock);
 		} else {
 			cl__rt_unlock(&t->join_lock);
@@ -293,7 +362,12 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 	}
 	if (ret)
 		*ret = t->ret;
+	/* not preempted while the release may hold the task cache's depot lock */
+	if (self)
+		cl__rt_np_inc(self);
 	cl__rt_task_put(t);
+	if (self)
+		cl__rt_np_exit(self);
 	return 0;
 }
 

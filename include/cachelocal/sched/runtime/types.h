@@ -244,6 +244,8 @@ struct cl__rt_worker {
 					    * task still queued, a spawn): ends hand-off chains */
 	unsigned int nr_ext_waiting;       /* tasks queued here from elsewhere, not yet run
 					    * (struct cl_rt_task.ext_cpu; atomic) */
+	struct cl_rt_task *buddy;          /* run next if eligible: set by the task switching out
+					    * (join, exit), used by that switch (this thread only) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
