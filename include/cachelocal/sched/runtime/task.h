@@ -121,7 +121,7 @@ CL_INLINE void cl__rt_exit_wake_local(struct cl_rt_task *t)
 	struct cds_list_head *pos, *n;
 	struct cl__rt_worker *w = t->w;
 
-	cl_spin_lock(&t->join_lock);
+	cl_ticket_lock(&t->join_lock);
 	cds_list_for_each_safe(pos, n, &t->join_waiters) {
 		struct cl__rt_waiter *wt = cl_container_of(pos, struct cl__rt_waiter, node);
 		struct cl_rt_task *j = wt->t;
@@ -134,7 +134,7 @@ CL_INLINE void cl__rt_exit_wake_local(struct cl_rt_task *t)
 		if (!w->buddy)
 			w->buddy = j;
 	}
-	cl_spin_unlock(&t->join_lock);
+	(void)cl_ticket_unlock(&t->join_lock);
 }
 
 /* First code of every task: finish the switch, run, exit. */
