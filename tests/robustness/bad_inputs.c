@@ -1643,6 +1643,43 @@ static void l5_sched_cases(void)
 		cl_rq_lock(rq);
 		RB_INT(cl_rq_check_preempt_wakeup(rq, &t), -1, EINVAL);
 	}
+	CASE("cl_rq_set_next_buddy", "rq NULL")
+	{
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		RB_INT(cl_rq_set_next_buddy(NIL, &t), -1, EINVAL);
+	}
+	CASE("cl_rq_set_next_buddy", "task NULL")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_set_next_buddy(rq, NIL), -1, EINVAL);
+	}
+	CASE("cl_rq_set_next_buddy", "task not queued")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_rq_lock(rq);
+		RB_INT(cl_rq_set_next_buddy(rq, &t), -1, EINVAL);
+		const char *why = NIL;
+		RB_THEN(cl_rq_validate(rq, &why) == 0, "rq still valid");
+	}
+	CASE("cl_rq_set_next_buddy", "the running task")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_rq *rq = cl_sched_rq(s, 0);
+		static struct cl_task t;
+		cl_task_init(&t, 0);
+		cl_rq_lock(rq);
+		cl_rq_enqueue(rq, &t, 0);
+		cl_rq_pick_next(rq);
+		RB_INT(cl_rq_set_next_buddy(rq, &t), -1, EINVAL);
+		const char *why = NIL;
+		RB_THEN(cl_rq_validate(rq, &why) == 0 && rq->curr == &t, "rq still valid, the task still running");
+	}
 	CASE("cl_rq_bandwidth_update", "rq NULL")
 	{
 		RB_INT(cl_rq_bandwidth_update(NIL), 0, EINVAL);
