@@ -347,7 +347,10 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 			wt.data = NULL;
 			wt.status = -1;
 			cds_list_add_tail(&wt.node, &t->join_waiters);
-			self->w->buddy = t;
+			/* No buddy named for @t here: it may be queued on or
+			 * running at another worker, whose rq state cannot be
+			 * read without that rq's lock (TSan: a data race with
+			 * its dequeue). The exit names the woken joiner. */
 			cl__rt_block(self, &t->join_lock);
 		} else {
 			cl__rt_unlock(&t->join_lock);
