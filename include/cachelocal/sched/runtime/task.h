@@ -74,8 +74,8 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
 
 /*
  * Next buddies (cl_rq_set_next_buddy(), the kernel's yield_to()). A task
- * that blocks in cl_join() names the task it waits for, and a task that
- * exits names the joiner it woke: the switch that follows runs that one
+ * that exits names the joiner it woke (cl_join() does not name the task it
+ * waits for: see there): the switch that follows runs that one
  * next if it is queued there and eligible (w->buddy, used by that switch
  * under the rq lock). A spawn/join tree then runs depth-first, as a
  * work-first runtime runs it: the joinee runs as soon as its parent waits,
