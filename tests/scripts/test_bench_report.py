@@ -326,6 +326,33 @@ class DeterministicVerdict(unittest.TestCase):
         self.assertIs(bench_report.evaluate(self.EXP, recs)["goal_met"], False)
 
 
+class BoundGoals(unittest.TestCase):
+    SCALE = dict(id="rqscale", technique="t", claim="c", bench="rqscale", case="rq step",
+                 before="N=16", after="N=100000", hib=False, scope="s")
+    FIB = dict(id="rqfib", technique="t", claim="c", bench="rqscale", case="fib",
+               before="one", after="default", hib=False, scope="s")
+
+    def scale(self, small, big):
+        return bench_report.evaluate(self.SCALE, [rec("rqscale", "N=16", small, case="rq step"),
+                                                  rec("rqscale", "N=100000", big, case="rq step")])
+
+    def test_a_slower_big_step_within_three_times_meets_the_bound(self):
+        e = self.scale(60.0, 150.0)
+        self.assertEqual(e["verdict"], "contrary")
+        self.assertIs(e["goal_met"], True)
+
+    def test_a_big_step_over_three_times_misses_the_bound(self):
+        self.assertIs(self.scale(60.0, 190.0)["goal_met"], False)
+
+    def test_the_spawn_goal_is_judged_on_the_after_side_itself(self):
+        ok = bench_report.evaluate(self.FIB, [rec("rqscale", "one", 900.0, case="fib"),
+                                              rec("rqscale", "default", 950.0, case="fib")])
+        self.assertEqual((ok["goal"].startswith("<= 1000 ns"), ok["goal_met"]), (True, True))
+        bad = bench_report.evaluate(self.FIB, [rec("rqscale", "one", 3000.0, case="fib"),
+                                               rec("rqscale", "default", 1100.0, case="fib")])
+        self.assertIs(bad["goal_met"], False)
+
+
 if __name__ == "__main__":
     unittest.main()
 
