@@ -483,6 +483,38 @@ CL_INLINE int cl__task_queued_on(const struct cl_rq *rq, const struct cl_task *p
 }
 
 /*
+ * cl__task_queued_on() for a caller that holds @rq's lock only, while @p
+ * (a task of @rq's instance: the caller knows that, since a task of another
+ * instance with the same CPU number would pass the first test) may be
+ * queued on, being moved to or running at another rq of the instance.
+ *
+ * The first test reads only @p->on_rq (acquire) and then @p->cpu, both
+ * stored atomically by every writer (cl__rq_enqueue(), cl__rq_dequeue(),
+ * cl__set_task_rq(), the offline drain), and passes only if @p is queued
+ * on @rq; the entity is read after it:
+ *  - every enqueue stores cpu before it publishes QUEUED (release), so a
+ *    QUEUED read here from an enqueue on another rq is followed by a read
+ *    of that rq's cpu or of a later one. A later cpu equal to @rq's is
+ *    stored only under the lock held here, so before this section, and
+ *    after @p left the other rq (an enqueue follows the dequeue it undoes,
+ *    or holds both locks): that dequeue's on_rq store (0 or MIGRATING)
+ *    then precedes this section too and hides the QUEUED read;
+ *  - @p becomes and stops being queued on @rq only under @rq's lock (a
+ *    migration holds both rqs' locks), so if the test passes, that QUEUED
+ *    was stored under this lock before this section, nothing has undone it
+ *    since (its undoing would be visible here), and nothing can while the
+ *    lock is held. The entity and @p's other fields then change only under
+ *    this lock too, and the lock orders their writes before these reads.
+ */
+CL_INLINE int cl__task_queued_here(const struct cl_rq *rq, const struct cl_task *p)
+{
+	if (CL_ATOMIC_LOAD(&p->on_rq, CL_ACQUIRE) != CL_TASK_ON_RQ_QUEUED ||
+	    CL_ATOMIC_LOAD(&p->cpu, CL_RELAXED) != (int)rq->cpu)
+		return 0;
+	return p->se.on_rq && p->se.cfs_rq && p->se.cfs_rq->rq == rq;
+}
+
+/*
  * Name @p (queued on @rq, not its running task) the next buddy at each
  * level if every entity on the way has a lag of at least -@slices of its
  * own slices (0: eligible); the running entities are charged first, so

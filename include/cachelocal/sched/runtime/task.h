@@ -74,11 +74,17 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
 
 /*
  * Next buddies (cl_rq_set_next_buddy(), the kernel's yield_to()). A task
- * that exits names the joiner it woke (cl_join() does not name the task it
- * waits for: see there): the switch that follows runs that one
+ * that blocks in cl_join() names the task it waits for, and a task that
+ * exits names the joiner it woke: the switch that follows runs that one
  * next if it is queued there and eligible (w->buddy, used by that switch
- * under the rq lock). A spawn/join tree then runs depth-first, as a
- * work-first runtime runs it: the joinee runs as soon as its parent waits,
+ * under the rq lock). The named task may be queued on, moving to or
+ * running at another worker: the switch reads its queue state with
+ * cl__task_queued_here(), which reads only the task's atomically stored
+ * on_rq and cpu until they say it is queued on this worker's rq, whose
+ * lock orders everything else it reads.
+ *
+ * A spawn/join tree then runs depth-first, as a work-first runtime runs
+ * it: the joinee runs as soon as its parent waits,
  * the parent as soon as its joinee is done, and the queue holds about one
  * task per level of the tree instead of a breadth of spawned, not yet
  * started tasks (each with its stack).
@@ -99,7 +105,8 @@ CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task *t, ui
 	struct cl_rq *rq = w->rq;
 	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
 
-	if (rq->curr == &t->task || !cl__task_queued_on(rq, &t->task))
+	/* the rt test first: cl__task_queued_here() wants a task of this instance */
+	if (t->rt != w->rt || rq->curr == &t->task || !cl__task_queued_here(rq, &t->task))
 		return 0;
 	if (end && now < end && cl__set_next_buddy(rq, &t->task, 1))
 		return 1;
@@ -347,10 +354,9 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 			wt.data = NULL;
 			wt.status = -1;
 			cds_list_add_tail(&wt.node, &t->join_waiters);
-			/* No buddy named for @t here: it may be queued on or
-			 * running at another worker, whose rq state cannot be
-			 * read without that rq's lock (TSan: a data race with
-			 * its dequeue). The exit names the woken joiner. */
+			/* run @t next if it waits on this worker's rq (its
+			 * switch tests that race-free: cl__rt_set_buddy()) */
+			self->w->buddy = t;
 			cl__rt_block(self, &t->join_lock);
 		} else {
 			cl__rt_unlock(&t->join_lock);
