@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_sched_runtime.c - the M:N runtime (sched/runtime.h):
- * errors on bad input, spawn/join/yield, every blocking primitive, 10,000
+ * errors on bad input, spawn/join/yield, the joined task running next,
+ * every blocking primitive, 10,000
  * tasks with random blocking (every message exactly once, every task
  * joined), no starvation next to a CPU hog, group shares, balancing, and
  * shutdown with blocked tasks (an error, not a hang; more lifecycle cases in
@@ -282,6 +283,77 @@ Test(sched_runtime, yield_lets_the_other_task_of_the_worker_run)
 	 * task would log all 2000 entries before the other, exactly 1 change */
 	cr_log_info("%d changes of task in 4000 yields", changes);
 	cr_assert_geq(changes, 2, "the tasks did not interleave (%d change) in 4000 yields", changes);
+	destroy_ok(rt);
+}
+
+/* ---- join order ---- */
+
+struct join_order {
+	struct cl_runtime *rt;
+	int next;       /* one worker: no concurrent writer */
+	int started[4]; /* the order the children started in, 0 first */
+	int joined_ok;
+};
+
+struct join_child {
+	struct join_order *o;
+	int id;
+};
+
+static void *join_order_child(void *p)
+{
+	struct join_child *c = (struct join_child *)p;
+
+	c->o->started[c->id] = c->o->next++;
+	return (void *)(uintptr_t)(c->id + 1);
+}
+
+/* Spawn four children on this worker, then join them last spawned first. */
+static void *join_order_parent(void *p)
+{
+	struct join_order *o = (struct join_order *)p;
+	struct join_child c[4];
+	struct cl_rt_task *t[4];
+
+	for (int i = 0; i < 4; i++) {
+		c[i].o = o;
+		c[i].id = i;
+		t[i] = cl_spawn(o->rt, NULL, join_order_child, &c[i]);
+	}
+	for (int i = 3; i >= 0; i--) {
+		void *r = NULL;
+
+		if (t[i] && cl_join(t[i], &r) == 0 && (uintptr_t)r == (uintptr_t)i + 1)
+			o->joined_ok++;
+	}
+	return NULL;
+}
+
+/*
+ * cl_join() names the task it waits for as the next buddy: on one worker,
+ * with three tasks spawned before it and queued, the joined task runs
+ * first. It is eligible (spawned with no lag at V, which the running
+ * parent only moves up), so the fair class would take it too if it were
+ * named; without the naming the pick takes the earliest deadline, which is
+ * the first spawned child's.
+ */
+Test(sched_runtime, join_runs_the_joined_task_next_on_one_worker)
+{
+	struct cl_runtime *rt = new_rt(1, CL_RUNTIME_NO_PREEMPT); /* no tick between spawn and join */
+	static struct join_order o;
+	struct cl_rt_task *p;
+
+	memset(&o, 0, sizeof(o));
+	o.rt = rt;
+	p = cl_spawn(rt, NULL, join_order_parent, &o);
+	cr_assert_not_null(p);
+	cr_assert_eq(cl_join(p, NULL), 0);
+	cr_assert_eq(o.joined_ok, 4, "every child joined with its result");
+	cr_assert_eq(o.next, 4);
+	cr_log_info("children started in order %d %d %d %d (0 first)", o.started[0], o.started[1],
+		    o.started[2], o.started[3]);
+	cr_assert_eq(o.started[3], 0, "the joined child (spawned last) started %d-th, not first",
+		     o.started[3] + 1);
 	destroy_ok(rt);
 }
 
