@@ -468,7 +468,8 @@ static void usage(void)
 	       "  -l LOOPS        ping-pong round trips on one CPU (default 1000000; --quick 200000);\n"
 	       "                  on two CPUs a tenth\n"
 	       "  -n N            fib(N) tree (default 20; --quick 18): 2 fib(N+1) - 1 tasks, nearly all\n"
-	       "                  live at once when a runtime runs them breadth-first (ours does)\n"
+	       "                  live at once when a runtime runs them breadth-first (Boost does;\n"
+	       "                  ours runs a joined child next, depth-first, as Go does)\n"
 	       "  -g GROUPS       storm groups of 20 senders + 20 receivers (default 4; --quick 2)\n"
 	       "  --storm-loops N messages per sender to each receiver (default 500)\n");
 	bench_usage("runtime_peers");
