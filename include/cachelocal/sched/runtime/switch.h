@@ -105,16 +105,15 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
 
 /*
  * Remote wake list (the kernel's TTWU_QUEUE). A waker on another worker,
- * or outside the runtime, does not take @w's rq lock: it pushes the task on
- * @w->remote_wakes (a lock-free stack on the line of @w's `sleeping` word)
- * and kicks @w only if it sleeps (cl__rt_wake_remote()). @w takes the whole
- * stack with one exchange at its next switch or idle-loop pick, under its
- * own rq lock, and appends it in wake order to its local wake list, which
- * the same switch then enqueues. A wakeup thus moves one line to the
- * waker's CPU and back, instead of the rq lock, the rq and the entity.
- * Against a lost wakeup: the waker pushes, then reads `sleeping`; the
- * worker sets `sleeping`, then reads the stack (both sequentially
- * consistent), so one of them sees the other.
+ * or outside the runtime, takes no lock of @w: it pushes a node naming the
+ * task (in its waiter record, else in its descriptor) on @w->remote_wakes,
+ * a lock-free stack on the line of @w's `sleeping` word, and kicks @w only
+ * if it sleeps (cl__rt_wake_push()). @w takes the whole stack with one
+ * exchange at its next switch or idle-loop pick, under its own rq lock,
+ * and appends it in wake order to its local wake list, which the same
+ * switch enqueues. The lines a wakeup moves: docs/runtime.md. No lost
+ * wakeup: the waker pushes, then reads `sleeping`; the worker sets it,
+ * then reads the stack (all seq_cst): one of them sees the other.
  */
 /* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it
  * runs, @w makes no hand-off chain beside queued tasks (cl__rt_chain_beside()).
@@ -132,23 +131,30 @@ CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
 	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
 }
 
-/* Move @w's remote wakeups to its local wake list. Context: @w's thread, rq lock. */
+/* Move @w's remote wakeups to its local wake list, marked runnable. The
+ * nodes are only read (written, a record's line would move once more).
+ * Context: @w's thread, rq lock. */
 CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 {
+	struct cl__rt_wnode *n;
 	struct cl_rt_task *t, *fifo = NULL;
 
 	if (CL_LIKELY(!cl__rt_remote_pending(w)))
 		return;
-	t = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl_rt_task *)NULL, CL_ACQUIRE);
+	n = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl__rt_wnode *)NULL, CL_ACQUIRE);
 	w->nr_remote_drains++;
-	while (t) { /* the stack is newest first */
-		struct cl_rt_task *n = t->remote_next;
+	while (n) { /* the stack is newest first */
+		struct cl__rt_wnode *next = n->next;
 
-		t->remote_next = fifo;
+		t = n->t; /* @n is not read again: its task may run once queued */
+		t->wake_next = fifo;
 		fifo = t;
-		t = n;
+		n = next;
 	}
-	for (t = fifo; t; t = t->remote_next) {
+	while (fifo) {
+		t = fifo;
+		fifo = t->wake_next;
+		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 		cl__rt_ext_mark(w, t);
 		t->wake_next = NULL;
 		*w->wake_tail = t;
@@ -609,56 +615,69 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
 }
 
-/* Push @t on @w's remote wake list; kick @w if it sleeps. */
-CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
+/* Push @n on @w's remote wake list; kick @w if it sleeps. @n and its task
+ * are @w's once pushed: the caller touches neither again. */
+CL_INLINE void cl__rt_wake_push(struct cl__rt_worker *w, struct cl__rt_wnode *n)
 {
 	/* guess an empty list: the CAS then takes the line for writing at once,
 	 * instead of a read for the load and a second transfer for the CAS */
-	struct cl_rt_task *old = NULL;
+	struct cl__rt_wnode *old = NULL;
 
 	do
-		t->remote_next = old;
-	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, t, CL_SEQ_CST, CL_RELAXED));
+		n->next = old;
+	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, n, CL_SEQ_CST, CL_RELAXED));
 	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
 		cl__rt_kick(w);
 	else
 		cl__rt_wake_kick_busy(w); /* wakeup preemption */
 }
 
-/*
- * cl__rt_wake() - make @t, blocked and taken off its wait list by the
- * caller, runnable again on the rq of the worker that last ran it.
- * Remote (another worker, or a caller outside the runtime): enqueued under
- * that rq's lock, the worker notified. Local (the caller's own worker):
- * put on the worker's wake list, which only this thread touches, and
- * enqueued under the rq lock the caller's next switch takes anyway (one
- * lock round trip instead of two; the kernel's wake list does the same).
- *
- * Context: any thread; holding no rq lock (a wait-list lock may be held).
- */
-CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
+/* Wake @t (record or descriptor node @n) blocked on worker @tw. */
+CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, struct cl__rt_wnode *n)
 {
 	struct cl_rt_task *self = cl__rt_current();
 
-	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 	if (self)
 		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
-	if (self && self->w == t->w) {
-		struct cl__rt_worker *w = self->w;
-
-		*w->wake_tail = t;
-		w->wake_tail = &t->wake_next;
-		w->nr_wakes++;
-		/* wakeup preemption beside other runnable tasks (not in a lone pair) */
-		if (CL_UNLIKELY(CL_READ_ONCE(w->rq->nr_running) >= 2))
-			cl__rt_wake_mark_local(w);
+	if (!self || self->w != tw) {
+		cl__rt_wake_push(tw, n);
 	} else {
-		cl__rt_wake_remote(t->w, t);
+		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+		*tw->wake_tail = t;
+		tw->wake_tail = &t->wake_next;
+		tw->nr_wakes++;
+		/* wakeup preemption beside other runnable tasks (not in a lone pair) */
+		if (CL_UNLIKELY(CL_READ_ONCE(tw->rq->nr_running) >= 2))
+			cl__rt_wake_mark_local(tw);
 	}
 	if (self) { /* no yield here: this may run in cl__rt_finish() */
 		CL_BARRIER();
 		CL_WRITE_ONCE(self->np, self->np - 1);
 	}
+}
+
+/*
+ * cl__rt_wake() - make @t, blocked and taken off its wait list by the
+ * caller, runnable again on the rq of the worker that last ran it: on that
+ * worker's local wake list (the caller runs there: enqueued at its next
+ * switch), else on its remote wake list, through @t's descriptor node.
+ * Context: any thread; holding no rq lock (a wait-list lock may be held).
+ */
+CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
+{
+	t->rnode.t = t;
+	cl__rt_wake_to(t->w, t, &t->rnode);
+}
+
+/*
+ * cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
+ * off its list, status written). Remote, it writes only @wt's line of the
+ * wakee (the worker is read and the node linked there; the draining worker
+ * marks it runnable). @wt is the wakee's once this returns.
+ */
+CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
+{
+	cl__rt_wake_to(wt->w, wt->t, &wt->rnode);
 }
 
 /* Wake every waiter of a list the caller detached (join waiters). */
