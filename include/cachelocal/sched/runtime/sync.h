@@ -112,6 +112,17 @@ CL_INLINE int cl_chan_destroy(struct cl_chan *c)
 	return 0;
 }
 
+/* memcpy() of a message: the common sizes as fixed-size copies (no call). */
+CL_INLINE void cl__chan_copy(void *dst, const void *src, size_t n)
+{
+	if (n == sizeof(int))
+		memcpy(dst, src, sizeof(int));
+	else if (n == sizeof(void *))
+		memcpy(dst, src, sizeof(void *));
+	else
+		memcpy(dst, src, n);
+}
+
 /* Append @msg to the ring (lock held, count < cap). */
 CL_INLINE void cl__chan_push(struct cl_chan *c, const void *msg)
 {
@@ -119,7 +130,7 @@ CL_INLINE void cl__chan_push(struct cl_chan *c, const void *msg)
 
 	if (i >= c->cap)
 		i -= c->cap;
-	memcpy(c->buf + i * c->esize, msg, c->esize);
+	cl__chan_copy(c->buf + i * c->esize, msg, c->esize);
 	c->count++;
 }
 
@@ -140,7 +151,7 @@ CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg)
 	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
 	if (wt) {
-		memcpy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
+		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
 		wt->status = 0;
 		cl__rt_unlock(&c->lock);
 		cl__rt_wake_rec(wt);
@@ -160,7 +171,7 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 	struct cl__rt_waiter *wt;
 
 	if (c->count) {
-		memcpy(out, c->buf + c->head * c->esize, c->esize);
+		cl__chan_copy(out, c->buf + c->head * c->esize, c->esize);
 		c->head = c->head + 1 == c->cap ? 0 : c->head + 1;
 		c->count--;
 		wt = cl__rt_waiter_pop(&c->sendq);
@@ -173,7 +184,7 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 		wt = cl__rt_waiter_pop(&c->sendq);
 		if (!wt)
 			return 0;
-		memcpy(out, cl__chan_inline(c) ? (const void *)wt->msg : wt->data, c->esize);
+		cl__chan_copy(out, cl__chan_inline(c) ? (const void *)wt->msg : wt->data, c->esize);
 	}
 	wt->status = 0;
 	cl__rt_unlock(&c->lock);
@@ -225,7 +236,7 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 		return -1;
 	}
 	if (cl__chan_inline(c))
-		memcpy(wt.msg, msg, c->esize);
+		cl__chan_copy(wt.msg, msg, c->esize);
 	else
 		wt.data = (void *)(uintptr_t)msg;
 	if (cl__rt_wait_rec(self, &wt, &c->sendq, &c->lock) != 0) {
@@ -276,7 +287,7 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 		return -1;
 	}
 	if (esize)
-		memcpy(out, wt.msg, esize);
+		cl__chan_copy(out, wt.msg, esize);
 	return 0;
 }
 
