@@ -115,9 +115,8 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
  * wakeup: the waker pushes, then reads `sleeping`; the worker sets it,
  * then reads the stack (all seq_cst): one of them sees the other.
  */
-/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it
- * runs, @w makes no hand-off chain beside queued tasks (cl__rt_chain_beside()).
- * Context: @w's rq lock. */
+/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it runs,
+ * @w makes no hand-off chain beside queued tasks. Context: @w's rq lock. */
 CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
 	if (!t->ext_cpu) {
@@ -128,28 +127,34 @@ CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
 
 CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
 {
-	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
+	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != 0;
 }
 
-/* Move @w's remote wakeups to its local wake list, marked runnable. The
- * nodes are only read (written, a record's line would move once more).
- * Context: @w's thread, rq lock. */
+/* Move @w's remote wakeups to its local wake list, marked runnable; nodes
+ * only read, a lone wakee's record fetched for it. Context: @w, rq lock. */
 CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 {
-	struct cl__rt_wnode *n;
+	uintptr_t e;
 	struct cl_rt_task *t, *fifo = NULL;
 
 	if (CL_LIKELY(!cl__rt_remote_pending(w)))
 		return;
-	n = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl__rt_wnode *)NULL, CL_ACQUIRE);
+	e = CL_ATOMIC_XCHG(&w->remote_wakes, (uintptr_t)0, CL_ACQUIRE);
 	w->nr_remote_drains++;
-	while (n) { /* the stack is newest first */
-		struct cl__rt_wnode *next = n->next;
+	while (e) { /* the stack is newest first; a tagged task ends it */
+		if (e & 1u) {
+			t = (struct cl_rt_task *)(e & ~(uintptr_t)1);
+			e = 0;
+			if (t->wrec) /* it reads it once it runs: fetched meanwhile */
+				cl__rt_prefetchw(t->wrec);
+		} else {
+			const struct cl__rt_wnode *n = (const struct cl__rt_wnode *)e;
 
-		t = n->t; /* @n is not read again: its task may run once queued */
+			e = n->next;
+			t = n->t; /* @n is not read again: its task may run once queued */
+		}
 		t->wake_next = fifo;
 		fifo = t;
-		n = next;
 	}
 	while (fifo) {
 		t = fifo;
@@ -553,12 +558,10 @@ CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_ticketlock *lock)
 }
 
 /*
- * cl__rt_kick() - wake @w's thread out of its futex sleep. @w decides to
- * sleep under its rq lock (nr_running == 0 -> sleeping = 1), and a waker
- * reads `sleeping` under the same lock right after its enqueue, so either
- * the worker sees the task or the waker sees the flag. The swap to 0 makes
- * one waker do the FUTEX_WAKE; a wake that lands before the worker's
- * FUTEX_WAIT makes that wait return at once (the word is no longer 1).
+ * cl__rt_kick() - wake @w's thread out of its futex sleep (the protocol:
+ * cl__rt_enqueue_wake(), cl__rt_wake_push()). The swap to 0 makes one
+ * waker do the FUTEX_WAKE; one that lands before the worker's FUTEX_WAIT
+ * makes that wait return at once (the word is no longer 1).
  */
 CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
 {
@@ -581,7 +584,8 @@ CL_INLINE void cl__rt_kick_idle(struct cl_runtime *rt, unsigned int from)
 
 /*
  * cl__rt_enqueue_wake() - queue @t (new, or taken off a wait list by the
- * caller) on worker @cpu's rq and notify that worker.
+ * caller) on worker @cpu's rq and notify that worker (it decides to sleep
+ * under the rq lock, under which this reads `sleeping` after the enqueue).
  * @cur: the caller's worker (NULL outside the runtime).
  */
 CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, unsigned int cpu,
@@ -615,17 +619,19 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
 }
 
-/* Push @n on @w's remote wake list; kick @w if it sleeps. @n and its task
- * are @w's once pushed: the caller touches neither again. */
-CL_INLINE void cl__rt_wake_push(struct cl__rt_worker *w, struct cl__rt_wnode *n)
+/* Push @t on @w's remote wake list; kick @w if it sleeps. An empty list
+ * takes @t itself, tagged (guessed first: the CAS takes the line for
+ * writing at once, no read before it), else the list links node @n. @t
+ * and @n are @w's once pushed. */
+CL_INLINE void cl__rt_wake_push(struct cl__rt_worker *w, struct cl_rt_task *t, struct cl__rt_wnode *n)
 {
-	/* guess an empty list: the CAS then takes the line for writing at once,
-	 * instead of a read for the load and a second transfer for the CAS */
-	struct cl__rt_wnode *old = NULL;
+	uintptr_t old = 0, v = (uintptr_t)t | 1u;
 
-	do
+	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, v, CL_SEQ_CST, CL_RELAXED)) {
 		n->next = old;
-	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, n, CL_SEQ_CST, CL_RELAXED));
+		n->t = t;
+		v = (uintptr_t)n;
+	}
 	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
 		cl__rt_kick(w);
 	else
@@ -640,7 +646,7 @@ CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, st
 	if (self)
 		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
 	if (!self || self->w != tw) {
-		cl__rt_wake_push(tw, n);
+		cl__rt_wake_push(tw, t, n);
 	} else {
 		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 		*tw->wake_tail = t;
@@ -656,25 +662,17 @@ CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, st
 	}
 }
 
-/*
- * cl__rt_wake() - make @t, blocked and taken off its wait list by the
- * caller, runnable again on the rq of the worker that last ran it: on that
- * worker's local wake list (the caller runs there: enqueued at its next
- * switch), else on its remote wake list, through @t's descriptor node.
- * Context: any thread; holding no rq lock (a wait-list lock may be held).
- */
+/* cl__rt_wake() - make @t, blocked and off its wait list, runnable on its last
+ * worker: its local wake list (the caller runs there: enqueued at the next
+ * switch), else its remote wake list. Context: any thread, no rq lock held. */
 CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 {
-	t->rnode.t = t;
 	cl__rt_wake_to(t->w, t, &t->rnode);
 }
 
-/*
- * cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
- * off its list, status written). Remote, it writes only @wt's line of the
- * wakee (the worker is read and the node linked there; the draining worker
- * marks it runnable). @wt is the wakee's once this returns.
- */
+/* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
+ * off its list, status written): remote, it writes no line of the wakee but
+ * @wt's (worker read there, node linked there). @wt is the wakee's after. */
 CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
 {
 	cl__rt_wake_to(wt->w, wt->t, &wt->rnode);

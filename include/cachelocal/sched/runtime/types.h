@@ -155,6 +155,7 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 
 struct cl_runtime;
 struct cl__rt_worker;
+struct cl__rt_waiter;
 
 /* A context the runtime can switch to: a task's or a worker's own stack. */
 struct cl__rt_ctx {
@@ -166,12 +167,14 @@ struct cl__rt_ctx {
 };
 
 /*
- * struct cl__rt_wnode - an entry of a worker's remote wake list: the woken
- * task's waiter record carries one (cl__rt_wake_rec(): the line its waker
- * writes anyway), its descriptor another (cl__rt_wake()).
+ * struct cl__rt_wnode - an entry of a worker's remote wake list, used when
+ * the list is not empty (an empty list takes the task itself, tagged: see
+ * cl__rt_wake_push()): the woken task's waiter record carries one
+ * (cl__rt_wake_rec(): the line its waker writes anyway), its descriptor
+ * another (cl__rt_wake()). @next: the rest of the list (as remote_wakes).
  */
 struct cl__rt_wnode {
-	struct cl__rt_wnode *next;
+	uintptr_t next;
 	struct cl_rt_task *t;
 };
 
@@ -200,6 +203,7 @@ struct cl_rt_task {
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl__rt_wnode rnode;         /* in a worker's remote_wakes (cl__rt_wake()) */
+	struct cl__rt_waiter *wrec;        /* its waiter record while it waits in cl__rt_wait_rec() */
 	unsigned int ext_cpu;              /* queued from elsewhere: counted in the nr_ext_waiting
 					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
@@ -229,7 +233,7 @@ struct cl_rt_task {
  * line and no other line of the wakee: the waker reads @w here (not the
  * descriptor's), a channel message up to CL__RT_WAITER_MSG bytes travels in
  * @msg (not in the receiver's buffer), and the remote wake list links
- * @rnode (cl__rt_wake_rec()). @w and @rnode are set by cl__rt_wait_rec().
+ * @rnode if it is not empty (cl__rt_wake_rec()). @w: by cl__rt_wait_rec().
  */
 struct cl__rt_waiter {
 	struct cds_list_head node;
@@ -257,7 +261,7 @@ struct cl__rt_worker {
 	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
 	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
 	int preempt_pending;               /* CL__RT_PP_*: set by the tick and by wakers */
-	struct cl__rt_wnode *remote_wakes; /* remote wakeups: a lock-free stack (cl__rt_wake()) */
+	uintptr_t remote_wakes;            /* remote wakeups: a lock-free stack (cl__rt_wake_push()) */
 	uint64_t wake_preempt_ns;          /* runtime clock from which a wakee may preempt the
 					    * running task (its protected slice ends); 0: idle */
 	CL_GROUP_END_GUARDED(cl_rt_worker_idle);

@@ -21,10 +21,11 @@ CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cl__rt_waiter *wt,
 {
 	wt->t = self;
 	wt->w = self->w; /* stays while it waits: the balancer moves queued tasks only */
-	wt->rnode.t = self;
 	wt->status = -1;
+	self->wrec = wt;
 	cds_list_add_tail(&wt->node, list);
 	cl__rt_block(self, lock);
+	self->wrec = NULL;
 	return wt->status;
 }
 
