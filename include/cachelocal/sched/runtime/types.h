@@ -445,7 +445,7 @@ CL_INLINE const void *cl__rt_caller_id(void)
  */
 CL_INLINE void cl__rt_prefetchw(const void *p)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(CL_ARCH_X86_64)
 	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
 #else
 	__builtin_prefetch(p, 1, 3);
