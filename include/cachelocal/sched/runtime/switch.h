@@ -145,8 +145,7 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 		if (e & 1u) {
 			t = (struct cl_rt_task *)(e & ~(uintptr_t)1);
 			e = 0;
-			if (t->wrec) /* it reads it once it runs: fetched meanwhile */
-				cl__rt_prefetchw(t->wrec);
+			cl__rt_prefetchw(&t->wait); /* read once it runs: fetched meanwhile */
 		} else {
 			const struct cl__rt_wnode *n = (const struct cl__rt_wnode *)e;
 

@@ -227,7 +227,6 @@ CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg)
  */
 CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 {
-	struct cl__rt_waiter wt;
 	struct cl_rt_task *self;
 	int r = cl__chan_send_try(c, msg);
 
@@ -239,10 +238,10 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 		return -1;
 	}
 	if (cl__chan_inline(c))
-		cl__chan_copy(wt.msg, msg, c->esize);
+		cl__chan_copy(self->wait.msg, msg, c->esize);
 	else
-		wt.data = (void *)(uintptr_t)msg;
-	if (cl__rt_wait_rec(self, &wt, &c->sendq, &c->lock) != 0) {
+		self->wait.data = (void *)(uintptr_t)msg;
+	if (cl__rt_wait_rec(self, &c->sendq, &c->lock) != 0) {
 		errno = EPIPE;
 		return -1;
 	}
@@ -261,7 +260,6 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
  */
 CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 {
-	struct cl__rt_waiter wt;
 	struct cl_rt_task *self;
 	size_t esize;
 
@@ -284,13 +282,13 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 	}
 	/* read now: the channel's line is the sender's after the wakeup */
 	esize = cl__chan_inline(c) ? c->esize : 0;
-	wt.data = out;
-	if (cl__rt_wait_rec(self, &wt, &c->recvq, &c->lock) != 0) {
+	self->wait.data = out;
+	if (cl__rt_wait_rec(self, &c->recvq, &c->lock) != 0) {
 		errno = EPIPE;
 		return -1;
 	}
 	if (esize)
-		cl__chan_copy(out, wt.msg, esize);
+		cl__chan_copy(out, self->wait.msg, esize);
 	return 0;
 }
 

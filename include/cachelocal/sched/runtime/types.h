@@ -178,6 +178,32 @@ struct cl__rt_wnode {
 	struct cl_rt_task *t;
 };
 
+/* Message bytes a channel's waiter record carries itself (struct cl__rt_waiter.msg). */
+#define CL__RT_WAITER_MSG 8
+
+/*
+ * struct cl__rt_waiter - one blocked task on a wait list: the line of its
+ * descriptor kept for it (struct cl_rt_task.wait; a join's is on its
+ * stack). @data (or @msg) and
+ * @status are the primitive's (message slot, result); written by the
+ * waker before it wakes the task. A wakeup from another worker moves this
+ * line and no other line of the wakee: the waker reads @w here (not the
+ * descriptor's), a channel message up to CL__RT_WAITER_MSG bytes travels in
+ * @msg (not in the receiver's buffer), and the remote wake list links
+ * @rnode if it is not empty (cl__rt_wake_rec()). @w: by cl__rt_wait_rec().
+ */
+struct cl__rt_waiter {
+	struct cds_list_head node;
+	struct cl_rt_task *t;
+	struct cl__rt_worker *w;           /* the worker @t blocked on (cl__rt_wake_rec()) */
+	struct cl__rt_wnode rnode;
+	union {
+		void *data;
+		unsigned char msg[CL__RT_WAITER_MSG];
+	};
+	int status;
+};
+
 /*
  * struct cl_rt_task - a runtime task: a runqueue task, a stack and a context.
  * Descriptors come from a per-CPU object cache (objcache.h) and keep their
@@ -203,13 +229,16 @@ struct cl_rt_task {
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
 	struct cl__rt_wnode rnode;         /* in a worker's remote_wakes (cl__rt_wake()) */
-	struct cl__rt_waiter *wrec;        /* its waiter record while it waits in cl__rt_wait_rec() */
 	unsigned int ext_cpu;              /* queued from elsewhere: counted in the nr_ext_waiting
 					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_ticketlock join_lock;    /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
+	/* its waiter record (cl__rt_wait_rec()) on a line of its own: a waker
+	 * on another worker writes this line and no other of the task, and the
+	 * record needs no aligned stack frame */
+	struct cl__rt_waiter wait CL_ALIGNED(CL_CACHELINE_SIZE);
 	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
 	struct cl__rt_keep {
 		void *map;                 /* guard page + stack, or NULL for a new object */
@@ -222,30 +251,6 @@ struct cl_rt_task {
 	} keep;
 };
 
-/* Message bytes a channel's waiter record carries itself (struct cl__rt_waiter.msg). */
-#define CL__RT_WAITER_MSG 8
-
-/*
- * struct cl__rt_waiter - one blocked task on a wait list, on the blocked
- * task's own stack, on one cache line of its own. @data (or @msg) and
- * @status are the primitive's (message slot, result); written by the
- * waker before it wakes the task. A wakeup from another worker moves this
- * line and no other line of the wakee: the waker reads @w here (not the
- * descriptor's), a channel message up to CL__RT_WAITER_MSG bytes travels in
- * @msg (not in the receiver's buffer), and the remote wake list links
- * @rnode if it is not empty (cl__rt_wake_rec()). @w: by cl__rt_wait_rec().
- */
-struct cl__rt_waiter {
-	struct cds_list_head node;
-	struct cl_rt_task *t;
-	struct cl__rt_worker *w;           /* the worker @t blocked on (cl__rt_wake_rec()) */
-	struct cl__rt_wnode rnode;
-	union {
-		void *data;
-		unsigned char msg[CL__RT_WAITER_MSG];
-	};
-	int status;
-} CL_ALIGNED(CL_CACHELINE_SIZE);
 
 /* What the next context must finish for the one that switched away. */
 struct cl__rt_fin {

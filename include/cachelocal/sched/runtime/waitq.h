@@ -12,31 +12,30 @@
 CL_BEGIN_DECLS
 
 /*
- * Enqueue the current task's waiter record @wt (its data already set) on
- * @list and block; @lock is held by the caller and released after the
- * switch. Returns @wt's status. A waker wakes @wt with cl__rt_wake_rec().
+ * Enqueue the current task's waiter record (self->wait, its data already
+ * set) on @list and block; @lock is held by the caller and released after
+ * the switch. Returns the record's status. A waker wakes it with
+ * cl__rt_wake_rec().
  */
-CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cl__rt_waiter *wt,
-			      struct cds_list_head *list, struct cl_ticketlock *lock)
+CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *list,
+			      struct cl_ticketlock *lock)
 {
+	struct cl__rt_waiter *wt = &self->wait;
+
 	wt->t = self;
 	wt->w = self->w; /* stays while it waits: the balancer moves queued tasks only */
 	wt->status = -1;
-	self->wrec = wt;
 	cds_list_add_tail(&wt->node, list);
 	cl__rt_block(self, lock);
-	self->wrec = NULL;
 	return wt->status;
 }
 
-/* cl__rt_wait_rec() with a record on this frame carrying @data. */
+/* cl__rt_wait_rec() with the record carrying @data. */
 CL_INLINE int cl__rt_wait_on(struct cl_rt_task *self, struct cds_list_head *list,
 			     struct cl_ticketlock *lock, void *data)
 {
-	struct cl__rt_waiter wt;
-
-	wt.data = data;
-	return cl__rt_wait_rec(self, &wt, list, lock);
+	self->wait.data = data;
+	return cl__rt_wait_rec(self, list, lock);
 }
 
 /* Take the first waiter record off @list (lock held), or NULL. Its line is
