@@ -114,14 +114,15 @@ Test(sched_runtime_wake, channel_messages_of_every_size_cross_workers_intact)
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
 
-#define BURST 48
-#define ROUNDS 200
+#define BURST 32
+#define ROUNDS 60
 
 static struct burst {
-	struct cl_waitq wq;
-	int round;          /* under wq's lock */
-	atomic_int arrived; /* waiters that saw the current round */
-	atomic_int woken;   /* wakeups seen, all rounds */
+	struct cl_waitq wq;  /* the waiters wait here for their round */
+	struct cl_waitq kwq; /* the waker waits here for the waiters */
+	int round;           /* under wq's lock */
+	atomic_int arrived;  /* waiters that reached their round */
+	atomic_int woken;    /* wakeups seen, all rounds */
 } burst;
 
 static void *burst_waiter(void *p)
@@ -130,6 +131,7 @@ static void *burst_waiter(void *p)
 	for (int r = 1; r <= ROUNDS; r++) {
 		cl_waitq_lock(&burst.wq);
 		atomic_fetch_add(&burst.arrived, 1);
+		cl_waitq_wake_one(&burst.kwq);
 		while (burst.round < r) {
 			cl_waitq_wait(&burst.wq);
 			cl_waitq_lock(&burst.wq);
@@ -145,12 +147,16 @@ static void *burst_waker(void *p)
 	(void)p;
 	for (int r = 1; r <= ROUNDS; r++) {
 		/* every waiter is at round r (waiting, or about to) */
-		while (atomic_load(&burst.arrived) < BURST * r)
-			cl_yield();
+		cl_waitq_lock(&burst.kwq);
+		while (atomic_load(&burst.arrived) < BURST * r) {
+			cl_waitq_wait(&burst.kwq);
+			cl_waitq_lock(&burst.kwq);
+		}
+		cl_waitq_unlock(&burst.kwq);
 		cl_waitq_lock(&burst.wq);
 		burst.round = r;
 		cl_waitq_unlock(&burst.wq);
-		cl_waitq_wake_all(&burst.wq); /* BURST pushes onto worker 1's list */
+		cl_waitq_wake_all(&burst.wq); /* up to BURST pushes onto worker 1's list */
 	}
 	return NULL;
 }
@@ -161,6 +167,7 @@ Test(sched_runtime_wake, burst_of_wakeups_onto_one_worker_loses_none, .timeout =
 	struct cl_rt_task *w[BURST], *k;
 
 	cl_waitq_init(&burst.wq);
+	cl_waitq_init(&burst.kwq);
 	for (int i = 0; i < BURST; i++)
 		w[i] = spawn_on(rt, 1, burst_waiter, NULL);
 	k = spawn_on(rt, 0, burst_waker, NULL);
