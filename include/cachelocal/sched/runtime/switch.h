@@ -105,20 +105,18 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
 
 /*
  * Remote wake list (the kernel's TTWU_QUEUE). A waker on another worker,
- * or outside the runtime, does not take @w's rq lock: it pushes the task on
- * @w->remote_wakes (a lock-free stack on the line of @w's `sleeping` word)
- * and kicks @w only if it sleeps (cl__rt_wake_remote()). @w takes the whole
- * stack with one exchange at its next switch or idle-loop pick, under its
- * own rq lock, and appends it in wake order to its local wake list, which
- * the same switch then enqueues. A wakeup thus moves one line to the
- * waker's CPU and back, instead of the rq lock, the rq and the entity.
- * Against a lost wakeup: the waker pushes, then reads `sleeping`; the
- * worker sets `sleeping`, then reads the stack (both sequentially
- * consistent), so one of them sees the other.
+ * or outside the runtime, takes no lock of @w: it pushes a node naming the
+ * task (in its waiter record, else in its descriptor) on @w->remote_wakes,
+ * a lock-free stack on the line of @w's `sleeping` word, and kicks @w only
+ * if it sleeps (cl__rt_wake_push()). @w takes the whole stack with one
+ * exchange at its next switch or idle-loop pick, under its own rq lock,
+ * and appends it in wake order to its local wake list, which the same
+ * switch enqueues. The lines a wakeup moves: docs/runtime.md. No lost
+ * wakeup: the waker pushes, then reads `sleeping`; the worker sets it,
+ * then reads the stack (all seq_cst): one of them sees the other.
  */
-/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it
- * runs, @w makes no hand-off chain beside queued tasks (cl__rt_chain_beside()).
- * Context: @w's rq lock. */
+/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it runs,
+ * @w makes no hand-off chain beside queued tasks. Context: @w's rq lock. */
 CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
 	if (!t->ext_cpu) {
@@ -129,26 +127,38 @@ CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
 
 CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
 {
-	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != NULL;
+	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != 0;
 }
 
-/* Move @w's remote wakeups to its local wake list. Context: @w's thread, rq lock. */
+/* Move @w's remote wakeups to its local wake list, marked runnable; nodes
+ * only read, a lone wakee's record fetched for it. Context: @w, rq lock. */
 CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 {
+	uintptr_t e;
 	struct cl_rt_task *t, *fifo = NULL;
 
 	if (CL_LIKELY(!cl__rt_remote_pending(w)))
 		return;
-	t = CL_ATOMIC_XCHG(&w->remote_wakes, (struct cl_rt_task *)NULL, CL_ACQUIRE);
+	e = CL_ATOMIC_XCHG(&w->remote_wakes, (uintptr_t)0, CL_ACQUIRE);
 	w->nr_remote_drains++;
-	while (t) { /* the stack is newest first */
-		struct cl_rt_task *n = t->remote_next;
+	while (e) { /* the stack is newest first; a tagged task ends it */
+		if (e & 1u) {
+			t = (struct cl_rt_task *)(e & ~(uintptr_t)1);
+			e = 0;
+			cl__rt_prefetchw(&t->wait); /* read once it runs: fetched meanwhile */
+		} else {
+			const struct cl__rt_wnode *n = (const struct cl__rt_wnode *)e;
 
-		t->remote_next = fifo;
+			e = n->next;
+			t = n->t; /* @n is not read again: its task may run once queued */
+		}
+		t->wake_next = fifo;
 		fifo = t;
-		t = n;
 	}
-	for (t = fifo; t; t = t->remote_next) {
+	while (fifo) {
+		t = fifo;
+		fifo = t->wake_next;
+		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 		cl__rt_ext_mark(w, t);
 		t->wake_next = NULL;
 		*w->wake_tail = t;
@@ -547,12 +557,10 @@ CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_ticketlock *lock)
 }
 
 /*
- * cl__rt_kick() - wake @w's thread out of its futex sleep. @w decides to
- * sleep under its rq lock (nr_running == 0 -> sleeping = 1), and a waker
- * reads `sleeping` under the same lock right after its enqueue, so either
- * the worker sees the task or the waker sees the flag. The swap to 0 makes
- * one waker do the FUTEX_WAKE; a wake that lands before the worker's
- * FUTEX_WAIT makes that wait return at once (the word is no longer 1).
+ * cl__rt_kick() - wake @w's thread out of its futex sleep (the protocol:
+ * cl__rt_enqueue_wake(), cl__rt_wake_push()). The swap to 0 makes one
+ * waker do the FUTEX_WAKE; one that lands before the worker's FUTEX_WAIT
+ * makes that wait return at once (the word is no longer 1).
  */
 CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
 {
@@ -575,7 +583,8 @@ CL_INLINE void cl__rt_kick_idle(struct cl_runtime *rt, unsigned int from)
 
 /*
  * cl__rt_enqueue_wake() - queue @t (new, or taken off a wait list by the
- * caller) on worker @cpu's rq and notify that worker.
+ * caller) on worker @cpu's rq and notify that worker (it decides to sleep
+ * under the rq lock, under which this reads `sleeping` after the enqueue).
  * @cur: the caller's worker (NULL outside the runtime).
  */
 CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, unsigned int cpu,
@@ -609,56 +618,63 @@ CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, 
 		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
 }
 
-/* Push @t on @w's remote wake list; kick @w if it sleeps. */
-CL_INLINE void cl__rt_wake_remote(struct cl__rt_worker *w, struct cl_rt_task *t)
+/* Push @t on @w's remote wake list; kick @w if it sleeps. An empty list
+ * takes @t itself, tagged (guessed first: the CAS takes the line for
+ * writing at once, no read before it), else the list links node @n. @t
+ * and @n are @w's once pushed. */
+CL_INLINE void cl__rt_wake_push(struct cl__rt_worker *w, struct cl_rt_task *t, struct cl__rt_wnode *n)
 {
-	/* guess an empty list: the CAS then takes the line for writing at once,
-	 * instead of a read for the load and a second transfer for the CAS */
-	struct cl_rt_task *old = NULL;
+	uintptr_t old = 0, v = (uintptr_t)t | 1u;
 
-	do
-		t->remote_next = old;
-	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, t, CL_SEQ_CST, CL_RELAXED));
+	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, v, CL_SEQ_CST, CL_RELAXED)) {
+		n->next = old;
+		n->t = t;
+		v = (uintptr_t)n;
+	}
 	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
 		cl__rt_kick(w);
 	else
 		cl__rt_wake_kick_busy(w); /* wakeup preemption */
 }
 
-/*
- * cl__rt_wake() - make @t, blocked and taken off its wait list by the
- * caller, runnable again on the rq of the worker that last ran it.
- * Remote (another worker, or a caller outside the runtime): enqueued under
- * that rq's lock, the worker notified. Local (the caller's own worker):
- * put on the worker's wake list, which only this thread touches, and
- * enqueued under the rq lock the caller's next switch takes anyway (one
- * lock round trip instead of two; the kernel's wake list does the same).
- *
- * Context: any thread; holding no rq lock (a wait-list lock may be held).
- */
-CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
+/* Wake @t (record or descriptor node @n) blocked on worker @tw. */
+CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, struct cl__rt_wnode *n)
 {
 	struct cl_rt_task *self = cl__rt_current();
 
-	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 	if (self)
 		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
-	if (self && self->w == t->w) {
-		struct cl__rt_worker *w = self->w;
-
-		*w->wake_tail = t;
-		w->wake_tail = &t->wake_next;
-		w->nr_wakes++;
-		/* wakeup preemption beside other runnable tasks (not in a lone pair) */
-		if (CL_UNLIKELY(CL_READ_ONCE(w->rq->nr_running) >= 2))
-			cl__rt_wake_mark_local(w);
+	if (!self || self->w != tw) {
+		cl__rt_wake_push(tw, t, n);
 	} else {
-		cl__rt_wake_remote(t->w, t);
+		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+		*tw->wake_tail = t;
+		tw->wake_tail = &t->wake_next;
+		tw->nr_wakes++;
+		/* wakeup preemption beside other runnable tasks (not in a lone pair) */
+		if (CL_UNLIKELY(CL_READ_ONCE(tw->rq->nr_running) >= 2))
+			cl__rt_wake_mark_local(tw);
 	}
 	if (self) { /* no yield here: this may run in cl__rt_finish() */
 		CL_BARRIER();
 		CL_WRITE_ONCE(self->np, self->np - 1);
 	}
+}
+
+/* cl__rt_wake() - make @t, blocked and off its wait list, runnable on its last
+ * worker: its local wake list (the caller runs there: enqueued at the next
+ * switch), else its remote wake list. Context: any thread, no rq lock held. */
+CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
+{
+	cl__rt_wake_to(t->w, t, &t->rnode);
+}
+
+/* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
+ * off its list, status written): remote, it writes no line of the wakee but
+ * @wt's (worker read there, node linked there). @wt is the wakee's after. */
+CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
+{
+	cl__rt_wake_to(wt->w, wt->t, &wt->rnode);
 }
 
 /* Wake every waiter of a list the caller detached (join waiters). */

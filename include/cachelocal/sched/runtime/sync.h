@@ -44,6 +44,7 @@ CL_BEGIN_DECLS
 struct cl_chan {
 	struct cl_ticketlock lock;
 	int closed;
+	int small;                       /* esize <= CL__RT_WAITER_MSG (cl__chan_inline()) */
 	size_t esize;
 	size_t cap;
 	size_t head;                     /* index of the oldest message */
@@ -69,9 +70,14 @@ CL_INLINE struct cl_chan *cl_chan_create(size_t esize, size_t cap)
 		errno = EINVAL;
 		return NULL;
 	}
-	c = (struct cl_chan *)calloc(1, sizeof(*c));
-	if (c)
+	/* on lines of its own: the lock and the receivers' list (what a sender
+	 * to a waiting receiver touches) on the first */
+	c = (struct cl_chan *)aligned_alloc(CL_CACHELINE_SIZE,
+					    (sizeof(*c) + CL_CACHELINE_SIZE - 1) & ~(size_t)(CL_CACHELINE_SIZE - 1));
+	if (c) {
+		memset(c, 0, sizeof(*c));
 		c->buf = (unsigned char *)malloc(esize * cap);
+	}
 	if (!c || !c->buf) {
 		free(c);
 		errno = ENOMEM;
@@ -79,6 +85,7 @@ CL_INLINE struct cl_chan *cl_chan_create(size_t esize, size_t cap)
 	}
 	cl_ticket_init(&c->lock);
 	c->esize = esize;
+	c->small = esize <= CL__RT_WAITER_MSG;
 	c->cap = cap;
 	CDS_INIT_LIST_HEAD(&c->recvq);
 	CDS_INIT_LIST_HEAD(&c->sendq);
@@ -105,6 +112,20 @@ CL_INLINE int cl_chan_destroy(struct cl_chan *c)
 	return 0;
 }
 
+/* memcpy() of a message: the common sizes as fixed-size copies (no call).
+ * The empty asm hides where @src and @dst point: the compiler would warn
+ * about the branch for a size that the caller's object does not have. */
+CL_INLINE void cl__chan_copy(void *dst, const void *src, size_t n)
+{
+	__asm__("" : "+r"(dst), "+r"(src));
+	if (n == sizeof(int))
+		memcpy(dst, src, sizeof(int));
+	else if (n == sizeof(void *))
+		memcpy(dst, src, sizeof(void *));
+	else
+		memcpy(dst, src, n);
+}
+
 /* Append @msg to the ring (lock held, count < cap). */
 CL_INLINE void cl__chan_push(struct cl_chan *c, const void *msg)
 {
@@ -112,8 +133,19 @@ CL_INLINE void cl__chan_push(struct cl_chan *c, const void *msg)
 
 	if (i >= c->cap)
 		i -= c->cap;
-	memcpy(c->buf + i * c->esize, msg, c->esize);
+	cl__chan_copy(c->buf + i * c->esize, msg, c->esize);
 	c->count++;
+}
+
+/*
+ * A message up to CL__RT_WAITER_MSG bytes (@c->small) travels in the
+ * waiter record of the blocked side (the one line of it that its waker
+ * writes anyway), not through its buffer, which would be one more line to
+ * move each way.
+ */
+CL_INLINE int cl__chan_inline(const struct cl_chan *c)
+{
+	return c->small;
 }
 
 /* Try to send without blocking (lock held). 1 sent, 0 full; wakes a receiver. */
@@ -122,12 +154,10 @@ CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg)
 	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
 	if (wt) {
-		struct cl_rt_task *t = wt->t;
-
-		memcpy(wt->data, msg, c->esize);
+		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
 		wt->status = 0;
 		cl__rt_unlock(&c->lock);
-		cl__rt_wake(t);
+		cl__rt_wake_rec(wt);
 		return 1;
 	}
 	if (c->count < c->cap) {
@@ -142,10 +172,9 @@ CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg)
 CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 {
 	struct cl__rt_waiter *wt;
-	struct cl_rt_task *t;
 
 	if (c->count) {
-		memcpy(out, c->buf + c->head * c->esize, c->esize);
+		cl__chan_copy(out, c->buf + c->head * c->esize, c->esize);
 		c->head = c->head + 1 == c->cap ? 0 : c->head + 1;
 		c->count--;
 		wt = cl__rt_waiter_pop(&c->sendq);
@@ -153,17 +182,16 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 			cl__rt_unlock(&c->lock);
 			return 1;
 		}
-		cl__chan_push(c, wt->data);
+		cl__chan_push(c, cl__chan_inline(c) ? (const void *)wt->msg : wt->data);
 	} else {
 		wt = cl__rt_waiter_pop(&c->sendq);
 		if (!wt)
 			return 0;
-		memcpy(out, wt->data, c->esize);
+		cl__chan_copy(out, cl__chan_inline(c) ? (const void *)wt->msg : wt->data, c->esize);
 	}
-	t = wt->t;
 	wt->status = 0;
 	cl__rt_unlock(&c->lock);
-	cl__rt_wake(t);
+	cl__rt_wake_rec(wt);
 	return 1;
 }
 
@@ -209,7 +237,11 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 		cl__rt_unlock(&c->lock);
 		return -1;
 	}
-	if (cl__rt_wait_on(self, &c->sendq, &c->lock, (void *)(uintptr_t)msg) != 0) {
+	if (cl__chan_inline(c))
+		cl__chan_copy(self->wait.msg, msg, c->esize);
+	else
+		self->wait.data = (void *)(uintptr_t)msg;
+	if (cl__rt_wait_rec(self, &c->sendq, &c->lock) != 0) {
 		errno = EPIPE;
 		return -1;
 	}
@@ -229,6 +261,7 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 {
 	struct cl_rt_task *self;
+	size_t esize;
 
 	if (!c || !out) {
 		errno = EINVAL;
@@ -247,10 +280,15 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 		cl__rt_unlock(&c->lock);
 		return -1;
 	}
-	if (cl__rt_wait_on(self, &c->recvq, &c->lock, out) != 0) {
+	/* read now: the channel's line is the sender's after the wakeup */
+	esize = cl__chan_inline(c) ? c->esize : 0;
+	self->wait.data = out;
+	if (cl__rt_wait_rec(self, &c->recvq, &c->lock) != 0) {
 		errno = EPIPE;
 		return -1;
 	}
+	if (esize)
+		cl__chan_copy(out, self->wait.msg, esize);
 	return 0;
 }
 
@@ -325,10 +363,9 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 	cl__rt_unlock(&c->lock);
 	while (!cds_list_empty(&list)) {
 		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
-		struct cl_rt_task *t = wt->t;
 
 		wt->status = -1;
-		cl__rt_wake(t);
+		cl__rt_wake_rec(wt);
 	}
 	return 0;
 }
@@ -439,7 +476,6 @@ CL_INLINE int cl_mutex_lock(struct cl_mutex *m)
 CL_INLINE int cl_mutex_unlock(struct cl_mutex *m)
 {
 	struct cl__rt_waiter *wt;
-	struct cl_rt_task *t;
 	int one = 1;
 
 	if (CL__BAD_ARG(m == NULL))
@@ -459,12 +495,11 @@ CL_INLINE int cl_mutex_unlock(struct cl_mutex *m)
 		return 0;
 	}
 	/* ownership passes to wt; stay 2 while others wait */
-	t = wt->t;
-	cl__mutex_set_owner(m, t);
+	cl__mutex_set_owner(m, wt->t);
 	CL_ATOMIC_STORE(&m->state, cds_list_empty(&m->waiters) ? 1 : 2, CL_RELEASE);
 	wt->status = 0;
 	cl__rt_unlock(&m->wait_lock);
-	cl__rt_wake(t);
+	cl__rt_wake_rec(wt);
 	return 0;
 }
 

@@ -155,6 +155,7 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 
 struct cl_runtime;
 struct cl__rt_worker;
+struct cl__rt_waiter;
 
 /* A context the runtime can switch to: a task's or a worker's own stack. */
 struct cl__rt_ctx {
@@ -163,6 +164,44 @@ struct cl__rt_ctx {
 	void *asan_fake;
 	const void *stack_lo;
 	size_t stack_size;
+};
+
+/*
+ * struct cl__rt_wnode - an entry of a worker's remote wake list, used when
+ * the list is not empty (an empty list takes the task itself, tagged: see
+ * cl__rt_wake_push()): the woken task's waiter record carries one
+ * (cl__rt_wake_rec(): the line its waker writes anyway), its descriptor
+ * another (cl__rt_wake()). @next: the rest of the list (as remote_wakes).
+ */
+struct cl__rt_wnode {
+	uintptr_t next;
+	struct cl_rt_task *t;
+};
+
+/* Message bytes a channel's waiter record carries itself (struct cl__rt_waiter.msg). */
+#define CL__RT_WAITER_MSG 8
+
+/*
+ * struct cl__rt_waiter - one blocked task on a wait list: the line of its
+ * descriptor kept for it (struct cl_rt_task.wait; a join's is on its
+ * stack). @data (or @msg) and
+ * @status are the primitive's (message slot, result); written by the
+ * waker before it wakes the task. A wakeup from another worker moves this
+ * line and no other line of the wakee: the waker reads @w here (not the
+ * descriptor's), a channel message up to CL__RT_WAITER_MSG bytes travels in
+ * @msg (not in the receiver's buffer), and the remote wake list links
+ * @rnode if it is not empty (cl__rt_wake_rec()). @w: by cl__rt_wait_rec().
+ */
+struct cl__rt_waiter {
+	struct cds_list_head node;
+	struct cl_rt_task *t;
+	struct cl__rt_worker *w;           /* the worker @t blocked on (cl__rt_wake_rec()) */
+	struct cl__rt_wnode rnode;
+	union {
+		void *data;
+		unsigned char msg[CL__RT_WAITER_MSG];
+	};
+	int status;
 };
 
 /*
@@ -180,21 +219,26 @@ struct cl_rt_task {
 	void *(*fn)(void *);
 	void *arg;
 	void *ret;
-	/* a remote waker's line: it reads w and writes state and remote_next
-	 * (one line to move, not also the saved context's) */
+	/* a waker without a waiter record (a join, a spawn) reads w and writes
+	 * state and rnode: one line to move, not also the saved context's */
 	struct cl__rt_worker *w;           /* worker running it, or that last ran it */
-	int state;                         /* CL__RT_*, written by the task and its waker */
+	int state;                         /* CL__RT_*, written by the task, a local waker, or the
+					    * worker that takes a remote wakeup off its list */
 	int exited;                        /* 1 once DEAD and switched away (futex word) */
 	int ext_joiner;                    /* a thread outside the runtime waits in cl_join() */
 	int refs;                          /* 2 at spawn: running + handle */
 	struct cl_rt_task *wake_next;      /* in its worker's wake_list (local wakeup) */
-	struct cl_rt_task *remote_next;    /* in a worker's remote_wakes */
+	struct cl__rt_wnode rnode;         /* in a worker's remote_wakes (cl__rt_wake()) */
 	unsigned int ext_cpu;              /* queued from elsewhere: counted in the nr_ext_waiting
 					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
 	struct cl_ticketlock join_lock;    /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
+	/* its waiter record (cl__rt_wait_rec()) on a line of its own: a waker
+	 * on another worker writes this line and no other of the task, and the
+	 * record needs no aligned stack frame */
+	struct cl__rt_waiter wait CL_ALIGNED(CL_CACHELINE_SIZE);
 	/* kept while the object sits in the cache (not cleared by cl_spawn()) */
 	struct cl__rt_keep {
 		void *map;                 /* guard page + stack, or NULL for a new object */
@@ -207,17 +251,6 @@ struct cl_rt_task {
 	} keep;
 };
 
-/*
- * struct cl__rt_waiter - one blocked task on a wait list, on the blocked
- * task's own stack. @data and @status are the primitive's (message slot,
- * result); written by the waker before it wakes the task.
- */
-struct cl__rt_waiter {
-	struct cds_list_head node;
-	struct cl_rt_task *t;
-	void *data;
-	int status;
-};
 
 /* What the next context must finish for the one that switched away. */
 struct cl__rt_fin {
@@ -233,7 +266,7 @@ struct cl__rt_worker {
 	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
 	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
 	int preempt_pending;               /* CL__RT_PP_*: set by the tick and by wakers */
-	struct cl_rt_task *remote_wakes;   /* remote wakeups: a lock-free stack (cl__rt_wake()) */
+	uintptr_t remote_wakes;            /* remote wakeups: a lock-free stack (cl__rt_wake_push()) */
 	uint64_t wake_preempt_ns;          /* runtime clock from which a wakee may preempt the
 					    * running task (its protected slice ends); 0: idle */
 	CL_GROUP_END_GUARDED(cl_rt_worker_idle);
@@ -407,6 +440,21 @@ CL_INLINE const void *cl__rt_caller_id(void)
 	const struct cl_rt_task *self = cl__rt_current();
 
 	return self ? (const void *)self : (const void *)&cl__rt_tls_thread_id;
+}
+
+/*
+ * cl__rt_prefetchw() - start taking @p's line for writing. A line another
+ * CPU last wrote that is read first and then written moves twice (shared,
+ * then the upgrade); fetched for writing it moves once. x86's PREFETCHW
+ * (a no-op on CPUs without it); elsewhere the compiler's write prefetch.
+ */
+CL_INLINE void cl__rt_prefetchw(const void *p)
+{
+#if defined(CL_ARCH_X86_64)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
 }
 
 /* ---- preemption: the non-preemptible count ---- */

@@ -11,22 +11,35 @@
 
 CL_BEGIN_DECLS
 
-/* Enqueue the current task's waiter record @wt (with @data) on @list and
- * block; @lock is held by the caller and released after the switch. */
+/*
+ * Enqueue the current task's waiter record (self->wait, its data already
+ * set) on @list and block; @lock is held by the caller and released after
+ * the switch. Returns the record's status. A waker wakes it with
+ * cl__rt_wake_rec().
+ */
+CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *list,
+			      struct cl_ticketlock *lock)
+{
+	struct cl__rt_waiter *wt = &self->wait;
+
+	wt->t = self;
+	wt->w = self->w; /* stays while it waits: the balancer moves queued tasks only */
+	wt->status = -1;
+	cds_list_add_tail(&wt->node, list);
+	cl__rt_block(self, lock);
+	return wt->status;
+}
+
+/* cl__rt_wait_rec() with the record carrying @data. */
 CL_INLINE int cl__rt_wait_on(struct cl_rt_task *self, struct cds_list_head *list,
 			     struct cl_ticketlock *lock, void *data)
 {
-	struct cl__rt_waiter wt;
-
-	wt.t = self;
-	wt.data = data;
-	wt.status = -1;
-	cds_list_add_tail(&wt.node, list);
-	cl__rt_block(self, lock);
-	return wt.status;
+	self->wait.data = data;
+	return cl__rt_wait_rec(self, list, lock);
 }
 
-/* Take the first waiter record off @list (lock held), or NULL. */
+/* Take the first waiter record off @list (lock held), or NULL. Its line is
+ * taken for writing at once: the waker writes its status (and message). */
 CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
 {
 	struct cl__rt_waiter *wt;
@@ -34,6 +47,7 @@ CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
 	if (cds_list_empty(list))
 		return NULL;
 	wt = cl_container_of(list->next, struct cl__rt_waiter, node);
+	cl__rt_prefetchw(wt);
 	cds_list_del(&wt->node);
 	return wt;
 }
@@ -142,7 +156,6 @@ CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
 CL_INLINE int cl_waitq_wake_one(struct cl_waitq *wq)
 {
 	struct cl__rt_waiter *wt;
-	struct cl_rt_task *t;
 
 	if (CL__BAD_ARG(wq == NULL))
 		return 0;
@@ -152,10 +165,9 @@ CL_INLINE int cl_waitq_wake_one(struct cl_waitq *wq)
 		cl__rt_unlock(&wq->lock);
 		return 0;
 	}
-	t = wt->t;
 	wt->status = 0;
 	cl__rt_unlock(&wq->lock);
-	cl__rt_wake(t);
+	cl__rt_wake_rec(wt);
 	return 1;
 }
 
@@ -180,10 +192,9 @@ CL_INLINE int cl_waitq_wake_all(struct cl_waitq *wq)
 	cl__rt_unlock(&wq->lock);
 	while (!cds_list_empty(&list)) {
 		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
-		struct cl_rt_task *t = wt->t;
 
 		wt->status = 0;
-		cl__rt_wake(t);
+		cl__rt_wake_rec(wt);
 		n++;
 	}
 	return n;

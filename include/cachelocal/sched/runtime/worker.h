@@ -142,12 +142,17 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			w->nr_idle_balance_skips++;
 		}
 		/* bounded spin: a remote waker finds `sleeping` clear and only pushes
-		 * on the wake list, which this loop polls (no futex on either side) */
+		 * on the wake list, which this loop polls (no futex on either side).
+		 * It polls the list's line for writing: a push takes it once, this
+		 * loop takes it back once, and the drain's exchange then finds it
+		 * here (a plain read would leave it shared, and the exchange would
+		 * move it a third time) */
 		if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
 			int hit = 0;
 
 			until = now + rt->spin_ns;
 			for (unsigned int i = 1;; i++) {
+				cl__rt_prefetchw(&w->remote_wakes);
 				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop) ||
 				    cl__rt_remote_pending(w)) {
 					hit = 1;
