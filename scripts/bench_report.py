@@ -189,6 +189,9 @@ AFTER_GOALS = {"rqfib": (1000.0, "<= 1000 ns per spawn (default workers)")}
 # Deterministic rows (cachegrind counts, min = max): a difference within this
 # fraction is `within noise` (as the model's tolerance).
 DETERMINISTIC_TOLERANCE = 0.05
+# bench/vcpu_speed's ratio above which the report calls the CPUs uneven (a
+# host running two vCPUs on one busy core shows ~1.8x).
+UNEVEN_BOUND = 1.25
 
 
 def goal_of(eid, gain, verdict, after=None):
@@ -346,6 +349,23 @@ def run_bench(path, args, jsonl):
             f.write(json.dumps(rec) + "\n")
             recs.append(rec)
     return recs, p.returncode, time.time() - t, p.stderr
+
+
+def vcpu_speed(byname, args, jsonl, when):
+    """bench/vcpu_speed's ratio (slowest CPU with all CPUs busy / fastest CPU
+    alone, the same plain loop) and its rows, or None when it is not built or
+    failed: how even the (v)CPUs were around the multi-thread rows."""
+    path = byname.get("vcpu_speed")
+    if not path:
+        return None
+    progress("vCPU speed check (%s)" % when)
+    recs, rc, _, err = run_bench(path, args, jsonl)
+    ratio = next((r["value"] for r in recs if r.get("ratio") and r.get("bench") == "vcpu_speed"), None)
+    if rc != 0 or ratio is None:
+        progress("vcpu_speed failed (exit %d): %s" % (rc, err.strip().splitlines()[-1:] or ""))
+        return None
+    return {"ratio": ratio, "rows": [dict((k, r[k]) for k in ("variant", "median", "min", "max", "unit"))
+                                     for r in recs if "variant" in r]}
 
 
 def interleave(members, rounds):
@@ -692,6 +712,16 @@ def write_md(path, doc, plots_note):
     L.append("- load average before %.2f, after %.2f (1 min; %d CPUs)%s" % (
         m["load_before"], m["load_after"], m["cpus"],
         " — LOADED: above %.1f per CPU" % LOAD_BOUND if max(m["load_before"], m["load_after"]) > LOAD_BOUND * m["cpus"] else ""))
+    vs = m.get("vcpu_speed") or {}
+    if vs.get("before") or vs.get("after"):
+        def one(v):
+            return "%.2fx" % v["ratio"] if v else "not measured"
+        worst = max(v["ratio"] for v in (vs.get("before"), vs.get("after")) if v)
+        L.append("- CPU evenness (`bench/vcpu_speed`: one plain load loop, the slowest CPU while all "
+                 "run it over the fastest CPU alone; 1.00x = even): before the benchmarks %s, "
+                 "after %s%s" % (one(vs.get("before")), one(vs.get("after")),
+                                 " — UNEVEN: rows with threads on several CPUs are bounded by the "
+                                 "slowest CPU" if worst > UNEVEN_BOUND else ""))
     L.append("- verdict rule: gain > 1 means the technique wins; `reproduced`/`contrary` only when the "
              "two sides' min-max ranges over the runs do not overlap, else `within noise` "
              "(deterministic cachegrind counts: `within noise` when within %d%%); variants built "
@@ -752,6 +782,7 @@ def main():
     doc["compiler"] = doc["machine"]["compiler"]
     args = {"quick": ["--quick"], "long": [], "smoke": ["--smoke"]}[o.mode]
     byname = {os.path.basename(b): b for b in o.bins}
+    doc["machine"]["vcpu_speed"] = {"before": vcpu_speed(byname, args, jsonl, "before")}
     needed = []
     for e in EXPERIMENTS:
         if e["bench"] not in needed:
@@ -819,6 +850,7 @@ def main():
         for e in doc["experiments"]:
             e["goal_met"] = None
     doc["machine"]["load_after"] = os.getloadavg()[0]
+    doc["machine"]["vcpu_speed"]["after"] = vcpu_speed(byname, args, jsonl, "after")
     have_gnuplot = shutil.which("gnuplot") is not None and o.mode != "smoke"
     for e in doc["experiments"]:
         e["plot"] = plot(o.out, e, have_gnuplot)

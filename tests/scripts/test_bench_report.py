@@ -353,6 +353,33 @@ class BoundGoals(unittest.TestCase):
         self.assertIs(bad["goal_met"], False)
 
 
+class CpuEvenness(unittest.TestCase):
+    def md(self, before, after):
+        import tempfile
+        doc = valid_doc()
+        doc["experiments"] = []
+        doc["machine"]["cflags"] = ""
+        doc["machine"]["vcpu_speed"] = {"before": before, "after": after}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.md")
+            bench_report.write_md(path, doc, None)
+            return open(path).read()
+
+    def test_even_cpus_are_stated_without_a_warning(self):
+        md = self.md({"ratio": 1.02, "rows": []}, {"ratio": 1.05, "rows": []})
+        self.assertIn("before the benchmarks 1.02x, after 1.05x", md)
+        self.assertNotIn("UNEVEN", md)
+
+    def test_one_slow_cpu_at_either_end_is_flagged(self):
+        md = self.md({"ratio": 1.0, "rows": []}, {"ratio": 1.8, "rows": []})
+        self.assertIn("UNEVEN", md)
+        self.assertIn("after 1.80x", md)
+
+    def test_a_failed_check_says_not_measured(self):
+        self.assertIn("after not measured", self.md({"ratio": 1.1, "rows": []}, None))
+        self.assertNotIn("CPU evenness", self.md(None, None))
+
+
 if __name__ == "__main__":
     unittest.main()
 
