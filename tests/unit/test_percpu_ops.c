@@ -961,6 +961,49 @@ Test(percpu_path, null_words_are_einval_in_every_mode)
 	cl_percpu_pool_destroy(pool);
 }
 
+/*
+ * A pinned thread's buffer of 4 slots: the fifth push finds it full, the
+ * pops come back LIFO, then it is empty (checked for the CPU index; an
+ * mm_cid may move). Inlined, so a constant @st stays one.
+ */
+CL_ALWAYS_INLINE void buf_round_trip_pinned(struct cl_percpu_pool *pool, struct buf *b, size_t st,
+					    enum cl_rseq_index kind, int cpu)
+{
+	long vals[6];
+	void *out = NULL;
+	int i, first = -1;
+
+	/* buffer: 4 slots; the fifth push of a pinned thread finds it full */
+	for (int j = 0; j < 6; j++) {
+		i = cl_percpu_buf_push(kind, &b->count, st, b->items, 4, &vals[j],
+				       CL_RSEQ_MO_RELEASE);
+		if (kind == CL_RSEQ_INDEX_CPU_ID) {
+			if (j < 4)
+				cr_assert_eq(i, cpu);
+			else
+				cr_assert_eq(i, CL_PERCPU_CMPFAIL, "full");
+		}
+		if (j == 0)
+			first = i;
+	}
+	if (kind == CL_RSEQ_INDEX_CPU_ID) {
+		struct buf *mine = cl_percpu_ptr_stride(b, first, st);
+
+		cr_assert_eq(mine->count, 4);
+		for (int j = 0; j < 4; j++)
+			cr_assert_eq(mine->items[j], (void *)&vals[j]);
+		for (int j = 3; j >= 0; j--) {
+			cr_assert_eq(cl_percpu_buf_pop(kind, &b->count, st, b->items, &out),
+				     first);
+			cr_assert_eq(out, (void *)&vals[j], "LIFO");
+		}
+		cr_assert_eq(cl_percpu_buf_pop(kind, &b->count, st, b->items, &out),
+			     CL_PERCPU_CMPFAIL, "empty");
+	}
+	for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
+		cl_percpu_ptr_stride(b, c, st)->count = 0;
+}
+
 Test(percpu_path, list_and_buffer_round_trip_pinned)
 {
 	struct cl_percpu_pool *pool = test_pool();
@@ -969,14 +1012,13 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 	struct buf *b = cl_percpu_alloc(pool, sizeof(*b), sizeof(void *));
 	int cpus[64], ncpu = cl_test_allowed_cpus(cpus, 64);
 	struct node nodes[8];
-	long vals[6];
 
 	cr_assert_not_null(head);
 	cr_assert_not_null(b);
 	cr_assert_eq(cl_test_pin(cpus[ncpu - 1]), 0);
 	for (int k = 0; k < 2; k++) {
 		void *out = NULL;
-		int i, first = -1;
+		int i;
 
 		for (int j = 0; j < 8; j++) {
 			i = cl_percpu_list_push(modes[k], head, st, offsetof(struct node, next), &nodes[j]);
@@ -998,36 +1040,28 @@ Test(percpu_path, list_and_buffer_round_trip_pinned)
 		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
 			*cl_percpu_ptr_stride(head, c, st) = NULL;
 
-		/* buffer: 4 slots; the fifth push of a pinned thread finds it full */
-		for (int j = 0; j < 6; j++) {
-			i = cl_percpu_buf_push(modes[k], &b->count, st, b->items, 4, &vals[j],
-					       CL_RSEQ_MO_RELEASE);
-			if (modes[k] == CL_RSEQ_INDEX_CPU_ID) {
-				if (j < 4)
-					cr_assert_eq(i, cpus[ncpu - 1]);
-				else
-					cr_assert_eq(i, CL_PERCPU_CMPFAIL, "full");
-			}
-			if (j == 0)
-				first = i;
-		}
-		if (modes[k] == CL_RSEQ_INDEX_CPU_ID) {
-			struct buf *mine = cl_percpu_ptr_stride(b, first, st);
-
-			cr_assert_eq(mine->count, 4);
-			for (int j = 0; j < 4; j++)
-				cr_assert_eq(mine->items[j], (void *)&vals[j]);
-			for (int j = 3; j >= 0; j--) {
-				cr_assert_eq(cl_percpu_buf_pop(modes[k], &b->count, st, b->items, &out),
-					     first);
-				cr_assert_eq(out, (void *)&vals[j], "LIFO");
-			}
-			cr_assert_eq(cl_percpu_buf_pop(modes[k], &b->count, st, b->items, &out),
-				     CL_PERCPU_CMPFAIL, "empty");
-		}
-		for (unsigned c = 0; c < cl_percpu_pool_nr_cpus(pool); c++)
-			cl_percpu_ptr_stride(b, c, st)->count = 0;
+		buf_round_trip_pinned(pool, b, st, modes[k], cpus[ncpu - 1]);
 	}
+	cl_percpu_pool_destroy(pool);
+}
+
+/*
+ * The same buffer in a pool's default stride, a constant: on x86-64 the
+ * per-CPU path takes the packed sections there (slots right after the
+ * count, the copy one shift away, the item returned in a register).
+ */
+Test(percpu_path, buffer_round_trip_pinned_constant_stride)
+{
+	struct cl_percpu_pool *pool = test_pool();
+	struct buf *b = cl_percpu_alloc(pool, sizeof(*b), sizeof(void *));
+	int cpus[64], ncpu = cl_test_allowed_cpus(cpus, 64);
+
+	cr_assert_not_null(b);
+	cr_assert_eq(cl_percpu_pool_stride(pool), CL_PERCPU_STRIDE, "a default pool");
+	cr_assert_eq(cl_test_pin(cpus[ncpu - 1]), 0);
+	for (int k = 0; k < 2; k++)
+		buf_round_trip_pinned(pool, b, CL_PERCPU_STRIDE, k ? CL_RSEQ_INDEX_MM_CID : CL_RSEQ_INDEX_CPU_ID,
+				      cpus[ncpu - 1]);
 	cl_percpu_pool_destroy(pool);
 }
 

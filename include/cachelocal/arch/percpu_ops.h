@@ -10,7 +10,8 @@
  * cl__rseq_<op>_asm_mm_cid() (add, add_here, add_here_at when
  * CL__RSEQ_ASM_GOTO_OUTPUTS, pop_here, push_here, cmpstore, pop,
  * cmpstore_store, cmp2_store, cmpmemcpy_store, deref_add, bufpush_here,
- * bufpop_here; pseudo-code in percpu_ops/pseudocode.h), built from one
+ * bufpop_here; on x86-64 also bufpush_packed and bufpop_packed, announced by
+ * CL__RSEQ_HAVE_BUF_PACKED; pseudo-code in percpu_ops/pseudocode.h), built from one
  * template per architecture (arch/<arch>/percpu_ops_tmpl.h), and
  * cl__rseq_read_field(). Each section returns CL_RSEQ_OK, CL_RSEQ_CMPFAIL
  * or CL_RSEQ_ABORT.

@@ -204,6 +204,53 @@ CL_ALWAYS_INLINE int cl_percpu_list_push(enum cl_rseq_index kind, void **head, s
 	return i;
 }
 
+/*
+ * A buffer the packed sections serve (x86-64, arch/x86_64/percpu_ops_tmpl.h):
+ * the slots right after the count and a power-of-two stride, both known to
+ * the compiler (a pool's default stride and a {count, items[]} object, as
+ * objcache's). Anything else takes the "here" sections.
+ */
+#if defined(CL_HAVE_RSEQ_ASM) && defined(__OPTIMIZE__) && defined(CL__RSEQ_HAVE_BUF_PACKED)
+#define CL__PERCPU_HAVE_BUF_PACKED CL__RSEQ_HAVE_BUF_PACKED
+#else
+#define CL__PERCPU_HAVE_BUF_PACKED 0
+#endif
+#if CL__PERCPU_HAVE_BUF_PACKED
+#define CL__PERCPU_BUF_PACKED(count, stride, items)                                          \
+	(__builtin_constant_p(stride) && (stride) != 0 && ((stride) & ((stride) - 1)) == 0 &&  \
+	 __builtin_constant_p((void *)(items) == (void *)((count) + 1)) &&                     \
+	 (void *)(items) == (void *)((count) + 1))
+/* The index of the copy at @at: its distance from @count over the stride. */
+CL_ALWAYS_INLINE int cl__percpu_packed_index(const intptr_t *at, const intptr_t *count,
+					     size_t stride)
+{
+	int i = (int)(((uintptr_t)at - (uintptr_t)count) / stride);
+
+	if (i < 0) /* an index below the number of CPUs */
+		__builtin_unreachable();
+	return i;
+}
+/*
+ * A packed section (op, count, then its own arguments after the stride):
+ * retry on abort; the index whose copy changed, or CL_PERCPU_CMPFAIL.
+ */
+#define CL__PERCPU_RSEQ_PACKED(kind, op, count, stride, ...)                                   \
+	CL__PERCPU_RSEQ(kind, for (;;) {                                                      \
+		intptr_t *at_;                                                                \
+		int r_ = CL__RSEQ_ASM(kind, op, abi, count,                                   \
+				      (unsigned)__builtin_ctzll((unsigned long long)(stride)),  \
+				      __VA_ARGS__, &at_);                                     \
+                                                                                              \
+		if (CL_LIKELY(r_ == CL_RSEQ_OK))                                              \
+			return cl__percpu_packed_index(at_, count, stride);                   \
+		if (r_ != CL_RSEQ_ABORT)                                                      \
+			return CL_PERCPU_CMPFAIL;                                             \
+		CL_INJECT(11);                                                                \
+	})
+#else
+#define CL__PERCPU_BUF_PACKED(count, stride, items) 0
+#endif
+
 /* cl_percpu_buf_push() without critical sections (out of line: the
  * inline fast path stays small). */
 static CL_NOINLINE CL_UNUSED int cl__percpu_buf_push_fb(enum cl_rseq_index kind, intptr_t *count,
@@ -233,6 +280,12 @@ CL_ALWAYS_INLINE int cl_percpu_buf_push(enum cl_rseq_index kind, intptr_t *count
 			cl__rseq_kind_bad(kind) || (unsigned)mo > CL_RSEQ_MO_RELEASE))
 		return cl__percpu_fail(EINVAL);
 	/* The count, the slot and the index are read inside the section. */
+#if CL__PERCPU_HAVE_BUF_PACKED
+	if (CL__PERCPU_BUF_PACKED(count, stride, items)) {
+		CL__PERCPU_RSEQ_PACKED(kind, bufpush_packed, count, stride, cap, item);
+		return cl__percpu_buf_push_fb(kind, count, stride, items, cap, item, mo);
+	}
+#endif
 	CL__PERCPU_RSEQ_HERE(kind, bufpush_here, count, stride, items, cap, item);
 	return cl__percpu_buf_push_fb(kind, count, stride, items, cap, item, mo);
 }
@@ -266,6 +319,12 @@ CL_ALWAYS_INLINE int cl_percpu_buf_pop(enum cl_rseq_index kind, intptr_t *count,
 			cl__rseq_kind_bad(kind)))
 		return cl__percpu_fail(EINVAL);
 	/* The count, the item and the index are read inside the section. */
+#if CL__PERCPU_HAVE_BUF_PACKED
+	if (CL__PERCPU_BUF_PACKED(count, stride, items)) {
+		CL__PERCPU_RSEQ_PACKED(kind, bufpop_packed, count, stride, out);
+		return cl__percpu_buf_pop_fb(kind, count, stride, items, out);
+	}
+#endif
 	CL__PERCPU_RSEQ_HERE(kind, bufpop_here, count, stride, items, out);
 	return cl__percpu_buf_pop_fb(kind, count, stride, items, out);
 }

@@ -102,7 +102,7 @@
  *   fallback (both lists): the lock-bit pop / the CAS push above on the
  *   current index's head; the push retried until it succeeds.
  *
- * buf_push(count, stride, items, cap, item, mo):   bufpush_here
+ * buf_push(count, stride, items, cap, item, mo):   bufpush_here, bufpush_packed
  *	i = rseq->index_field; c = count + i * stride; it = items + i * stride;
  *	n = *c;
  *	if ((unsigned)n >= cap) return CL_PERCPU_CMPFAIL;   (full; a drainer's n < 0 too)
@@ -110,7 +110,7 @@
  *	*c = n + 1;                            commit (a release store on x86-64)
  *   fallback: cmpstore_store(c, n, &it[n], item, n + 1) under c's lock.
  *
- * buf_pop(count, stride, items, out):          bufpop_here
+ * buf_pop(count, stride, items, out):          bufpop_here, bufpop_packed
  *	i = rseq->index_field; c = count + i * stride; it = items + i * stride;
  *	n = *c;
  *	if (n <= 0) return CL_PERCPU_CMPFAIL;  (empty; a drainer's n < 0 too)

@@ -126,6 +126,10 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 	return v;
 }
 
+/* bufpop_packed and bufpush_packed exist (the per-CPU path uses them for a
+ * buffer laid out as {count, slots} at a constant power-of-two stride). */
+#define CL__RSEQ_HAVE_BUF_PACKED CL__RSEQ_ASM_GOTO_OUTPUTS
+
 /* The sections, instantiated for both index kinds by arch/percpu_ops.h. */
 #define CL__RSEQ_TMPL "x86_64/percpu_ops_tmpl.h"
 

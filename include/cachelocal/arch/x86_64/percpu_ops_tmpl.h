@@ -341,3 +341,69 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_here)(struct cl_rseq_abi *abi, intptr_t *
 	CL__RSEQ_HERE_STORE(idx_out);
 	CL__RSEQ_END_CMPFAIL(24);
 }
+
+#if CL__RSEQ_ASM_GOTO_OUTPUTS
+/*
+ * bufpop_packed / bufpush_packed (pseudocode.h: buf_pop, buf_push): the
+ * same sections for a buffer whose slots follow its count (items ==
+ * count + 1) in copies a constant power of two apart (1 << shift, an
+ * immediate): the copy is one shift and one add from the index, a slot is
+ * addressed from the count, the popped item comes back in a register
+ * (*out stored after the section, so an inlined caller keeps it in one),
+ * and the copy's address (*at) instead of the index (the caller shifts it
+ * back, or drops it). %[at] holds c, %rcx n (saved around user hooks).
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(bufpop_packed)(struct cl_rseq_abi *abi, intptr_t *count,
+					       unsigned shift, void **out, intptr_t **at)
+{
+	CL__RSEQ_HOOK_DECL
+	intptr_t *a;
+	void *it;
+
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     "movl %c[idx_off](%[abi]), %k[at]\n\t"
+		     "shlq %[shift], %q[at]\n\t"
+		     "addq %[count], %q[at]\n\t" CL__RSEQ_HOOK(2)
+		     "movq (%q[at]), %%rcx\n\t"
+		     "testq %%rcx, %%rcx\n\t"
+		     "jle %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq (%q[at], %%rcx, 8), %q[it]\n\t"
+		     "decq %%rcx\n\t" CL__RSEQ_HOOK(4)
+		     "movq %%rcx, (%q[at])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     : [at] "=&r"(a), [it] "=&r"(it)
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [count] "r"(count), [shift] "i"(shift)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
+		     : cl_abort, cl_cmpfail);
+	*out = it;
+	*at = a;
+	CL__RSEQ_END_CMPFAIL(24);
+}
+
+CL_ALWAYS_INLINE int CL__RSEQ_T(bufpush_packed)(struct cl_rseq_abi *abi, intptr_t *count,
+						unsigned shift, intptr_t cap, void *item,
+						intptr_t **at)
+{
+	CL__RSEQ_HOOK_DECL
+	intptr_t *a;
+
+	__asm__ __volatile__ goto(CL__RSEQ_ASM_DESCRIPTOR CL__RSEQ_ASM_START CL__RSEQ_HOOK(1)
+		     "movl %c[idx_off](%[abi]), %k[at]\n\t"
+		     "shlq %[shift], %q[at]\n\t"
+		     "addq %[count], %q[at]\n\t" CL__RSEQ_HOOK(2)
+		     "movq (%q[at]), %%rcx\n\t"
+		     "cmpq %[cap], %%rcx\n\t"
+		     "jae %l[cl_cmpfail]\n\t" CL__RSEQ_HOOK(3)
+		     "movq %[item], 8(%q[at], %%rcx, 8)\n\t"
+		     "incq %%rcx\n\t" CL__RSEQ_HOOK(4)
+		     "movq %%rcx, (%q[at])\n\t"
+		     "2:\n\t" CL__RSEQ_ASM_ABORT
+		     : [at] "=&r"(a)
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [count] "r"(count), [shift] "i"(shift),
+		       [cap] "er"(cap), [item] "r"(item)
+		     : CL__RSEQ_ASM_CLOBBERS, "rcx"
+		     : cl_abort, cl_cmpfail);
+	*at = a;
+	CL__RSEQ_END_CMPFAIL(23);
+}
+#endif
