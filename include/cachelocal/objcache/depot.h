@@ -76,15 +76,20 @@ CL_INLINE size_t cl__objcache_slab_below(const struct cl_objcache *c, uintptr_t 
 CL_INLINE size_t cl__objcache_number(const struct cl_objcache *c, const void *p)
 {
 	uintptr_t a = (uintptr_t)p, off;
-	size_t i = cl__objcache_slab_below(c, a), s;
+	size_t i = cl__objcache_slab_below(c, a), s, sz = c->obj_size;
 
 	if (i == c->nr_slabs)
 		return SIZE_MAX;
 	s = c->by_addr[i];
 	off = a - (uintptr_t)c->slabs[s];
-	if (off >= c->slab_bytes || off % c->obj_size != 0)
+	if (off >= c->slab_bytes)
 		return SIZE_MAX;
-	return (s << c->slab_shift) + off / c->obj_size;
+	if ((sz & (sz - 1)) == 0) /* a power of two (the usual size): no division */
+		return (off & (sz - 1)) != 0 ? SIZE_MAX
+					     : (s << c->slab_shift) + (off >> __builtin_ctzll((unsigned long long)sz));
+	if (off % sz != 0)
+		return SIZE_MAX;
+	return (s << c->slab_shift) + off / sz;
 }
 
 CL_INLINE int cl__objcache_bit(const uint64_t *bits, size_t n)
