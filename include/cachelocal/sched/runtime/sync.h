@@ -163,8 +163,8 @@ CL_INLINE int cl__chan_inline(const struct cl_chan *c)
  * status written) while @self is still non-preemptible: one count for
  * both, one TLS read for the call (@self: the caller's, NULL outside tasks).
  */
-CL_INLINE void cl__chan_unlock_wake(struct cl_chan *c, struct cl_rt_task *self,
-				    struct cl__rt_waiter *wt)
+CL_ALWAYS_INLINE void cl__chan_unlock_wake(struct cl_chan *c, struct cl_rt_task *self,
+					   struct cl__rt_waiter *wt)
 {
 	(void)cl_ticket_unlock(&c->lock);
 	cl__rt_wake_rec_as(self, wt);
@@ -234,18 +234,25 @@ CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg, struct cl_rt
 }
 
 /* cl_chan_send() past its fast path: @c locked by @self (NULL outside
- * tasks), closed, a receiver waiting, or full. */
+ * tasks), and a receiver waiting, or closed, or full. A closed channel has
+ * no receiver waiting (cl_chan_close() wakes them all). */
 CL_NOINLINE CL_UNUSED static int cl__chan_send_slow(struct cl_chan *c, const void *msg,
 						     struct cl_rt_task *self)
 {
+	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
+
+	if (wt) {
+		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
+		wt->status = 0;
+		cl__chan_unlock_wake(c, self, wt);
+		return 0;
+	}
 	if (c->closed) {
 		cl__rt_unlock_as(self, &c->lock);
 		errno = EPIPE;
 		return -1;
 	}
-	if (cl__chan_send_locked(c, msg, self))
-		return 0;
-	if (!self) {
+	if (!self) { /* full */
 		(void)cl_ticket_unlock(&c->lock);
 		errno = EPERM;
 		return -1;
@@ -275,7 +282,7 @@ CL_NOINLINE CL_UNUSED static int cl__chan_send_slow(struct cl_chan *c, const voi
  * or while waiting: the message was not delivered), EPERM (full, and the
  * caller is not a task).
  */
-CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
+CL_ALWAYS_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 {
 	struct cl_rt_task *self;
 
@@ -337,7 +344,7 @@ CL_NOINLINE CL_UNUSED static int cl__chan_recv_slow(struct cl_chan *c, void *out
  * Return: 0, or -1 with errno EINVAL, EPIPE (closed and empty), EPERM
  * (empty, and the caller is not a task).
  */
-CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
+CL_ALWAYS_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 {
 	struct cl_rt_task *self;
 
