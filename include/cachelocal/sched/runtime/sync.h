@@ -171,15 +171,23 @@ CL_ALWAYS_INLINE void cl__chan_unlock_wake(struct cl_chan *c, struct cl_rt_task 
 	cl__rt_np_put(self);
 }
 
+/* Copy @msg to the receiver of @wt (just taken off recvq), unlock, wake it. */
+CL_ALWAYS_INLINE void cl__chan_hand_over(struct cl_chan *c, struct cl_rt_task *self,
+					 struct cl__rt_waiter *wt, const void *msg)
+{
+	cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
+	wt->status = 0;
+	cl__chan_unlock_wake(c, self, wt);
+}
+
 /* Try to send without blocking (lock held by @self). 1 sent, 0 full; wakes a receiver. */
-CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg, struct cl_rt_task *self)
+CL_ALWAYS_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg,
+					   struct cl_rt_task *self)
 {
 	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
 	if (wt) {
-		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
-		wt->status = 0;
-		cl__chan_unlock_wake(c, self, wt);
+		cl__chan_hand_over(c, self, wt, msg);
 		return 1;
 	}
 	if (c->count < c->cap) {
@@ -242,9 +250,7 @@ CL_NOINLINE CL_UNUSED static int cl__chan_send_slow(struct cl_chan *c, const voi
 	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
 	if (wt) {
-		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
-		wt->status = 0;
-		cl__chan_unlock_wake(c, self, wt);
+		cl__chan_hand_over(c, self, wt, msg);
 		return 0;
 	}
 	if (c->closed) {
