@@ -244,8 +244,8 @@ CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg, struct cl_rt
 /* cl_chan_send() past its fast path: @c locked by @self (NULL outside
  * tasks), and a receiver waiting, or closed, or full. A closed channel has
  * no receiver waiting (cl_chan_close() wakes them all). */
-CL_NOINLINE CL_UNUSED static int cl__chan_send_slow(struct cl_chan *c, const void *msg,
-						     struct cl_rt_task *self)
+CL_INLINE int cl__chan_send_slow(struct cl_chan *c, const void *msg,
+				     struct cl_rt_task *self)
 {
 	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
@@ -308,8 +308,8 @@ CL_ALWAYS_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 
 /* cl_chan_recv() past its fast path: @c locked by @self (NULL outside
  * tasks), empty or with a sender waiting. */
-CL_NOINLINE CL_UNUSED static int cl__chan_recv_slow(struct cl_chan *c, void *out,
-						     struct cl_rt_task *self)
+CL_INLINE int cl__chan_recv_slow(struct cl_chan *c, void *out,
+				     struct cl_rt_task *self)
 {
 	size_t esize;
 
