@@ -637,13 +637,11 @@ CL_INLINE void cl__rt_wake_push(struct cl__rt_worker *w, struct cl_rt_task *t, s
 		cl__rt_wake_kick_busy(w); /* wakeup preemption */
 }
 
-/* Wake @t (record or descriptor node @n) blocked on worker @tw. */
-CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, struct cl__rt_wnode *n)
+/* Wake @t (record or descriptor node @n) blocked on worker @tw, from @self
+ * (the caller's task, non-preemptible; NULL outside tasks). */
+CL_ALWAYS_INLINE void cl__rt_wake_from(struct cl_rt_task *self, struct cl__rt_worker *tw,
+				       struct cl_rt_task *t, struct cl__rt_wnode *n)
 {
-	struct cl_rt_task *self = cl__rt_current();
-
-	if (self)
-		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
 	if (!self || self->w != tw) {
 		cl__rt_wake_push(tw, t, n);
 	} else {
@@ -655,6 +653,16 @@ CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, st
 		if (CL_UNLIKELY(CL_READ_ONCE(tw->rq->nr_running) >= 2))
 			cl__rt_wake_mark_local(tw);
 	}
+}
+
+/* Wake @t (record or descriptor node @n) blocked on worker @tw. */
+CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, struct cl__rt_wnode *n)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (self)
+		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
+	cl__rt_wake_from(self, tw, t, n);
 	if (self) { /* no yield here: this may run in cl__rt_finish() */
 		CL_BARRIER();
 		CL_WRITE_ONCE(self->np, self->np - 1);
@@ -667,14 +675,6 @@ CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, st
 CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 {
 	cl__rt_wake_to(t->w, t, &t->rnode);
-}
-
-/* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
- * off its list, status written): remote, it writes no line of the wakee but
- * @wt's (worker read there, node linked there). @wt is the wakee's after. */
-CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
-{
-	cl__rt_wake_to(wt->w, wt->t, &wt->rnode);
 }
 
 /* Wake every waiter of a list the caller detached (join waiters). */

@@ -133,8 +133,18 @@ CL_INLINE void cl__chan_push(struct cl_chan *c, const void *msg)
 
 	if (i >= c->cap)
 		i -= c->cap;
-	cl__chan_copy(c->buf + i * c->esize, msg, c->esize);
 	c->count++;
+	cl__chan_copy(c->buf + i * c->esize, msg, c->esize);
+}
+
+/* Take the oldest message of the ring into @out (lock held, count > 0). */
+CL_INLINE void cl__chan_pop(struct cl_chan *c, void *out)
+{
+	size_t h = c->head;
+
+	c->head = h + 1 == c->cap ? 0 : h + 1;
+	c->count--;
+	cl__chan_copy(out, c->buf + h * c->esize, c->esize);
 }
 
 /*
@@ -148,38 +158,56 @@ CL_INLINE int cl__chan_inline(const struct cl_chan *c)
 	return c->small;
 }
 
-/* Try to send without blocking (lock held). 1 sent, 0 full; wakes a receiver. */
-CL_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg)
+/*
+ * Release the lock, then wake @wt's task (taken off a list under it,
+ * status written) while @self is still non-preemptible: one count for
+ * both, one TLS read for the call (@self: the caller's, NULL outside tasks).
+ */
+CL_ALWAYS_INLINE void cl__chan_unlock_wake(struct cl_chan *c, struct cl_rt_task *self,
+					   struct cl__rt_waiter *wt)
+{
+	(void)cl_ticket_unlock(&c->lock);
+	cl__rt_wake_rec_as(self, wt);
+	cl__rt_np_put(self);
+}
+
+/* Copy @msg to the receiver of @wt (just taken off recvq), unlock, wake it. */
+CL_ALWAYS_INLINE void cl__chan_hand_over(struct cl_chan *c, struct cl_rt_task *self,
+					 struct cl__rt_waiter *wt, const void *msg)
+{
+	cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
+	wt->status = 0;
+	cl__chan_unlock_wake(c, self, wt);
+}
+
+/* Try to send without blocking (lock held by @self). 1 sent, 0 full; wakes a receiver. */
+CL_ALWAYS_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg,
+					   struct cl_rt_task *self)
 {
 	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
 	if (wt) {
-		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
-		wt->status = 0;
-		cl__rt_unlock(&c->lock);
-		cl__rt_wake_rec(wt);
+		cl__chan_hand_over(c, self, wt, msg);
 		return 1;
 	}
 	if (c->count < c->cap) {
 		cl__chan_push(c, msg);
-		cl__rt_unlock(&c->lock);
+		cl__rt_unlock_as(self, &c->lock);
 		return 1;
 	}
 	return 0;
 }
 
-/* Try to receive without blocking (lock held). 1 received, 0 empty; refills from a sender. */
-CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
+/* Try to receive without blocking (lock held by @self). 1 received, 0 empty; refills from a sender. */
+CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out, struct cl_rt_task *self)
 {
 	struct cl__rt_waiter *wt;
 
 	if (c->count) {
-		cl__chan_copy(out, c->buf + c->head * c->esize, c->esize);
-		c->head = c->head + 1 == c->cap ? 0 : c->head + 1;
-		c->count--;
+		cl__chan_pop(c, out);
 		wt = cl__rt_waiter_pop(&c->sendq);
 		if (!wt) {
-			cl__rt_unlock(&c->lock);
+			cl__rt_unlock_as(self, &c->lock);
 			return 1;
 		}
 		cl__chan_push(c, cl__chan_inline(c) ? (const void *)wt->msg : wt->data);
@@ -190,51 +218,49 @@ CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out)
 		cl__chan_copy(out, cl__chan_inline(c) ? (const void *)wt->msg : wt->data, c->esize);
 	}
 	wt->status = 0;
-	cl__rt_unlock(&c->lock);
-	cl__rt_wake_rec(wt);
+	cl__chan_unlock_wake(c, self, wt);
 	return 1;
 }
 
 /*
- * Common start of the sends: 1 sent, -1 error (errno), 0 full with the lock
- * still held.
+ * Common start of the sends by @self (cl__rt_current()): 1 sent, -1 error
+ * (errno), 0 full with the lock still held.
  */
-CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg)
+CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg, struct cl_rt_task *self)
 {
 	if (!c || !msg) {
 		errno = EINVAL;
 		return -1;
 	}
-	cl__rt_lock(&c->lock);
+	cl__rt_lock_as(self, &c->lock);
 	if (c->closed) {
-		cl__rt_unlock(&c->lock);
+		cl__rt_unlock_as(self, &c->lock);
 		errno = EPIPE;
 		return -1;
 	}
-	return cl__chan_send_locked(c, msg);
+	return cl__chan_send_locked(c, msg, self);
 }
 
-/**
- * cl_chan_send() - send a copy of @msg (esize bytes), waiting while @c is full.
- * @c: the channel.
- * @msg: the message.
- *
- * Context: a runtime task (any thread if @c has room: use cl_chan_trysend()
- * outside tasks).
- * Return: 0, or -1 with errno EINVAL (NULL argument), EPIPE (closed, before
- * or while waiting: the message was not delivered), EPERM (full, and the
- * caller is not a task).
- */
-CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
+/* cl_chan_send() past its fast path: @c locked by @self (NULL outside
+ * tasks), and a receiver waiting, or closed, or full. A closed channel has
+ * no receiver waiting (cl_chan_close() wakes them all). */
+CL_INLINE int cl__chan_send_slow(struct cl_chan *c, const void *msg,
+				     struct cl_rt_task *self)
 {
-	struct cl_rt_task *self;
-	int r = cl__chan_send_try(c, msg);
+	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
 
-	if (r)
-		return r > 0 ? 0 : -1;
-	self = cl__rt_need_task();
-	if (!self) {
-		cl__rt_unlock(&c->lock);
+	if (wt) {
+		cl__chan_hand_over(c, self, wt, msg);
+		return 0;
+	}
+	if (c->closed) {
+		cl__rt_unlock_as(self, &c->lock);
+		errno = EPIPE;
+		return -1;
+	}
+	if (!self) { /* full */
+		(void)cl_ticket_unlock(&c->lock);
+		errno = EPERM;
 		return -1;
 	}
 	if (cl__chan_inline(c))
@@ -249,35 +275,54 @@ CL_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 }
 
 /**
- * cl_chan_recv() - receive the oldest message into @out, waiting while @c
- * is empty.
+ * cl_chan_send() - send a copy of @msg (esize bytes), waiting while @c is full.
  * @c: the channel.
- * @out: esize bytes.
+ * @msg: the message.
  *
- * Context: a runtime task (see cl_chan_tryrecv() outside tasks).
- * Return: 0, or -1 with errno EINVAL, EPIPE (closed and empty), EPERM
- * (empty, and the caller is not a task).
+ * A send with room and no receiver waiting is the lock, the copy into the
+ * ring and the unlock: no scheduler work (the rest: cl__chan_send_slow()).
+ *
+ * Context: a runtime task (any thread if @c has room: use cl_chan_trysend()
+ * outside tasks).
+ * Return: 0, or -1 with errno EINVAL (NULL argument), EPIPE (closed, before
+ * or while waiting: the message was not delivered), EPERM (full, and the
+ * caller is not a task).
  */
-CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
+CL_ALWAYS_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 {
 	struct cl_rt_task *self;
-	size_t esize;
 
-	if (!c || !out) {
+	if (!c || !msg) {
 		errno = EINVAL;
 		return -1;
 	}
-	cl__rt_lock(&c->lock);
-	if (cl__chan_recv_locked(c, out))
+	self = cl__rt_current();
+	cl__rt_lock_as(self, &c->lock);
+	if (CL_LIKELY(!c->closed && c->count < c->cap && cds_list_empty(&c->recvq))) {
+		cl__chan_push(c, msg);
+		cl__rt_unlock_as(self, &c->lock);
+		return 0;
+	}
+	return cl__chan_send_slow(c, msg, self);
+}
+
+/* cl_chan_recv() past its fast path: @c locked by @self (NULL outside
+ * tasks), empty or with a sender waiting. */
+CL_INLINE int cl__chan_recv_slow(struct cl_chan *c, void *out,
+				     struct cl_rt_task *self)
+{
+	size_t esize;
+
+	if (cl__chan_recv_locked(c, out, self))
 		return 0;
 	if (c->closed) {
-		cl__rt_unlock(&c->lock);
+		cl__rt_unlock_as(self, &c->lock);
 		errno = EPIPE;
 		return -1;
 	}
-	self = cl__rt_need_task();
 	if (!self) {
-		cl__rt_unlock(&c->lock);
+		(void)cl_ticket_unlock(&c->lock);
+		errno = EPERM;
 		return -1;
 	}
 	/* read now: the channel's line is the sender's after the wakeup */
@@ -293,6 +338,37 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 }
 
 /**
+ * cl_chan_recv() - receive the oldest message into @out, waiting while @c
+ * is empty.
+ * @c: the channel.
+ * @out: esize bytes.
+ *
+ * A receive from a non-empty ring with no sender waiting is the lock, the
+ * copy out and the unlock (the rest: cl__chan_recv_slow()).
+ *
+ * Context: a runtime task (see cl_chan_tryrecv() outside tasks).
+ * Return: 0, or -1 with errno EINVAL, EPIPE (closed and empty), EPERM
+ * (empty, and the caller is not a task).
+ */
+CL_ALWAYS_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
+{
+	struct cl_rt_task *self;
+
+	if (!c || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	self = cl__rt_current();
+	cl__rt_lock_as(self, &c->lock);
+	if (CL_LIKELY(c->count && cds_list_empty(&c->sendq))) {
+		cl__chan_pop(c, out);
+		cl__rt_unlock_as(self, &c->lock);
+		return 0;
+	}
+	return cl__chan_recv_slow(c, out, self);
+}
+
+/**
  * cl_chan_trysend() - send without waiting.
  * @c: the channel.
  * @msg: the message (esize bytes).
@@ -301,11 +377,12 @@ CL_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
  */
 CL_INLINE int cl_chan_trysend(struct cl_chan *c, const void *msg)
 {
-	int r = cl__chan_send_try(c, msg);
+	struct cl_rt_task *self = cl__rt_current();
+	int r = cl__chan_send_try(c, msg, self);
 
 	if (r)
 		return r > 0 ? 0 : -1;
-	cl__rt_unlock(&c->lock);
+	cl__rt_unlock_as(self, &c->lock);
 	errno = EAGAIN;
 	return -1;
 }
@@ -319,15 +396,18 @@ CL_INLINE int cl_chan_trysend(struct cl_chan *c, const void *msg)
  */
 CL_INLINE int cl_chan_tryrecv(struct cl_chan *c, void *out)
 {
+	struct cl_rt_task *self;
+
 	if (!c || !out) {
 		errno = EINVAL;
 		return -1;
 	}
-	cl__rt_lock(&c->lock);
-	if (cl__chan_recv_locked(c, out))
+	self = cl__rt_current();
+	cl__rt_lock_as(self, &c->lock);
+	if (cl__chan_recv_locked(c, out, self))
 		return 0;
 	errno = c->closed ? EPIPE : EAGAIN;
-	cl__rt_unlock(&c->lock);
+	cl__rt_unlock_as(self, &c->lock);
 	return -1;
 }
 

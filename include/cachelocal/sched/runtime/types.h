@@ -494,21 +494,41 @@ CL_INLINE struct cl_rt_task *cl__rt_np_enter(void)
 	return t;
 }
 
-/* A runtime lock: the holder is not preempted until it releases it. */
+/* cl__rt_np_exit() of @t if it is a task (NULL: a thread outside them). */
+CL_ALWAYS_INLINE void cl__rt_np_put(struct cl_rt_task *t)
+{
+	if (t)
+		cl__rt_np_exit(t);
+}
+
+/*
+ * A runtime lock: the holder is not preempted until it releases it. The
+ * _as forms take the caller's task (cl__rt_current(), read once per call
+ * by a caller that takes several: a task stays the same task across a
+ * switch, only its worker changes); NULL outside tasks.
+ */
+CL_ALWAYS_INLINE void cl__rt_lock_as(struct cl_rt_task *t, struct cl_ticketlock *l)
+{
+	if (t)
+		cl__rt_np_inc(t);
+	cl_ticket_lock(l);
+}
+
+CL_ALWAYS_INLINE void cl__rt_unlock_as(struct cl_rt_task *t, struct cl_ticketlock *l)
+{
+	(void)cl_ticket_unlock(l);
+	cl__rt_np_put(t);
+}
+
 CL_INLINE void cl__rt_lock(struct cl_ticketlock *l)
 {
-	(void)cl__rt_np_enter();
-	cl_ticket_lock(l);
+	cl__rt_lock_as(cl__rt_current(), l);
 }
 
 CL_INLINE void cl__rt_unlock(struct cl_ticketlock *l)
 {
-	struct cl_rt_task *t;
-
 	(void)cl_ticket_unlock(l);
-	t = cl__rt_current();
-	if (t)
-		cl__rt_np_exit(t);
+	cl__rt_np_put(cl__rt_current());
 }
 
 CL_END_DECLS

@@ -52,6 +52,21 @@ CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
 	return wt;
 }
 
+/* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
+ * off its list, status written): remote, it writes no line of the wakee but
+ * @wt's (worker read there, node linked there). @wt is the wakee's after. */
+CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
+{
+	cl__rt_wake_to(wt->w, wt->t, &wt->rnode);
+}
+
+/* cl__rt_wake_rec() by @self, which holds a runtime lock's non-preemptible
+ * count (NULL outside tasks): no TLS read, no count of its own. */
+CL_ALWAYS_INLINE void cl__rt_wake_rec_as(struct cl_rt_task *self, struct cl__rt_waiter *wt)
+{
+	cl__rt_wake_from(self, wt->w, wt->t, &wt->rnode);
+}
+
 /* Error for a blocking call made outside a task. */
 CL_INLINE struct cl_rt_task *cl__rt_need_task(void)
 {
