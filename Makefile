@@ -421,7 +421,7 @@ check: deps
 	$(Q)$(call STEP,check-version)
 	$(Q)$(MAKE) --no-print-directory check-cc
 	$(Q)$(call STEP,check-robustness)
-	$(Q)$(call STEP,check-bench-report)
+	$(Q)$(call STEP,-j$(NPROC) check-bench-report)
 	@echo "make check ($(CC)): all passed"
 
 # The part of check that depends on the compiler (CI runs it again with
@@ -447,13 +447,19 @@ check-compile-fail:
 TREE_OPS_asan := 200000
 TREE_OPS_tsan := 100000
 TREE_OPS_vg := 20000
+# BRLOCK_TEST_WRITES: test_brlock's exclusion writes per writer (200 by
+# default; under valgrind, which runs one thread at a time, each write waits
+# out reader time slices: 200 took three minutes there).
+BRLOCK_WRITES_vg := 30
+TEST_KNOBS = $(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) \
+	$(if $(BRLOCK_WRITES_$(SAN)),BRLOCK_TEST_WRITES=$(BRLOCK_WRITES_$(SAN)))
 check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
 	@echo "== unit tests ($(CC)$(if $(SAN), $(SAN)); modes: $(TEST_MODES))"
-	$(Q)$(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+	$(Q)$(TEST_KNOBS) sh scripts/run-tests.sh -m "$(TEST_MODES)" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
 		$(NORSEQ) $(filter-out $(ONE_MODE_BIN),$(UNIT_BIN) $(VARIANT_BIN))
 	$(Q)$(if $(filter $(ONE_MODE_BIN),$(UNIT_BIN) $(VARIANT_BIN)),\
 		echo "== $(ONE_MODE_WHAT) (mode: $(firstword $(TEST_MODES)))"; \
-		$(if $(TREE_OPS_$(SAN)),SCHED_TREE_OPS=$(TREE_OPS_$(SAN))) sh scripts/run-tests.sh -m "$(firstword $(TEST_MODES))" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
+		$(TEST_KNOBS) sh scripts/run-tests.sh -m "$(firstword $(TEST_MODES))" -j $(TEST_JOBS) $(if $(RUN_WRAP),-w "$(RUN_WRAP)") \
 		$(NORSEQ) $(filter $(ONE_MODE_BIN),$(UNIT_BIN) $(VARIANT_BIN)))
 
 check-stress: $(STRESS_BIN) $(NORSEQ)

@@ -10,6 +10,10 @@
  * still gets the lock) and calls on a zeroed or destroyed lock (EINVAL).
  * Also built with -DCL_BRLOCK_NO_MEMBARRIER (fence mode) and
  * -DCL_NO_RSEQ_ASM (test_brlock.variants).
+ *
+ * BRLOCK_TEST_WRITES: write sections per writer of the exclusion tests
+ * (default 200; make check-valgrind sets fewer: under memcheck's one
+ * thread at a time each write waits out whole reader time slices).
  */
 #include <cachelocal/brlock.h>
 
@@ -241,8 +245,10 @@ static void exclusion(enum cl_rseq_index idx)
 	static struct shared s;
 	struct worker w[NR_READERS + NR_WRITERS];
 	pthread_t t[NR_READERS + NR_WRITERS];
-	const long writes = 200;
+	const char *e = getenv("BRLOCK_TEST_WRITES");
+	const long writes = e && *e ? strtol(e, NULL, 10) : 200;
 
+	cr_assert_gt(writes, 0, "BRLOCK_TEST_WRITES=%s", e);
 	memset(&s, 0, sizeof(s));
 	s.nr_cpus = cl_test_allowed_cpus(s.cpus, 64);
 	cr_assert_eq(cl_brlock_init_pool(&s.l, NULL, idx), 0);
