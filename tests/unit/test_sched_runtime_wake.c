@@ -5,7 +5,9 @@
  * another worker arrives intact at every size, the small ones carried in
  * the waiter record, without a byte written past the message; a burst of
  * wakeups onto one worker (its remote wake list then holds more than one
- * task) loses none.
+ * task) loses none, pinned or free to move; wake-affine: a ping-pong pair
+ * started on two workers ends up on one unless pinned or turned off, and
+ * its wake_wide() guard tells a pair from a one-to-many pattern.
  */
 #include "cl_test.h"
 
@@ -28,18 +30,25 @@ static struct cl_runtime *new_rt2(void)
 	return rt;
 }
 
-static struct cl_rt_task *spawn_on(struct cl_runtime *rt, unsigned int worker, void *(*fn)(void *),
-				   void *arg)
+/* Start @fn on @worker: pinned there, or free to move (@pin 0). */
+static struct cl_rt_task *spawn_at(struct cl_runtime *rt, unsigned int worker, int pin,
+				   void *(*fn)(void *), void *arg)
 {
 	struct cl_spawn_attr sa;
 	struct cl_rt_task *t;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.worker = CL_SPAWN_WORKER(worker);
-	sa.pin = 1;
+	sa.pin = pin;
 	t = cl_spawn(rt, &sa, fn, arg);
 	cr_assert_not_null(t, "cl_spawn: %s", strerror(errno));
 	return t;
+}
+
+static struct cl_rt_task *spawn_on(struct cl_runtime *rt, unsigned int worker, void *(*fn)(void *),
+				   void *arg)
+{
+	return spawn_at(rt, worker, 1, fn, arg);
 }
 
 struct sized {
@@ -161,19 +170,150 @@ static void *burst_waker(void *p)
 	return NULL;
 }
 
-Test(sched_runtime_wake, burst_of_wakeups_onto_one_worker_loses_none, .timeout = 120)
+static void burst_run(int pin)
 {
 	struct cl_runtime *rt = new_rt2();
 	struct cl_rt_task *w[BURST], *k;
 
+	memset(&burst, 0, sizeof(burst));
 	cl_waitq_init(&burst.wq);
 	cl_waitq_init(&burst.kwq);
 	for (int i = 0; i < BURST; i++)
-		w[i] = spawn_on(rt, 1, burst_waiter, NULL);
-	k = spawn_on(rt, 0, burst_waker, NULL);
+		w[i] = spawn_at(rt, 1, pin, burst_waiter, NULL);
+	k = spawn_at(rt, 0, pin, burst_waker, NULL);
 	cr_assert_eq(cl_join(k, NULL), 0);
 	for (int i = 0; i < BURST; i++)
 		cr_assert_eq(cl_join(w[i], NULL), 0);
 	cr_assert_eq(atomic_load(&burst.woken), BURST * ROUNDS);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}
+
+Test(sched_runtime_wake, burst_of_wakeups_onto_one_worker_loses_none, .timeout = 120)
+{
+	burst_run(1);
+}
+
+/* The same with every task free to move: wakees the waker's worker takes
+ * (wake-affine) and the ones it leaves where they blocked, all arrive. */
+Test(sched_runtime_wake, burst_of_wakeups_loses_none_when_wakees_may_move, .timeout = 120)
+{
+	burst_run(0);
+}
+
+/* ---- wake-affine ---- */
+
+#define PP_ROUNDS 3000
+
+struct pp {
+	struct cl_runtime *rt;
+	struct cl_chan *in, *out;
+	int first;                  /* sends first */
+	int bad;                    /* values out of order */
+	unsigned char at[PP_ROUNDS]; /* the worker it ran on after each round's receive */
+};
+
+static void *pp_task(void *p)
+{
+	struct pp *a = (struct pp *)p;
+	struct cl_rt_task *self = cl_self();
+	int v = 0;
+
+	for (int i = 0; i < PP_ROUNDS; i++) {
+		if (a->first && cl_chan_send(a->out, &i))
+			return (void *)1;
+		if (cl_chan_recv(a->in, &v))
+			return (void *)1;
+		a->bad += v != i;
+		a->at[i] = (unsigned char)(self->w - a->rt->workers);
+		if (!a->first && cl_chan_send(a->out, &i))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* A pair started on workers 0 and 1 ping-pongs; return the rounds in which
+ * both ran on the same worker, and the wake-affine moves in *@moves. */
+static int pp_run(unsigned int flags, int pin, uint64_t *moves)
+{
+	struct cl_runtime_attr ra;
+	struct cl_runtime *rt;
+	static struct pp a, b;
+	void *ra_ret = (void *)1, *rb_ret = (void *)1;
+	struct cl_rt_task *ta, *tb;
+	int same = 0;
+
+	memset(&ra, 0, sizeof(ra));
+	ra.nr_workers = 2;
+	ra.flags = flags;
+	rt = cl_runtime_create(&ra);
+	cr_assert_not_null(rt, "cl_runtime_create: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.rt = b.rt = rt;
+	a.in = b.out = cl_chan_create(sizeof(int), 1);
+	a.out = b.in = cl_chan_create(sizeof(int), 1);
+	cr_assert(a.in && a.out);
+	a.first = 1;
+	tb = spawn_at(rt, 1, pin, pp_task, &b);
+	ta = spawn_at(rt, 0, pin, pp_task, &a);
+	cr_assert_eq(cl_join(ta, &ra_ret), 0);
+	cr_assert_eq(cl_join(tb, &rb_ret), 0);
+	cr_assert_null(ra_ret);
+	cr_assert_null(rb_ret);
+	cr_assert_eq(a.bad + b.bad, 0, "%d values out of order", a.bad + b.bad);
+	for (int i = 0; i < PP_ROUNDS; i++)
+		same += a.at[i] == b.at[i];
+	*moves = rt->workers[0].nr_affine_wakes + rt->workers[1].nr_affine_wakes;
+	cr_assert_eq(cl_chan_destroy(a.in), 0);
+	cr_assert_eq(cl_chan_destroy(a.out), 0);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+	return same;
+}
+
+Test(sched_runtime_wake, unpinned_pair_on_two_workers_ends_up_on_one, .timeout = 120)
+{
+	uint64_t moves;
+	int same = pp_run(0, 0, &moves);
+
+	cr_log_info("unpinned pair: %d of %d rounds on one worker, %llu wake-affine moves", same,
+		    PP_ROUNDS, (unsigned long long)moves);
+	cr_assert_geq(moves, 1, "no wakee moved to its waker's worker");
+	cr_assert_geq(same, PP_ROUNDS / 2, "the pair shared a worker in %d of %d rounds only", same,
+		      PP_ROUNDS);
+}
+
+Test(sched_runtime_wake, pinned_pair_is_never_moved, .timeout = 120)
+{
+	uint64_t moves;
+	int same = pp_run(0, 1, &moves);
+
+	cr_assert_eq(moves, 0, "%llu pinned wakees moved", (unsigned long long)moves);
+	cr_assert_eq(same, 0, "a pinned task ran on the other worker in %d rounds", same);
+}
+
+Test(sched_runtime_wake, no_wake_affine_flag_moves_no_wakee, .timeout = 120)
+{
+	uint64_t moves;
+
+	(void)pp_run(CL_RUNTIME_NO_WAKE_AFFINE, 0, &moves);
+	cr_assert_eq(moves, 0, "%llu wakees moved with CL_RUNTIME_NO_WAKE_AFFINE", (unsigned long long)moves);
+}
+
+/* wake_wide(): a pair (few flips on both sides) or a task waking many
+ * passive ones (the wakee flips less than F times) is pulled; two sides
+ * that both switch partners, one F times as often, are spread. */
+Test(sched_runtime_wake, wake_wide_tells_a_pair_from_one_to_many)
+{
+	struct cl_rt_task self;
+
+	memset(&self, 0, sizeof(self));
+	self.wakee_flips = 0;
+	cr_assert_eq(cl__rt_wake_wide(&self, 0, 2), 0, "a steady pair");
+	self.wakee_flips = 100;
+	cr_assert_eq(cl__rt_wake_wide(&self, 1, 2), 0, "one waker, passive wakees");
+	cr_assert_eq(cl__rt_wake_wide(&self, 10, 2), 1, "waker flips 10x the wakee's 10");
+	cr_assert_eq(cl__rt_wake_wide(&self, 60, 2), 0, "both flip alike");
+	self.wakee_flips = 10;
+	cr_assert_eq(cl__rt_wake_wide(&self, 100, 2), 1, "the wakee is the one that flips");
+	cr_assert_eq(cl__rt_wake_wide(&self, 100, 16), 0, "under the factor of 16 workers");
 }

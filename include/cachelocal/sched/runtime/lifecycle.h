@@ -104,6 +104,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->guard_size = attr && attr->guard_size ? attr->guard_size : CL_RUNTIME_GUARD_SIZE;
 	rt->guard_size = (rt->guard_size + cl__rt_page() - 1) & ~(cl__rt_page() - 1);
 	rt->no_overflow_report = attr && (attr->flags & CL_RUNTIME_NO_OVERFLOW_REPORT);
+	rt->wake_affine = !(attr && (attr->flags & CL_RUNTIME_NO_WAKE_AFFINE));
 	rt->slice_ns = attr && (attr->flags & CL_RUNTIME_NO_PREEMPT) ? 0
 		       : attr && attr->slice_ns ? attr->slice_ns : CL_RUNTIME_SLICE_NS;
 	rt->spin_ns = attr && attr->spin_ns ? attr->spin_ns : CL_RUNTIME_SPIN_NS;

@@ -202,6 +202,8 @@ struct cl__rt_waiter {
 		unsigned char msg[CL__RT_WAITER_MSG];
 	};
 	int status;
+	int aff_flips;                     /* by cl__rt_wait_rec(): @t's wakee_flips, or -1 if
+					    * @t may not move to its waker's worker (wake-affine) */
 };
 
 /*
@@ -233,6 +235,10 @@ struct cl_rt_task {
 					    * of worker ext_cpu - 1 until it runs; 0: not */
 	int stale_woken;                   /* woken while its rq's stale curr (rq lock) */
 	int np;                            /* not preemptible while > 0 (cl__rt_np_inc()) */
+	/* the kernel's wakee flips (record_wakee()): written by the task itself */
+	unsigned int wakee_flips;          /* times its wakee changed, halved each second */
+	struct cl_rt_task *last_wakee;
+	uint64_t flips_decay_ns;
 	struct cl_ticketlock join_lock;    /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
 	/* its waiter record (cl__rt_wait_rec()) on a line of its own: a waker
@@ -307,6 +313,7 @@ struct cl__rt_worker {
 	uint64_t nr_clock_skips;           /* hand-off switches that kept the last reading */
 	uint64_t nr_handoffs;              /* direct hand-offs (no rq lock) */
 	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
+	uint64_t nr_affine_wakes;          /* wakees of another worker moved here (wake-affine) */
 	uint64_t nr_remote_drains;         /* remote wake lists taken over */
 	uint64_t nr_idle_balances;         /* idle balancing passes made ... */
 	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
@@ -317,7 +324,9 @@ struct cl__rt_worker {
  * @nr_workers: workers to start (0: one per CPU the process may run on);
  *              worker n is pinned to the n-th allowed CPU (wrapping).
  * @flags: CL_RUNTIME_UNPINNED (workers not pinned); CL_RUNTIME_PRECISE_CLOCK
- *         (read the clock at every switch, also at uncontended hand-offs).
+ *         (read the clock at every switch, also at uncontended hand-offs);
+ *         CL_RUNTIME_NO_WAKE_AFFINE (a wakee stays on the worker it blocked
+ *         on; see docs/runtime.md, "Wake-affine").
  * @stack_size: usable stack per task (0: CL_RUNTIME_STACK_SIZE; else
  *              CL_RUNTIME_STACK_MIN..CL_RUNTIME_STACK_MAX).
  * @spin_ns: idle spin before a worker sleeps (0: CL_RUNTIME_SPIN_NS;
@@ -349,6 +358,9 @@ struct cl_runtime_attr {
 #define CL_RUNTIME_NO_OVERFLOW_REPORT 0x4u
 /* No preemption: tasks run until they block or yield (no tick thread). */
 #define CL_RUNTIME_NO_PREEMPT 0x8u
+/* No wake-affine moves: a task woken by a task of another worker always
+ * runs where it blocked (see cl__rt_wake_affine()). */
+#define CL_RUNTIME_NO_WAKE_AFFINE 0x10u
 #define CL_RUNTIME_NO_SPIN UINT64_MAX
 #define CL_RUNTIME_NEVER_HOT UINT64_MAX
 
@@ -404,6 +416,7 @@ struct cl_runtime {
 	size_t guard_size;                 /* below each stack, page-rounded */
 	int guard_mprotect;                /* MADV_GUARD_INSTALL refused: guards by mprotect */
 	int no_overflow_report;            /* CL_RUNTIME_NO_OVERFLOW_REPORT */
+	int wake_affine;                   /* not CL_RUNTIME_NO_WAKE_AFFINE */
 	char *batch_next;                  /* next free slot of the newest batch */
 	unsigned int batch_left;           /* free slots there */
 	unsigned int nr_batches, cap_batches;

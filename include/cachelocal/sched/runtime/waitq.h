@@ -25,6 +25,8 @@ CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *lis
 	wt->t = self;
 	wt->w = self->w; /* stays while it waits: the balancer moves queued tasks only */
 	wt->status = -1;
+	/* for its waker (cl__rt_wake_affine()), on the line it writes anyway */
+	wt->aff_flips = self->task.cpus_allowed || self->task.tg ? -1 : (int)(self->wakee_flips & 0xffffu);
 	cds_list_add_tail(&wt->node, list);
 	cl__rt_block(self, lock);
 	return wt->status;
@@ -52,19 +54,117 @@ CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
 	return wt;
 }
 
-/* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
- * off its list, status written): remote, it writes no line of the wakee but
- * @wt's (worker read there, node linked there). @wt is the wakee's after. */
-CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
+/*
+ * Wake-affine (the kernel's wake_affine() with its wake_wide() guard, and
+ * what Go's runnext does): a task woken by a task of another worker is
+ * moved to the waker's worker and queued there, instead of being woken
+ * where it blocked, when
+ *  - it may move: no affinity (not pinned) and the root group (its record's
+ *    aff_flips, written when it blocked: the waker reads no other line);
+ *  - the waker's worker has nothing else to run (the waker is its only
+ *    runnable task, no wakeup pending): the wakee runs as soon as the
+ *    waker blocks, which in a request-reply pair is next;
+ *  - the wakeup is not "wide" (wake_wide()): the waker, or the wakee, does
+ *    not switch between many partners. Each task counts how often its
+ *    wakee changes (wakee_flips, halved each second); with F workers, a
+ *    pair where one side flips at least F times as often as the other, and
+ *    the other at least F times, is a one-to-many pattern, spread over the
+ *    workers rather than pulled onto one;
+ *  - the wakee is off its old rq entirely: not queued and not that rq's
+ *    curr (a direct hand-off leaves a blocked task as its rq's stale curr,
+ *    cl__rt_handoff_sync()). Checked under both rq locks, which the move
+ *    needs anyway (the task's cpu changes only under both: queue.h).
+ * The move costs the two locks once; from then on the pair wakes each other
+ * on one worker, with direct hand-offs. A worker left idle pulls queued
+ * tasks as before (the balancer); a wakee that waits there while its waker
+ * keeps running is marked for wakeup preemption as a local wakeup is.
+ * Off with CL_RUNTIME_NO_WAKE_AFFINE.
+ */
+CL_INLINE void cl__rt_record_wakee(struct cl_rt_task *self, struct cl_rt_task *t)
 {
-	cl__rt_wake_to(wt->w, wt->t, &wt->rnode);
+	uint64_t now = self->w->now_ns;
+
+	if (CL_UNLIKELY(now - self->flips_decay_ns > 1000000000ULL)) {
+		self->wakee_flips >>= 1;
+		self->flips_decay_ns = now;
+	}
+	if (self->last_wakee != t) {
+		self->last_wakee = t;
+		self->wakee_flips++;
+	}
+}
+
+/* One side flips between partners at least F times as often as the other,
+ * which flips at least F times (F: the workers): spread, do not pull. */
+CL_INLINE int cl__rt_wake_wide(const struct cl_rt_task *self, unsigned int slave, unsigned int factor)
+{
+	unsigned int master = self->wakee_flips;
+
+	if (master < slave) {
+		unsigned int x = master;
+
+		master = slave;
+		slave = x;
+	}
+	return slave >= factor && master >= slave * factor;
+}
+
+/* Try to move @wt's task to @self's worker and queue it there (see above).
+ * Return: 1 if done (it is @self's worker's), 0: wake it where it blocked.
+ * Context: @self non-preemptible, no rq lock held. */
+CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *wt)
+{
+	struct cl__rt_worker *w = self->w, *tw = wt->w;
+	struct cl_rt_task *t = wt->t;
+	struct cl_rq *rq = w->rq;
+	int moved = 0;
+
+	if (wt->aff_flips < 0 || !w->rt->wake_affine || w->nr_wakes || CL_READ_ONCE(rq->nr_running) > 1 ||
+	    cl__rt_remote_pending(w) || cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
+		return 0;
+	cl_rq_lock_two(tw->rq, rq);
+	if (!t->task.on_rq && !t->task.on_cpu && cl_rq_enqueue(rq, &t->task, CL_ENQUEUE_WAKEUP) == 0) {
+		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+		t->w = w; /* and again when it runs (cl__rt_set_curr()) */
+		moved = 1;
+	}
+	cl_rq_unlock_two(tw->rq, rq);
+	if (moved) {
+		w->nr_affine_wakes++;
+		cl__rt_wake_mark_local(w); /* the waker may go on running: see cl__rt_wake_from() */
+	}
+	return moved;
 }
 
 /* cl__rt_wake_rec() by @self, which holds a runtime lock's non-preemptible
- * count (NULL outside tasks): no TLS read, no count of its own. */
+ * count (NULL outside tasks): no TLS read, no count of its own. Moved to
+ * @self's worker if it may (cl__rt_wake_affine()), else woken where it
+ * blocked. */
 CL_ALWAYS_INLINE void cl__rt_wake_rec_as(struct cl_rt_task *self, struct cl__rt_waiter *wt)
 {
+	if (self) {
+		cl__rt_record_wakee(self, wt->t);
+		if (CL_UNLIKELY(wt->w != self->w) && cl__rt_wake_affine(self, wt))
+			return;
+	}
 	cl__rt_wake_from(self, wt->w, wt->t, &wt->rnode);
+}
+
+/* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
+ * off its list, status written): remote, it writes no line of the wakee but
+ * @wt's (worker read there, node linked there), unless it moves it
+ * (wake-affine, above). @wt is the wakee's after. */
+CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (self)
+		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
+	cl__rt_wake_rec_as(self, wt);
+	if (self) { /* no yield here: this may run in cl__rt_finish() */
+		CL_BARRIER();
+		CL_WRITE_ONCE(self->np, self->np - 1);
+	}
 }
 
 /* Error for a blocking call made outside a task. */
