@@ -123,7 +123,9 @@ CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *
 	    cl__rt_remote_pending(w) || cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
 		return 0;
 	cl_rq_lock_two(tw->rq, rq);
-	if (!t->task.on_rq && !t->task.on_cpu && cl_rq_enqueue(rq, &t->task, CL_ENQUEUE_WAKEUP) == 0) {
+	/* allowed: its affinity may have changed since it wrote its record */
+	if (!t->task.on_rq && !t->task.on_cpu && cl_task_allowed_on(&t->task, rq->cpu) &&
+	    cl_rq_enqueue(rq, &t->task, CL_ENQUEUE_WAKEUP) == 0) {
 		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 		t->w = w; /* and again when it runs (cl__rt_set_curr()) */
 		moved = 1;
