@@ -63,7 +63,11 @@ CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
  *    aff_flips, written when it blocked: the waker reads no other line);
  *  - the waker's worker has nothing else to run (the waker is its only
  *    runnable task, no wakeup pending): the wakee runs as soon as the
- *    waker blocks, which in a request-reply pair is next;
+ *    waker blocks, which in a request-reply pair is next. Or it has no
+ *    more runnable tasks than the wakee's worker (the kernel's
+ *    wake_affine_weight(), by task count): the move does not make the
+ *    waker's worker the busier one, and tasks that wake each other gather
+ *    (one remote rq line read, only for a wakee that may move);
  *  - the wakeup is not "wide" (wake_wide()): the waker, or the wakee, does
  *    not switch between many partners. Each task counts how often its
  *    wakee changes (wakee_flips, halved each second); with F workers, a
@@ -119,9 +123,14 @@ CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *
 	struct cl_rq *rq = w->rq;
 	int moved = 0;
 
-	if (wt->aff_flips < 0 || !w->rt->wake_affine || w->nr_wakes || CL_READ_ONCE(rq->nr_running) > 1 ||
-	    cl__rt_remote_pending(w) || cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
+	unsigned int busy;
+
+	if (wt->aff_flips < 0 || !w->rt->wake_affine ||
+	    cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
 		return 0;
+	busy = CL_READ_ONCE(rq->nr_running) + w->nr_wakes;
+	if ((busy > 1 || cl__rt_remote_pending(w)) && busy > CL_READ_ONCE(tw->rq->nr_running))
+		return 0; /* not idle otherwise, and busier than where it blocked */
 	cl_rq_lock_two(tw->rq, rq);
 	/* allowed: its affinity may have changed since it wrote its record */
 	if (!t->task.on_rq && !t->task.on_cpu && cl_task_allowed_on(&t->task, rq->cpu) &&
