@@ -9,7 +9,8 @@
  *                 (kernel side: perf bench sched pipe -T, unpinned); also
  *                 the round trip of one cache line between the same two
  *                 CPUs, measured after each run, and the ratio
- *   --unpinned    two unpinned workers, tasks placed by the balancer
+ *   --unpinned    two unpinned workers, tasks placed by the runtime
+ *                 (wake-affine, the balancer)
  *                 (kernel side: perf bench sched pipe -T, unpinned)
  * Without a placement option all three run. Prints the kernel tool's lines
  * (Total time, usecs/op, ops/sec) for the median run, then the harness row.
