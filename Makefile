@@ -816,18 +816,21 @@ A64_LDFLAGS := -static -pthread -L/usr/lib/aarch64-linux-gnu -lurcu-cds -lurcu-m
 # the guest has: OOM-killed at 2 GiB). The guest has 2 GiB: test_sched_runtime's
 # ten thousand tasks are OOM-killed at 1 GiB.
 A64_UNIT := test_percpu_ops test_rseq test_counter test_objcache test_sched_runtime \
-	test_sched_runtime_lifecycle test_sched_runtime_preempt
+	test_sched_runtime_lifecycle test_sched_runtime_preempt test_sched_runtime_wake \
+	test_sched_runtime_chan
 A64_VARIANTS := test_percpu_ops.v1 test_percpu_ops.v2 test_percpu_ops.v3
 A64_STRESS := counter_stress list_stress buffer_stress objcache_stress rseq_param_stress
 A64_BIN := $(addprefix $(A64_OUT)/bin/,$(A64_UNIT) $(A64_VARIANTS) $(A64_STRESS))
 # check-aarch64-quick (for CI): every section kind with aborts (the stress
 # programs), the sections' unit test and its trap and scratch-hook variants,
-# rseq registration, and the context switch (the runtime's lifecycle and
-# preemption tests). Left out: test_sched_runtime (most of the guest's time),
+# rseq registration, the context switch (the runtime's lifecycle and
+# preemption tests) and the cross-worker wakeups on a weakly ordered CPU
+# (the remote wake list, wake-affine moves, channel hand-over). Left out: test_sched_runtime (most of the guest's time),
 # test_counter and test_objcache (their stress programs stay), the no-asm
 # variant (the fallback, which check-cross runs too).
 A64_QUICK := test_percpu_ops test_percpu_ops.v2 test_percpu_ops.v3 test_rseq \
-	test_sched_runtime_lifecycle test_sched_runtime_preempt $(A64_STRESS)
+	test_sched_runtime_lifecycle test_sched_runtime_preempt test_sched_runtime_wake \
+	test_sched_runtime_chan $(A64_STRESS)
 # What check-aarch64 builds and runs (check-aarch64-quick sets it to A64_QUICK).
 A64_RUN_BIN := $(A64_BIN)
 

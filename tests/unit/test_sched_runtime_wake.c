@@ -104,7 +104,7 @@ Test(sched_runtime_wake, channel_messages_of_every_size_cross_workers_intact)
 	struct cl_runtime *rt = new_rt2();
 
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		struct sized a = { cl_chan_create(sizes[k], 1), sizes[k], 3000, 0, 0 };
+		struct sized a = { cl_chan_create(sizes[k], 1), sizes[k], 1000, 0, 0 };
 		void *rs = (void *)1, *rr = (void *)1;
 		struct cl_rt_task *r, *s;
 
@@ -124,7 +124,7 @@ Test(sched_runtime_wake, channel_messages_of_every_size_cross_workers_intact)
 }
 
 #define BURST 32
-#define ROUNDS 60
+#define ROUNDS 30
 
 static struct burst {
 	struct cl_waitq wq;  /* the waiters wait here for their round */
@@ -202,7 +202,7 @@ Test(sched_runtime_wake, burst_of_wakeups_loses_none_when_wakees_may_move, .time
 
 /* ---- wake-affine ---- */
 
-#define PP_ROUNDS 3000
+#define PP_ROUNDS 1000
 
 struct pp {
 	struct cl_runtime *rt;
