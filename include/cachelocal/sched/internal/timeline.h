@@ -107,33 +107,57 @@ CL_INLINE struct cl_sched_entity *cl__tl_rotate_right(struct cl_sched_entity *x)
 }
 
 /*
- * Recompute the subtree at *@link (its children are right) and restore its
- * balance with at most a double rotation. Returns 1 if its height or minimum
- * differ from what its parent last saw (the values stored before).
+ * Restore the balance of the subtree at *@link (its children are right, one
+ * is two higher than the other) with a single or double rotation. Returns 1
+ * if its height or minimum differ from what its parent last saw.
  */
-CL_INLINE int cl__tl_fix(struct cl_sched_entity **link)
+CL_INLINE int cl__tl_rebalance(struct cl_sched_entity **link)
 {
 	struct cl_sched_entity *n = *link;
-	int old_h = n->tl_height, bf;
+	int old_h = n->tl_height;
 	uint64_t old_min = n->min_vruntime;
 
-	bf = cl__tl_height(n->run_node.left) - cl__tl_height(n->run_node.right);
-	if (bf > 1) {
+	if (cl__tl_height(n->run_node.left) > cl__tl_height(n->run_node.right)) {
 		struct cl_sched_entity *l = n->run_node.left;
 
 		if (cl__tl_height(l->run_node.left) < cl__tl_height(l->run_node.right))
 			n->run_node.left = cl__tl_rotate_left(l);
 		n = *link = cl__tl_rotate_right(n);
-	} else if (bf < -1) {
+	} else {
 		struct cl_sched_entity *r = n->run_node.right;
 
 		if (cl__tl_height(r->run_node.right) < cl__tl_height(r->run_node.left))
 			n->run_node.right = cl__tl_rotate_right(r);
 		n = *link = cl__tl_rotate_left(n);
-	} else {
-		cl__tl_update(n);
 	}
 	return n->tl_height != old_h || n->min_vruntime != old_min;
+}
+
+/*
+ * Recompute the subtree at *@link (its children are right) and restore its
+ * balance with at most a double rotation. Returns 1 if its height or minimum
+ * differ from what its parent last saw (the values stored before). A
+ * balanced node (the common case) reads its children once and is written
+ * only if a value changed.
+ */
+CL_ALWAYS_INLINE int cl__tl_fix(struct cl_sched_entity **link)
+{
+	struct cl_sched_entity *n = *link, *l = n->run_node.left, *r = n->run_node.right;
+	int hl = cl__tl_height(l), hr = cl__tl_height(r), h;
+	uint64_t m = n->vruntime;
+
+	if (CL_UNLIKELY(hl - hr > 1 || hr - hl > 1))
+		return cl__tl_rebalance(link);
+	h = 1 + (hl > hr ? hl : hr);
+	if (l && cl__vdiff(l->min_vruntime, m) < 0) /* cl__tl_min() on the children read above */
+		m = l->min_vruntime;
+	if (r && cl__vdiff(r->min_vruntime, m) < 0)
+		m = r->min_vruntime;
+	if (h == n->tl_height && m == n->min_vruntime)
+		return 0;
+	n->tl_height = h;
+	n->min_vruntime = m;
+	return 1;
 }
 
 /* Retrace @path[0..k) bottom-up; @must: an index that is fixed whatever happens below it (-1: none). */
@@ -157,8 +181,16 @@ CL_INLINE void cl__tl_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *s
 
 	se->tl_seq = cfs_rq->timeline_seq++;
 	while (*link && k < CL__TL_MAX_HEIGHT) {
+		struct cl_sched_entity *n = *link;
+
+		/* an insert only adds @se's vruntime below each node of the path: its
+		 * new subtree minimum, set on the way down; the retrace then stops at
+		 * the first height that does not change, and rotations recompute
+		 * from children that are already right */
+		if (cl__vdiff(se->vruntime, n->min_vruntime) < 0)
+			n->min_vruntime = se->vruntime;
 		path[k++] = link;
-		link = cl__tl_before(se, *link) ? &(*link)->run_node.left : &(*link)->run_node.right;
+		link = cl__tl_before(se, n) ? &n->run_node.left : &n->run_node.right;
 	}
 	se->run_node.left = se->run_node.right = NULL;
 	se->tl_height = 1;
