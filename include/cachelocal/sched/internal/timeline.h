@@ -172,6 +172,63 @@ CL_INLINE void cl__tl_retrace(struct cl_sched_entity ***path, int k, int must)
 	}
 }
 
+/*
+ * The retrace after an insert, whose descent already set the minima: only
+ * heights change, bottom-up along @path[0..k), up to the first node whose
+ * height stays (an insert's rotation restores its subtree's height: it stops
+ * there too). What cl__tl_retrace() does then, reading no minimum.
+ */
+CL_INLINE void cl__tl_retrace_insert(struct cl_sched_entity ***path, int k)
+{
+	while (k-- > 0) {
+		struct cl_sched_entity *n = *path[k];
+		int hl = cl__tl_height(n->run_node.left), hr = cl__tl_height(n->run_node.right), h;
+
+		if (CL_UNLIKELY(hl - hr > 1 || hr - hl > 1)) {
+			if (cl__tl_rebalance(path[k]))
+				continue;
+			return;
+		}
+		h = 1 + (hl > hr ? hl : hr);
+		if (h == n->tl_height)
+			return;
+		n->tl_height = h;
+	}
+}
+
+/*
+ * The retrace after the removal of a node with vruntime @v from below
+ * @path[0..k), none taking its place: cl__tl_retrace() without the minimum's
+ * recomputation at a node whose minimum is not @v (it is then below @v, held
+ * by a node still there: unchanged).
+ */
+CL_INLINE void cl__tl_retrace_erase(struct cl_sched_entity ***path, int k, uint64_t v)
+{
+	while (k-- > 0) {
+		struct cl_sched_entity *n = *path[k], *l = n->run_node.left, *r = n->run_node.right;
+		int hl = cl__tl_height(l), hr = cl__tl_height(r), h;
+		uint64_t m = n->min_vruntime;
+
+		if (CL_UNLIKELY(hl - hr > 1 || hr - hl > 1)) {
+			if (cl__tl_rebalance(path[k]))
+				continue;
+			return;
+		}
+		h = 1 + (hl > hr ? hl : hr);
+		if (m == v) {
+			m = n->vruntime;
+			if (l && cl__vdiff(l->min_vruntime, m) < 0)
+				m = l->min_vruntime;
+			if (r && cl__vdiff(r->min_vruntime, m) < 0)
+				m = r->min_vruntime;
+		}
+		if (h == n->tl_height && m == n->min_vruntime)
+			return;
+		n->tl_height = h;
+		n->min_vruntime = m;
+	}
+}
+
 /* Insert @se (its deadline and vruntime set) into @cfs_rq's tree. */
 CL_INLINE void cl__tl_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se)
 {
@@ -196,7 +253,7 @@ CL_INLINE void cl__tl_insert(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *s
 	se->tl_height = 1;
 	se->min_vruntime = se->vruntime;
 	*link = se; /* a tree higher than 64 (never balanced) would lose a subtree: validate says so */
-	cl__tl_retrace(path, k, -1);
+	cl__tl_retrace_insert(path, k);
 }
 
 /* Room for an erase's path: to the entity, then on to its successor. */
@@ -216,7 +273,7 @@ CL_INLINE void cl__tl_erase_at(struct cl_sched_entity ***path, int k, struct cl_
 
 	if (!se->run_node.left || !se->run_node.right) {
 		*link = se->run_node.left ? se->run_node.left : se->run_node.right;
-		cl__tl_retrace(path, k, -1);
+		cl__tl_retrace_erase(path, k, se->vruntime);
 		return;
 	}
 	/* two children: the successor (leftmost of the right subtree) takes its place */
