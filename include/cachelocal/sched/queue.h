@@ -69,7 +69,7 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 		return -1;
 	}
 	if ((p->tg && p->tg->root != &rq->sched->root) ||
-	    (p->cpu >= 0 && p->se.cfs_rq && p->se.cfs_rq->rq->sched != rq->sched)) {
+	    (p->cpu >= 0 && p->se.cfs_rq && p->se.cfs_rq->rq != rq && p->se.cfs_rq->rq->sched != rq->sched)) {
 		errno = EINVAL; /* a task or group of another instance */
 		return -1;
 	}

@@ -462,10 +462,11 @@ CL_INLINE void cl__set_next_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_ent
 	cl__set_next_entity_at(cfs_rq, se, now, NULL, 0, NULL);
 }
 
-/* The running entity of @cfs_rq stops running; requeue it if still queued. */
+/* The running entity of @cfs_rq, already charged up to @now (cl__update_curr(): the
+ * caller's, a second one would find nothing to charge), stops running; requeue it if
+ * still queued. */
 CL_INLINE void cl__put_prev_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *prev, uint64_t now)
 {
-	cl__update_curr(cfs_rq, now);
 	if (prev->on_rq) {
 		cl__update_se_avg(prev, now);
 		cl__enqueue_timeline(cfs_rq, prev);
