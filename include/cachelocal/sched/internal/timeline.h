@@ -44,7 +44,11 @@ CL_INLINE int64_t cl__vdiff(uint64_t a, uint64_t b)
  * No parent pointers: insert and erase record the path from the root (an
  * AVL tree of n nodes is at most 1.44 log2(n + 2) high, so 64 levels hold
  * any tree that fits in memory) and retrace it bottom-up, stopping at the
- * first node whose height and subtree minimum did not change. The key of an
+ * first node whose height and subtree minimum did not change. An insert sets
+ * the minima on its way down (it only adds a vruntime) and retraces heights
+ * only; a removal recomputes a minimum only where it was the removed
+ * vruntime; both leave the tree the general cl__tl_retrace() leaves
+ * (test_sched_eevdf compares them step by step). The key of an
  * entity in the tree never changes while it is there (curr is not in the
  * tree; a reweight takes the entity out and puts it back).
  */
