@@ -2,7 +2,10 @@
 /*
  * tests/unit/test_sched_eevdf.c - the fair class's EEVDF and its timeline:
  * the augmented tree against a brute-force model (random insert, erase and
- * pick; every node's height and subtree minimum checked after each step),
+ * pick, and the pick's removal through its own descent path; every node's
+ * height and subtree minimum checked after each step), its dedicated
+ * insert and removal retraces against the general one (same tree after
+ * every step),
  * eligibility, lag across sleep and migration, deadline order, the
  * per-task slice, RUN_TO_PARITY, and on the virtual clock (deterministic):
  * fairness of 1,000 mixed-nice CPU-bound tasks and the wait of a
@@ -65,6 +68,42 @@ static struct cl_sched_entity *model_pick(struct cl_cfs_rq *q, struct cl_sched_e
 	return best;
 }
 
+/* An empty queue @q at vruntime @base and its TREE_N entities @se. */
+static void model_init(struct cl_cfs_rq *q, struct cl_sched_entity *se, uint64_t base)
+{
+	memset(q, 0, sizeof(*q));
+	q->min_vruntime = base;
+	for (int i = 0; i < TREE_N; i++) {
+		cl_sched_entity_init(&se[i], 1024);
+		se[i].cfs_rq = q;
+	}
+}
+
+/* Queue @e with a weight, vruntime and deadline drawn from @r (few distinct deadlines: ties). */
+static void model_insert(struct cl_cfs_rq *q, struct cl_sched_entity *e, uint64_t r, uint64_t base)
+{
+	e->load.weight = cl_nice_to_weight((int)((r >> 40) % 40) - 20);
+	e->vruntime = base + (r >> 20) % 4000000;
+	e->deadline = base + ((r >> 8) % 64) * 100000;
+	e->on_rq = 1;
+	cl__enqueue_timeline(q, e);
+}
+
+/* The whole tree of @q after step @op: order, AVL balance, every height and subtree minimum, the sums; @nin nodes. */
+static void check_tree(struct cl_cfs_rq *q, int nin, unsigned long op)
+{
+	struct cl__validate_sums sum;
+	unsigned int tasks = 0;
+	const char *why;
+
+	memset(&sum, 0, sizeof(sum));
+	why = cl__validate_tree(NULL, q, q->timeline.root, 0, &sum, &tasks);
+	cr_assert_null(why, "op %lu: %s", op, why);
+	cr_assert_eq(sum.nr, (unsigned int)nin, "op %lu: %u in the tree, model %d", op, sum.nr, nin);
+	cr_assert_eq(sum.avg, q->avg_vruntime, "op %lu: avg_vruntime", op);
+	cr_assert_eq(sum.w, q->avg_load, "op %lu: avg_load", op);
+}
+
 static unsigned long tree_ops(void)
 {
 	const char *e = getenv("SCHED_TREE_OPS");
@@ -87,23 +126,14 @@ Test(sched_eevdf, timeline_property_vs_model, .init = rcu_init, .fini = rcu_fini
 	unsigned long ops = tree_ops(), picks = 0, max_height = 0;
 	uint64_t seed = 0x9e3779b97f4a7c15ULL, base = UINT64_MAX - 2000000;
 
-	memset(&q, 0, sizeof(q));
-	q.min_vruntime = base;
-	for (int i = 0; i < TREE_N; i++) {
-		cl_sched_entity_init(&se[i], 1024);
-		se[i].cfs_rq = &q;
-	}
+	model_init(&q, se, base);
 	for (unsigned long op = 0; op < ops; op++) {
 		uint64_t r = rnd64(&seed);
 		int i = (int)(r % TREE_N);
 		unsigned int kind = (unsigned int)(r >> 32) % 8;
 
 		if (kind < 4 && !in[i]) { /* insert */
-			se[i].load.weight = cl_nice_to_weight((int)((r >> 40) % 40) - 20);
-			se[i].vruntime = base + (r >> 20) % 4000000;
-			se[i].deadline = base + ((r >> 8) % 64) * 100000; /* few distinct values: ties */
-			se[i].on_rq = 1;
-			cl__enqueue_timeline(&q, &se[i]);
+			model_insert(&q, &se[i], r, base);
 			in[i] = 1;
 			nin++;
 		} else if (kind < 7 && in[i]) { /* erase */
@@ -117,15 +147,7 @@ Test(sched_eevdf, timeline_property_vs_model, .init = rcu_init, .fini = rcu_fini
 			cr_assert_eq(cl__pick_eevdf(&q), want, "op %lu: pick differs from the model", op);
 			picks++;
 		}
-		struct cl__validate_sums sum;
-		unsigned int tasks = 0;
-
-		memset(&sum, 0, sizeof(sum));
-		const char *why = cl__validate_tree(NULL, &q, q.timeline.root, 0, &sum, &tasks);
-		cr_assert_null(why, "op %lu: %s", op, why);
-		cr_assert_eq(sum.nr, (unsigned int)nin, "op %lu: %u in the tree, model %d", op, sum.nr, nin);
-		cr_assert_eq(sum.avg, q.avg_vruntime, "op %lu: avg_vruntime", op);
-		cr_assert_eq(sum.w, q.avg_load, "op %lu: avg_load", op);
+		check_tree(&q, nin, op);
 		if ((unsigned long)cl__tl_height(q.timeline.root) > max_height)
 			max_height = (unsigned long)cl__tl_height(q.timeline.root);
 	}
@@ -163,6 +185,167 @@ Test(sched_eevdf, validate_catches_wrong_augmented_value, .init = rcu_init, .fin
 	cl_rq_unlock(rq);
 	sim_drain(s, t, 40, now);
 	cr_assert_eq(cl_sched_destroy(s), 0);
+}
+
+/*
+ * The reference the tree's dedicated retraces are checked against: an insert
+ * and a removal that set nothing on the way down and retrace every node with
+ * the general cl__tl_retrace() (recompute height and minimum from the
+ * children, stop at the first node where neither changed).
+ */
+static void ref_insert(struct cl_cfs_rq *q, struct cl_sched_entity *se)
+{
+	struct cl_sched_entity **path[CL__TL_PATH_MAX];
+	struct cl_sched_entity **link = &q->timeline.root;
+	int k = 0;
+
+	se->tl_seq = q->timeline_seq++;
+	while (*link) {
+		path[k++] = link;
+		link = cl__tl_before(se, *link) ? &(*link)->run_node.left : &(*link)->run_node.right;
+	}
+	se->run_node.left = se->run_node.right = NULL;
+	se->tl_height = 1;
+	se->min_vruntime = se->vruntime;
+	*link = se;
+	cl__tl_retrace(path, k, -1);
+}
+
+static void ref_erase(struct cl_cfs_rq *q, struct cl_sched_entity *se)
+{
+	struct cl_sched_entity **path[CL__TL_PATH_MAX];
+	struct cl_sched_entity **link = &q->timeline.root;
+	int k = 0;
+
+	while (*link != se) {
+		path[k++] = link;
+		link = cl__tl_before(se, *link) ? &(*link)->run_node.left : &(*link)->run_node.right;
+	}
+	if (!se->run_node.left || !se->run_node.right) {
+		*link = se->run_node.left ? se->run_node.left : se->run_node.right;
+		cl__tl_retrace(path, k, -1);
+		return;
+	}
+	cl__tl_erase_at(path, k, link, se); /* two children: the general path already */
+}
+
+/* Are the trees at @a (over entities @ea) and @b (over @eb) the same shape with the same values? */
+static int same_tree(const struct cl_sched_entity *a, const struct cl_sched_entity *ea,
+		     const struct cl_sched_entity *b, const struct cl_sched_entity *eb)
+{
+	if (!a || !b)
+		return !a && !b;
+	return a - ea == b - eb && a->tl_height == b->tl_height && a->min_vruntime == b->min_vruntime &&
+	       same_tree(a->run_node.left, ea, b->run_node.left, eb) &&
+	       same_tree(a->run_node.right, ea, b->run_node.right, eb);
+}
+
+/*
+ * The insert (minima set on the way down, heights-only retrace) and the
+ * removal of a node with at most one child (a minimum recomputed only where
+ * it was the removed vruntime) leave exactly the tree the general retrace
+ * leaves: same shape, rotations, heights and minima after every step, on a
+ * FIFO-like load (inserts at the end, removals at the front: a rotation
+ * almost every step) and on random keys with repeated vruntimes.
+ */
+Test(sched_eevdf, timeline_fast_retraces_match_general, .init = rcu_init, .fini = rcu_fini)
+{
+	static struct cl_sched_entity fa[TREE_N] CL_CACHELINE_ALIGNED, ga[TREE_N] CL_CACHELINE_ALIGNED;
+	static struct cl_cfs_rq fq, gq;
+	int in[TREE_N] = { 0 }, nin = 0;
+	unsigned long ops = tree_ops() / 4, inserts = 0, erases = 0;
+	uint64_t seed = 0x2545f4914f6cdd1dULL, base = UINT64_MAX - 1000000, tick = 0;
+
+	memset(&fq, 0, sizeof(fq));
+	memset(&gq, 0, sizeof(gq));
+	for (int i = 0; i < TREE_N; i++) {
+		cl_sched_entity_init(&fa[i], 1024);
+		cl_sched_entity_init(&ga[i], 1024);
+	}
+	for (unsigned long op = 0; op < ops; op++) {
+		uint64_t r = rnd64(&seed);
+		int fifo = (op / 4096) % 2, i = (int)(r % TREE_N);
+
+		if (fifo) { /* the oldest entity leaves, a new one comes last */
+			struct cl_sched_entity *first = fq.timeline.root;
+
+			while (first && first->run_node.left)
+				first = first->run_node.left;
+			if (first && ((r >> 40) % 2 || nin == TREE_N)) {
+				i = (int)(first - fa);
+			} else {
+				for (i = (int)(r % TREE_N); in[i]; i = (i + 1) % TREE_N)
+					;
+				tick += 1000;
+			}
+		}
+		if (!in[i]) {
+			uint64_t v = fifo ? base + tick - (r >> 20) % 3000 : base + ((r >> 20) % 64) * 1000;
+			uint64_t d = fifo ? base + tick + 750000 : base + ((r >> 8) % 64) * 100000;
+
+			fa[i].vruntime = ga[i].vruntime = v; /* few distinct values in the random phase */
+			fa[i].deadline = ga[i].deadline = d;
+			cl__tl_insert(&fq, &fa[i]);
+			ref_insert(&gq, &ga[i]);
+			in[i] = 1;
+			nin++;
+			inserts++;
+		} else {
+			cr_assert_eq(cl__tl_erase(&fq, &fa[i]), 0);
+			ref_erase(&gq, &ga[i]);
+			in[i] = 0;
+			nin--;
+			erases++;
+		}
+		cr_assert(same_tree(fq.timeline.root, fa, gq.timeline.root, ga),
+			  "op %lu: the trees differ after %s", op, in[i] ? "an insert" : "a removal");
+	}
+	cr_assert_gt(inserts, ops / 4);
+	cr_assert_gt(erases, ops / 4);
+}
+
+/*
+ * The pick's own removal: the descent records its path and the picked node
+ * leaves the tree through it (cl__tl_erase_at(), no second search), as
+ * cl_rq_pick_next() does. Random inserts and picks against the model; the
+ * whole tree and the sums checked after each step.
+ */
+Test(sched_eevdf, timeline_pick_and_take_vs_model, .init = rcu_init, .fini = rcu_fini)
+{
+	static struct cl_sched_entity se[TREE_N] CL_CACHELINE_ALIGNED;
+	static struct cl_cfs_rq q;
+	struct cl_sched_entity **path[CL__TL_PATH_MAX];
+	int in[TREE_N] = { 0 }, nin = 0;
+	unsigned long ops = tree_ops() / 4, taken = 0;
+	uint64_t seed = 0xd1b54a32d192ed03ULL, base = UINT64_MAX - 2000000;
+
+	model_init(&q, se, base);
+	for (unsigned long op = 0; op < ops; op++) {
+		uint64_t r = rnd64(&seed);
+		int i = (int)(r % TREE_N);
+
+		if ((r >> 32) % 8 < 5 && !in[i]) {
+			model_insert(&q, &se[i], r, base);
+			in[i] = 1;
+			nin++;
+		} else if (nin) {
+			struct cl_sched_entity *want = model_pick(&q, se, in), **at = NULL, *got;
+			int k = 0;
+
+			got = cl__pick_eevdf_path(&q, path, &k, &at);
+			cr_assert_eq(got, want, "op %lu: pick differs from the model", op);
+			cr_assert_not_null(at);
+			cr_assert_eq(*at, got);
+			cl__tl_erase_at(path, k, at, got);
+			cl__avg_vruntime_sub(&q, got);
+			got->on_rq = 0;
+			in[got - se] = 0;
+			nin--;
+			taken++;
+		}
+		check_tree(&q, nin, op);
+	}
+	cr_assert_gt(taken, ops / 4);
 }
 
 /* ---- EEVDF on an rq ---- */

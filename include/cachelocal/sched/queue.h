@@ -69,7 +69,7 @@ CL_INLINE int cl_rq_enqueue(struct cl_rq *rq, struct cl_task *p, int flags)
 		return -1;
 	}
 	if ((p->tg && p->tg->root != &rq->sched->root) ||
-	    (p->cpu >= 0 && p->se.cfs_rq && p->se.cfs_rq->rq->sched != rq->sched)) {
+	    (p->cpu >= 0 && p->se.cfs_rq && p->se.cfs_rq->rq != rq && p->se.cfs_rq->rq->sched != rq->sched)) {
 		errno = EINVAL; /* a task or group of another instance */
 		return -1;
 	}
@@ -114,6 +114,26 @@ CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
 	return 0;
 }
 
+/* cl_rq_put_prev() without the checks; inlined into the pick, which calls it on every switch. */
+CL_ALWAYS_INLINE struct cl_task *cl__rq_put_prev(struct cl_rq *rq)
+{
+	struct cl_task *p = rq->curr;
+	uint64_t now = rq->clock_task;
+	struct cl_sched_entity *se;
+	struct cl_cfs_rq *cfs_rq;
+
+	if (!p)
+		return NULL;
+	cl__for_each_curr_level(p, se, cfs_rq) {
+		cl__update_curr(cfs_rq, now);
+		cl__check_cfs_rq_runtime(rq, cfs_rq);
+		cl__put_prev_entity(cfs_rq, se, now);
+	}
+	p->on_cpu = 0;
+	CL_WRITE_ONCE(rq->curr, (struct cl_task *)NULL);
+	return p;
+}
+
 /**
  * cl_rq_put_prev() - @rq's running task stops running (preempted, yielded,
  * or already dequeued to block or migrate).
@@ -127,26 +147,10 @@ CL_INLINE int cl_rq_dequeue(struct cl_rq *rq, struct cl_task *p, int flags)
  */
 CL_INLINE struct cl_task *cl_rq_put_prev(struct cl_rq *rq)
 {
-	struct cl_task *p;
-	uint64_t now;
-	struct cl_sched_entity *se;
-	struct cl_cfs_rq *cfs_rq;
-
 	if (CL__BAD_ARG(rq == NULL))
 		return NULL;
-	p = rq->curr;
-	now = rq->clock_task;
 	CL__RQ_ASSERT_HELD(rq);
-	if (!p)
-		return NULL;
-	cl__for_each_curr_level(p, se, cfs_rq) {
-		cl__update_curr(cfs_rq, now);
-		cl__check_cfs_rq_runtime(rq, cfs_rq);
-		cl__put_prev_entity(cfs_rq, se, now);
-	}
-	p->on_cpu = 0;
-	CL_WRITE_ONCE(rq->curr, (struct cl_task *)NULL);
-	return p;
+	return cl__rq_put_prev(rq);
 }
 
 /**
@@ -179,6 +183,7 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 
 	if (CL__BAD_ARG(rq == NULL))
 		return NULL;
+	CL__RQ_ASSERT_HELD(rq);
 	cfs_rq = &rq->cfs;
 	now = rq->clock_task;
 	if (rq->curr) {
@@ -189,7 +194,7 @@ CL_INLINE struct cl_task *cl_rq_pick_next(struct cl_rq *rq)
 		have_prev = rq->curr->se.depth;
 		have_prev = have_prev >= 0 && have_prev <= CL_TG_MAX_DEPTH ? have_prev + 1 : 0;
 	}
-	cl_rq_put_prev(rq);
+	cl__rq_put_prev(rq);
 	if (!rq->nr_running || !rq->online)
 		return NULL; /* idle, or going offline: the worker's acknowledgment */
 	for (int depth = 0;; depth++) {

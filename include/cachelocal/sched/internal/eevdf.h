@@ -52,18 +52,24 @@ CL_INLINE unsigned long cl__avg_sums(const struct cl_cfs_rq *cfs_rq, int64_t *av
 	return load;
 }
 
-/* V: min_vruntime when the queue is empty; rounded down (never past an eligible entity). */
-CL_INLINE uint64_t cl__avg_vruntime(const struct cl_cfs_rq *cfs_rq)
+/* V from the sums @avg, @load (cl__avg_sums()): rounded down (never past an eligible entity). */
+CL_INLINE uint64_t cl__avg_of(const struct cl_cfs_rq *cfs_rq, int64_t avg, unsigned long load)
 {
-	int64_t avg;
-	unsigned long load = cl__avg_sums(cfs_rq, &avg);
-
 	if (load) {
 		if (avg < 0)
 			avg -= (int64_t)load - 1; /* floor, not towards zero */
 		avg /= (int64_t)load;
 	}
 	return cfs_rq->min_vruntime + (uint64_t)avg;
+}
+
+/* V: min_vruntime when the queue is empty; rounded down (never past an eligible entity). */
+CL_INLINE uint64_t cl__avg_vruntime(const struct cl_cfs_rq *cfs_rq)
+{
+	int64_t avg;
+	unsigned long load = cl__avg_sums(cfs_rq, &avg);
+
+	return cl__avg_of(cfs_rq, avg, load);
 }
 
 /* Is vruntime @v eligible (V - v >= 0), given the sums? Exact: no division. */
@@ -297,11 +303,15 @@ CL_INLINE void cl__update_se_avg(struct cl_sched_entity *se, uint64_t now)
 	se->avg.load_avg = (unsigned long)(se->avg.load_sum * se->load.weight / CL_PELT_LOAD_AVG_MAX);
 }
 
-/* Queue average: decayed sum of the queued weight (blocked load decays). */
+/* Queue average: decayed sum of the queued weight (blocked load decays). load_avg is a
+ * function of load_sum alone, which only this function changes: recomputed when it did. */
 CL_INLINE void cl__update_cfs_rq_avg(struct cl_cfs_rq *cfs_rq, uint64_t now)
 {
+	uint64_t sum = cfs_rq->avg.load_sum;
+
 	cl__pelt_accumulate(&cfs_rq->avg, now, cfs_rq->load.weight);
-	cfs_rq->avg.load_avg = (unsigned long)(cfs_rq->avg.load_sum / CL_PELT_LOAD_AVG_MAX);
+	if (cfs_rq->avg.load_sum != sum)
+		cfs_rq->avg.load_avg = (unsigned long)(cfs_rq->avg.load_sum / CL_PELT_LOAD_AVG_MAX);
 }
 
 /* ---- entity operations on one queue (rq lock held) ---- */
@@ -353,21 +363,20 @@ CL_INLINE uint64_t cl__update_curr(struct cl_cfs_rq *cfs_rq, uint64_t now)
  */
 CL_INLINE void cl__place_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *se, int flags)
 {
-	uint64_t V = cl__avg_vruntime(cfs_rq);
+	int64_t avg;
+	unsigned long load = cl__avg_sums(cfs_rq, &avg);
+	uint64_t V = cl__avg_of(cfs_rq, avg, load);
 	uint64_t vslice = cl__calc_delta_fair(se->slice, se->load.weight);
 	int64_t lag = 0;
 
 	if (cfs_rq->nr_running) {
-		int64_t avg;
-		unsigned long load = cl__avg_sums(cfs_rq, &avg);
-
 		lag = se->vlag;
 		if ((flags & CL_ENQUEUE_WAKEUP) && lag < 0) {
 			int64_t now = cl__clamp_lag(se, cl__vdiff(V, se->vruntime));
 
 			lag = now < 0 ? now : 0;
 		}
-		if (load) /* lag * (W + w) / W, without the overflow of the product */
+		if (load && lag) /* lag * (W + w) / W, without the overflow of the product */
 			lag += lag * (int64_t)se->load.weight / (int64_t)load;
 	}
 	se->vruntime = V - (uint64_t)lag;
@@ -404,13 +413,15 @@ CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_enti
 				  uint64_t now)
 {
 	uint64_t V;
-	int64_t lag;
+	int64_t lag, avg;
+	unsigned long load;
 
 	(void)flags;
 	cl__update_curr(cfs_rq, now);
 	cl__update_cfs_rq_avg(cfs_rq, now);
 	cl__update_se_avg(se, now);
-	V = cl__avg_vruntime(cfs_rq);
+	load = cl__avg_sums(cfs_rq, &avg); /* @se counted: in the tree, or curr and queued */
+	V = cl__avg_of(cfs_rq, avg, load);
 	lag = cl__clamp_lag(se, cl__vdiff(V, se->vruntime));
 	if (cfs_rq->next == se)
 		cfs_rq->next = NULL;
@@ -420,7 +431,9 @@ CL_INLINE void cl__dequeue_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_enti
 	cl__cfs_rq_add_load(cfs_rq, -(long)se->load.weight);
 	cfs_rq->nr_running--;
 	se->vlag = lag;
-	se->vruntime = cl__avg_vruntime(cfs_rq) - (uint64_t)lag;
+	/* V' without @se: the same sums less its term (min_vruntime has not moved) */
+	avg -= (int64_t)se->load.weight * cl__vdiff(se->vruntime, cfs_rq->min_vruntime);
+	se->vruntime = cl__avg_of(cfs_rq, avg, load - se->load.weight) - (uint64_t)lag;
 	cl__update_min_vruntime(cfs_rq);
 }
 
@@ -449,10 +462,11 @@ CL_INLINE void cl__set_next_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_ent
 	cl__set_next_entity_at(cfs_rq, se, now, NULL, 0, NULL);
 }
 
-/* The running entity of @cfs_rq stops running; requeue it if still queued. */
+/* The running entity of @cfs_rq, already charged up to @now (cl__update_curr(): the
+ * caller's, a second one would find nothing to charge), stops running; requeue it if
+ * still queued. */
 CL_INLINE void cl__put_prev_entity(struct cl_cfs_rq *cfs_rq, struct cl_sched_entity *prev, uint64_t now)
 {
-	cl__update_curr(cfs_rq, now);
 	if (prev->on_rq) {
 		cl__update_se_avg(prev, now);
 		cl__enqueue_timeline(cfs_rq, prev);
