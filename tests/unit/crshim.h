@@ -14,6 +14,10 @@
  * macros, and the summary line has Criterion's form. The plain builds of
  * `make check` keep Criterion.
  *
+ * Environment: CRS_FILTER=TEXT runs only the tests whose "suite::name"
+ * contains TEXT; CRS_TIMES=1 prints each test's wall time (what to trim
+ * when a sanitizer run grows).
+ *
  * Supported: Test(suite, name[, .init = f][, .fini = f][, .timeout = s]
  * [, .exit_code = n][, .signal = s][, .disabled = 1]), cr_assert*,
  * cr_expect*, cr_skip_test, cr_log_*. Not supported: TestSuite(),
@@ -28,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct crs_test {
@@ -140,17 +145,24 @@ static inline void crs_report(const char *kind, const char *file, int line, cons
 int main(int argc, char **argv)
 {
 	int tested = 0, passing = 0, failing = 0, crashing = 0, skipped = 0;
+	const char *filter = getenv("CRS_FILTER"), *times = getenv("CRS_TIMES");
 
 	(void)argc;
 	(void)argv;
 	setvbuf(stdout, NULL, _IONBF, 0);
 	for (struct crs_test *t = crs_head; t; t = t->next) {
+		char full[256];
+		struct timespec t0, t1;
 		int status;
 		pid_t pid;
 
 		if (t->disabled)
 			continue;
+		snprintf(full, sizeof(full), "%s::%s", t->suite, t->name);
+		if (filter && *filter && !strstr(full, filter))
+			continue;
 		tested++;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		pid = fork();
 		if (pid < 0) {
 			perror("crshim: fork");
@@ -171,6 +183,10 @@ int main(int argc, char **argv)
 			perror("crshim: waitpid");
 			return 2;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (times && *times && strcmp(times, "0"))
+			fprintf(stderr, "[TIME] %s: %.2f s\n", full,
+				(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
 			skipped++;
 			tested--;

@@ -127,7 +127,7 @@ static long parked_count(void)
 {
 	const char *e = getenv("CL_TEST_PARKED_TASKS");
 #if defined(CL_HAVE_TSAN)
-	long n = 2000; /* a TSan fiber per task: 10,000 took over 300 s at load 20 */
+	long n = 1000; /* a TSan fiber per task: 10,000 took over 300 s at load 20, 2,000 15 s */
 #elif defined(CL__RT_ASAN)
 	long n = 10000;
 #else
