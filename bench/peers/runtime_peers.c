@@ -67,6 +67,7 @@ struct params {
 };
 
 static int cpu_a, cpu_b; /* the first two allowed CPUs */
+static unsigned int rt_flags; /* --no-preempt: CL_RUNTIME_NO_PREEMPT */
 
 static struct cl_runtime *rt_make(int place)
 {
@@ -74,6 +75,7 @@ static struct cl_runtime *rt_make(int place)
 
 	memset(&ra, 0, sizeof(ra));
 	ra.nr_workers = place == P_SAME ? 1 : 2;
+	ra.flags = rt_flags;
 	return cl_runtime_create(&ra);
 }
 
@@ -462,7 +464,7 @@ static void usage(void)
 {
 	printf("usage: runtime_peers [--go PATH] [--boost PATH] [--workload pingpong|fib|storm]\n"
 	       "                     [--same-cpu | --two-cpu] [-l LOOPS] [-n FIB_N] [-g GROUPS]\n"
-	       "                     [--storm-loops N] [--runs N] [--quick] [--smoke]\n"
+	       "                     [--storm-loops N] [--no-preempt] [--runs N] [--quick] [--smoke]\n"
 	       "                     [--json | --json=PATH] [--help]\n"
 	       "  the cachelocal runtime beside Go and Boost.Fiber: pipe ping-pong, fib spawn+join\n"
 	       "  tree, hackbench-shaped message storm; peers default to runtime_go and\n"
@@ -473,6 +475,8 @@ static void usage(void)
 	       "                  live at once when a runtime runs them breadth-first (Boost does;\n"
 	       "                  ours runs a joined child next, depth-first, as Go does)\n"
 	       "  -g GROUPS       storm groups of 20 senders + 20 receivers (default 4; --quick 2)\n"
+	       "  --no-preempt    ours without the preemption tick (CL_RUNTIME_NO_PREEMPT): for\n"
+	       "                  valgrind's tools, which abort on its signal\n"
 	       "  --storm-loops N messages per sender to each receiver (default 500)\n");
 	bench_usage("runtime_peers");
 }
@@ -502,6 +506,8 @@ int main(int argc, char **argv)
 			if (want_w == W_NR)
 				rtb_unknown("runtime_peers", argv[i + 1]);
 			i++;
+		} else if (!strcmp(argv[i], "--no-preempt")) {
+			rt_flags |= CL_RUNTIME_NO_PREEMPT;
 		} else if (!strcmp(argv[i], "--same-cpu")) {
 			want_p = P_SAME;
 		} else if (!strcmp(argv[i], "--two-cpu")) {
