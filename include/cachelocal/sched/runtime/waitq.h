@@ -121,9 +121,8 @@ CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *
 	struct cl__rt_worker *w = self->w, *tw = wt->w;
 	struct cl_rt_task *t = wt->t;
 	struct cl_rq *rq = w->rq;
-	int moved = 0;
-
 	unsigned int busy;
+	int moved = 0;
 
 	if (wt->aff_flips < 0 || !w->rt->wake_affine ||
 	    cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
