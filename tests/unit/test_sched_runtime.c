@@ -241,6 +241,7 @@ Test(sched_runtime, spawn_and_join_return_values_inside_and_outside)
 struct yield_log {
 	int n;
 	int ids[4000];
+	struct cl_chan *gate; /* task 0 waits here until task 1 runs */
 };
 
 struct yield_arg {
@@ -248,10 +249,23 @@ struct yield_arg {
 	int id;
 };
 
+/*
+ * Both tasks log only once both run. Without the gate, task 1 could be
+ * placed well after task 0 in virtual time (at V, which the spawner's own
+ * running time moved on while it set up task 1's stack) and so not be
+ * eligible until task 0 had run that long: a slow spawn (ASan, a loaded
+ * host) let task 0 log all its entries first, exactly as a yield that never
+ * switches would. Task 0 blocks instead (it keeps its lag) and task 1 wakes
+ * it; a gate of yields would not do, each one moves the yielder's deadline
+ * a slice on.
+ */
 static void *yield_logger(void *p)
 {
 	struct yield_arg *a = (struct yield_arg *)p;
+	int go = 1;
 
+	if (a->id == 0 ? cl_chan_recv(a->log->gate, &go) : cl_chan_send(a->log->gate, &go))
+		return (void *)1;
 	for (int i = 0; i < 2000; i++) {
 		a->log->ids[a->log->n++] = a->id; /* one worker: no concurrent writer */
 		burn(200);
@@ -269,9 +283,12 @@ Test(sched_runtime, yield_lets_the_other_task_of_the_worker_run)
 	int changes = 0;
 
 	log.n = 0;
+	log.gate = cl_chan_create(sizeof(int), 1);
+	cr_assert_not_null(log.gate);
 	batch_add(&b, NULL, yield_logger, &a0);
 	batch_add(&b, NULL, yield_logger, &a1);
 	batch_run(&b);
+	cr_assert_eq(cl_chan_destroy(log.gate), 0);
 	cr_assert_eq(log.n, 4000);
 	for (int i = 1; i < log.n; i++)
 		changes += log.ids[i] != log.ids[i - 1];
