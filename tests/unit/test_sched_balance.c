@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_sched_balance.c - T4 balancing: detach from the cold
- * tail, cache-hot window, affinity, scan bound, stop at balance, lock-free
- * busiest choice, CPU offline drain and online; and a threaded run (TSan).
+ * tail, cache-hot window, affinity, home tasks last, scan bound, stop at
+ * balance, lock-free busiest choice, CPU offline drain and online; and a
+ * threaded run (TSan).
  * Built once per line of test_sched_balance.variants; the "before"
  * (CL_DETACH_FROM_HEAD) walks from the head.
  */
@@ -171,6 +172,42 @@ Test(sched_balance, continues_past_pinned_tail, .init = rcu_init, .fini = rcu_fi
 #endif
 	sim_validate(s);
 	sim_drain(s, t, 6, now);
+	cr_assert_eq(cl_sched_destroy(s), 0);
+}
+
+/*
+ * A task whose home_cpu is the source (its partners run there) moves only
+ * after every other movable task, and still moves when the imbalance is
+ * not gone without it: an even spread wins over a home.
+ */
+Test(sched_balance, home_tasks_move_last, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(2, NULL);
+	struct cl_task t[8];
+	struct cl_balance_stats st;
+	uint64_t now;
+	int homed_moved = 0;
+
+	cl_balance_set_migration_cost(s, 0);
+	now = setup_mru(s, t, 8, 10 * US); /* t7 runs */
+	for (int i = 0; i < 4; i++) /* the tail (and for the head walk, the end) */
+		CL_WRITE_ONCE(t[i].home_cpu, 0);
+	CL_WRITE_ONCE(t[4].home_cpu, 1); /* a home at the destination changes nothing */
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_move(s, 0, 1, now, &st), 4); /* imbalance 4 */
+	cr_assert_eq(st.skipped_home, 4ul);
+	for (int i = 4; i < 7; i++)
+		cr_assert_eq(on_cpu(&t[i]), 1, "t[%d] (no home here) stayed", i);
+	for (int i = 0; i < 4; i++)
+		homed_moved += on_cpu(&t[i]) == 1;
+	cr_assert_eq(homed_moved, 1, "one home task moves for the last unit of imbalance");
+	cr_assert_eq(on_cpu(&t[7]), 0);
+	sim_validate(s);
+	/* no task with a home there: one walk, as before */
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_move(s, 1, 0, now, &st), 0);
+	cr_assert_eq(st.skipped_home, 0ul);
+	sim_drain(s, t, 8, now);
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 

@@ -7,7 +7,8 @@
  * wakeups onto one worker (its remote wake list then holds more than one
  * task) loses none, pinned or free to move; wake-affine: a ping-pong pair
  * started on two workers ends up on one unless pinned or turned off, and
- * its wake_wide() guard tells a pair from a one-to-many pattern.
+ * its wake_wide() guard tells a pair from a one-to-many pattern; a task
+ * woken only from one (busier) worker makes it its home and moves there.
  */
 #include "cl_test.h"
 
@@ -18,16 +19,23 @@
 #define MSG_MAX 100
 #define CANARY 0xa5
 
-static struct cl_runtime *new_rt2(void)
+/* A runtime of two workers, created with @flags. */
+static struct cl_runtime *new_rt2_flags(unsigned int flags)
 {
 	struct cl_runtime_attr a;
 	struct cl_runtime *rt;
 
 	memset(&a, 0, sizeof(a));
 	a.nr_workers = 2;
+	a.flags = flags;
 	rt = cl_runtime_create(&a);
 	cr_assert_not_null(rt, "cl_runtime_create: %s", strerror(errno));
 	return rt;
+}
+
+static struct cl_runtime *new_rt2(void)
+{
+	return new_rt2_flags(0);
 }
 
 /* Start @fn on @worker: pinned there, or free to move (@pin 0). */
@@ -235,18 +243,12 @@ static void *pp_task(void *p)
  * both ran on the same worker, and the wake-affine moves in *@moves. */
 static int pp_run(unsigned int flags, int pin, uint64_t *moves)
 {
-	struct cl_runtime_attr ra;
-	struct cl_runtime *rt;
+	struct cl_runtime *rt = new_rt2_flags(flags);
 	static struct pp a, b;
 	void *ra_ret = (void *)1, *rb_ret = (void *)1;
 	struct cl_rt_task *ta, *tb;
 	int same = 0;
 
-	memset(&ra, 0, sizeof(ra));
-	ra.nr_workers = 2;
-	ra.flags = flags;
-	rt = cl_runtime_create(&ra);
-	cr_assert_not_null(rt, "cl_runtime_create: %s", strerror(errno));
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	a.rt = b.rt = rt;
@@ -316,4 +318,113 @@ Test(sched_runtime_wake, wake_wide_tells_a_pair_from_one_to_many)
 	self.wakee_flips = 10;
 	cr_assert_eq(cl__rt_wake_wide(&self, 100, 2), 1, "the wakee is the one that flips");
 	cr_assert_eq(cl__rt_wake_wide(&self, 100, 16), 0, "under the factor of 16 workers");
+}
+
+/* ---- a home by its wakers' votes ---- */
+
+#define HOME_SENDERS 1
+#define HOME_MSGS 800 /* per sender, each acknowledged before the next */
+
+static struct home {
+	struct cl_chan *c, *ack[HOME_SENDERS];
+	atomic_int done;   /* the receiver has everything: the spinner stops */
+	int bad;           /* messages out of order */
+	int home;          /* the receiver's home_cpu at the end */
+} home;
+
+static void *home_sender(void *p)
+{
+	int from = (int)(intptr_t)p, a;
+
+	for (int i = 0; i < HOME_MSGS; i++) {
+		int v = from * HOME_MSGS + i;
+
+		if (cl_chan_send(home.c, &v) || cl_chan_recv(home.ack[from], &a) || a != v)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* Keeps worker 1 busier than worker 0 for as long as the receiver runs. */
+static void *home_spinner(void *p)
+{
+	(void)p;
+	while (!atomic_load(&home.done))
+		cl_yield();
+	return NULL;
+}
+
+static void *home_receiver(void *p)
+{
+	int next[HOME_SENDERS] = { 0 };
+
+	(void)p;
+	for (int i = 0; i < HOME_SENDERS * HOME_MSGS; i++) {
+		int v, from;
+
+		if (cl_chan_recv(home.c, &v))
+			return (void *)1;
+		from = v / HOME_MSGS;
+		if (v < 0 || from >= HOME_SENDERS || v % HOME_MSGS != next[from]++) {
+			home.bad++;
+			break;
+		}
+		if (cl_chan_send(home.ack[from], &v))
+			return (void *)1;
+	}
+	home.home = CL_READ_ONCE(cl_self()->task.home_cpu);
+	atomic_store(&home.done, 1);
+	return NULL;
+}
+
+/* A receiver on worker 0, woken only by senders pinned on worker 1, which
+ * a pinned spinner keeps busier than worker 0 (the load rule alone never
+ * moves the receiver there), each sender waiting for its acknowledgement
+ * before it sends again. Return the wake-affine moves. */
+static uint64_t home_run(unsigned int flags)
+{
+	struct cl_runtime *rt = new_rt2_flags(flags);
+	struct cl_rt_task *t[HOME_SENDERS + 2];
+	uint64_t moves;
+
+	memset(&home, 0, sizeof(home));
+	home.home = -2;
+	home.c = cl_chan_create(sizeof(int), HOME_SENDERS);
+	cr_assert_not_null(home.c);
+	for (int i = 0; i < HOME_SENDERS; i++)
+		cr_assert_not_null(home.ack[i] = cl_chan_create(sizeof(int), 1));
+	t[0] = spawn_at(rt, 0, 0, home_receiver, NULL);
+	t[1] = spawn_on(rt, 1, home_spinner, NULL);
+	for (int i = 0; i < HOME_SENDERS; i++)
+		t[2 + i] = spawn_on(rt, 1, home_sender, (void *)(intptr_t)i);
+	for (int i = 0; i < HOME_SENDERS + 2; i++) {
+		void *r = (void *)1;
+
+		cr_assert_eq(cl_join(t[i], &r), 0);
+		cr_assert_null(r, "task %d failed", i);
+	}
+	cr_assert_eq(home.bad, 0, "a message out of order");
+	moves = rt->workers[0].nr_affine_wakes + rt->workers[1].nr_affine_wakes;
+	cr_assert_eq(cl_chan_destroy(home.c), 0);
+	for (int i = 0; i < HOME_SENDERS; i++)
+		cr_assert_eq(cl_chan_destroy(home.ack[i]), 0);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+	return moves;
+}
+
+Test(sched_runtime_wake, task_woken_from_one_worker_gets_it_as_home_and_moves_there, .timeout = 120)
+{
+	uint64_t moves = home_run(0);
+
+	cr_log_info("home: %llu wake-affine moves, home_cpu %d", (unsigned long long)moves, home.home);
+	cr_assert_geq(moves, 1, "the receiver never moved to its wakers' busier worker");
+	cr_assert_eq(home.home, 1, "home_cpu %d, want 1 (every waker ran on worker 1)", home.home);
+}
+
+Test(sched_runtime_wake, no_wake_affine_flag_sets_no_home, .timeout = 120)
+{
+	uint64_t moves = home_run(CL_RUNTIME_NO_WAKE_AFFINE);
+
+	cr_assert_eq(moves, 0, "%llu wakees moved with CL_RUNTIME_NO_WAKE_AFFINE", (unsigned long long)moves);
+	cr_assert_eq(home.home, -1, "home_cpu %d with CL_RUNTIME_NO_WAKE_AFFINE", home.home);
 }

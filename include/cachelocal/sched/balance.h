@@ -16,7 +16,10 @@
  *	   tasks whose affinity excludes the destination (the scan continues
  *	   past them: a pinned tail never stops it) and tasks in a throttled
  *	   group; it looks at no more than nr_migrate tasks (default 32) and
- *	   stops as soon as the imbalance is gone;
+ *	   stops as soon as the imbalance is gone. Tasks whose home_cpu is the
+ *	   busiest rq's (a hint: the CPU their partners run on) are left for
+ *	   a second walk over as long a tail, made only if the imbalance
+ *	   remains (the kernel's migrate_degrades_locality() for NUMA);
  *	4. detaches them and attaches them to the destination.
  *
  * -DCL_DETACH_FROM_HEAD builds the "before": the same walk from the head
@@ -56,6 +59,7 @@ struct cl_balance_stats {
 	unsigned long skipped_hot;       /* ran within the cache-hot window */
 	unsigned long skipped_affinity;  /* destination not allowed */
 	unsigned long skipped_throttled; /* in a throttled group */
+	unsigned long skipped_home;      /* first pass: its partners run on the source */
 };
 
 /**
@@ -165,7 +169,7 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	struct cl_balance_stats dummy;
 	struct cl_rq *src, *dst;
 	struct cds_list_head detached, *pos, *next;
-	unsigned int limit, scanned = 0;
+	unsigned int limit, scanned = 0, homed = 0;
 	int imbalance, moved = 0;
 
 	CL__ASSERT_NO_RQ_LOCK();
@@ -190,23 +194,35 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	cl__rq_update_clock(src, now_ns);
 	cl__rq_update_clock(dst, now_ns);
 	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
-	/* the node forms: the entities are cache-line aligned (see rq.h) */
+	/*
+	 * Pass 0 leaves the tasks whose home is @src (their partners run there:
+	 * the runtime's wake-affine sets it); pass 1, only if it left some and
+	 * the imbalance is not gone, looks at those in as long a tail: an even
+	 * spread still wins over a home. The node forms: the entities are
+	 * cache-line aligned (see rq.h).
+	 */
+	for (int pass = 0; pass < 2 && imbalance > 0 && (!pass || homed); pass++, limit = 2 * scanned) {
 #ifdef CL_DETACH_FROM_HEAD
-	cds_list_for_each_safe(pos, next, &src->cfs_tasks) {
+		cds_list_for_each_safe(pos, next, &src->cfs_tasks) {
 #else
-	cds_list_for_each_prev_safe(pos, next, &src->cfs_tasks) {
+		cds_list_for_each_prev_safe(pos, next, &src->cfs_tasks) {
 #endif
-		struct cl_task *p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
+			struct cl_task *p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
 
-		if (imbalance <= 0 || scanned >= limit)
-			break;
-		scanned++;
-		if (!cl__can_migrate_task(s, src, dst, p, st))
-			continue;
-		/* its lag goes with it: placed at the destination's V minus that lag */
-		cl__rq_dequeue(src, p, 0);
-		cds_list_add_tail(&p->se.group_node, &detached);
-		imbalance--;
+			if (imbalance <= 0 || scanned >= limit)
+				break;
+			scanned++;
+			if ((CL_READ_ONCE(p->home_cpu) == (int)src->cpu) != pass) {
+				homed += !pass;
+				continue;
+			}
+			if (!cl__can_migrate_task(s, src, dst, p, st))
+				continue;
+			/* its lag goes with it: placed at the destination's V minus that lag */
+			cl__rq_dequeue(src, p, 0);
+			cds_list_add_tail(&p->se.group_node, &detached);
+			imbalance--;
+		}
 	}
 	cds_list_for_each_safe(pos, next, &detached) {
 		struct cl_task *p = cl__task_of(cl_container_of(pos, struct cl_sched_entity, group_node));
@@ -221,6 +237,7 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	cl_rq_unlock_two(src, dst);
 	st->scanned += scanned;
 	st->moved += (unsigned long)moved;
+	st->skipped_home += homed;
 	return moved;
 }
 

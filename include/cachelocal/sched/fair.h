@@ -279,6 +279,8 @@ struct cl_task {
 	int nice;
 	int on_cpu;                        /* 1 while it is its rq's curr */
 	int on_rq;                         /* 0 (not queued), CL_TASK_ON_RQ_QUEUED or _MIGRATING */
+	int home_cpu;                      /* hint, -1 none: the CPU its partners run on; the
+					    * balancer moves it away from there last (balance.h) */
 	void *data;                        /* caller's */
 };
 

@@ -390,6 +390,7 @@ CL_INLINE void cl_task_init(struct cl_task *p, int nice)
 	cl_sched_entity_init(&p->se, cl_nice_to_weight(nice));
 	p->nice = nice < CL_NICE_MIN ? CL_NICE_MIN : nice > CL_NICE_MAX ? CL_NICE_MAX : nice;
 	p->cpu = -1;
+	p->home_cpu = -1;
 }
 
 /**

@@ -201,9 +201,12 @@ struct cl__rt_waiter {
 		void *data;
 		unsigned char msg[CL__RT_WAITER_MSG];
 	};
-	int status;
-	int aff_flips;                     /* by cl__rt_wait_rec(): @t's wakee_flips, or -1 if
-					    * @t may not move to its waker's worker (wake-affine) */
+	short status;                      /* 0 woken, -1 not (yet) or failed */
+	short aff_flips;                   /* by cl__rt_wait_rec(): @t's wakee_flips (at most
+					    * 0x7fff), or -1 if @t may not move to its waker's
+					    * worker (wake-affine) */
+	uint16_t aff_home;                 /* by its wakers (cl__rt_vote_home()): the worker */
+	uint16_t aff_votes;                /* most of them ran on, and its net votes */
 };
 
 /*

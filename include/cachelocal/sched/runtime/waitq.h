@@ -11,6 +11,9 @@
 
 CL_BEGIN_DECLS
 
+/* votes for one worker, net, that make it a task's home (wake-affine, below) */
+#define CL__RT_AFF_VOTES 4
+
 /*
  * Enqueue the current task's waiter record (self->wait, its data already
  * set) on @list and block; @lock is held by the caller and released after
@@ -26,7 +29,10 @@ CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *lis
 	wt->w = self->w; /* stays while it waits: the balancer moves queued tasks only */
 	wt->status = -1;
 	/* for its waker (cl__rt_wake_affine()), on the line it writes anyway */
-	wt->aff_flips = self->task.cpus_allowed || self->task.tg ? -1 : (int)(self->wakee_flips & 0xffffu);
+	if (self->task.cpus_allowed || self->task.tg || !self->rt->wake_affine)
+		wt->aff_flips = -1;
+	else
+		wt->aff_flips = (short)(self->wakee_flips < 0x7fffu ? self->wakee_flips : 0x7fffu);
 	cds_list_add_tail(&wt->node, list);
 	cl__rt_block(self, lock);
 	return wt->status;
@@ -74,6 +80,17 @@ CL_INLINE struct cl__rt_waiter *cl__rt_waiter_pop(struct cds_list_head *list)
  *    pair where one side flips at least F times as often as the other, and
  *    the other at least F times, is a one-to-many pattern, spread over the
  *    workers rather than pulled onto one;
+ *  - or, wide or not, the waker's worker is the wakee's home: most of its
+ *    wakers ran there. Every wakeup through a record votes for the
+ *    waker's worker (a majority vote kept in the record, which the waker
+ *    writes anyway: CL__RT_AFF_VOTES more votes for one worker than
+ *    against it make it the home, and the task's home_cpu). A group of
+ *    tasks that all wake each other (a hackbench group: every sender
+ *    wakes every receiver, every wakeup "wide") gathers on the worker
+ *    where most of it runs. The load rule above is looser for it: the
+ *    waker's worker may be up to twice as busy as the wakee's, plus 2.
+ *    The balancer moves tasks homed on the busiest rq last (balance.h),
+ *    so an even spread of whole groups is what stays;
  *  - the wakee is off its old rq entirely: not queued and not that rq's
  *    curr (a direct hand-off leaves a blocked task as its rq's stale curr,
  *    cl__rt_handoff_sync()). Checked under both rq locks, which the move
@@ -113,6 +130,24 @@ CL_INLINE int cl__rt_wake_wide(const struct cl_rt_task *self, unsigned int slave
 	return slave >= factor && master >= slave * factor;
 }
 
+/* A wakeup of @wt's task by a task on worker @cpu: one vote of the
+ * majority vote for its home (Boyer-Moore, capped at twice the threshold
+ * so that a new majority takes over within a few wakeups). home_cpu is
+ * written only when the vote crosses the threshold, either way. */
+CL_INLINE void cl__rt_vote_home(struct cl__rt_waiter *wt, unsigned int cpu)
+{
+	if (wt->aff_home == cpu) {
+		if (wt->aff_votes < 2 * CL__RT_AFF_VOTES && ++wt->aff_votes == CL__RT_AFF_VOTES)
+			CL_WRITE_ONCE(wt->t->task.home_cpu, (int)cpu);
+	} else if (wt->aff_votes > 0) {
+		if (wt->aff_votes-- == CL__RT_AFF_VOTES)
+			CL_WRITE_ONCE(wt->t->task.home_cpu, -1);
+	} else if (cpu < UINT16_MAX) { /* (beyond: no home) */
+		wt->aff_home = (uint16_t)cpu;
+		wt->aff_votes = 1;
+	}
+}
+
 /* Try to move @wt's task to @self's worker and queue it there (see above).
  * Return: 1 if done (it is @self's worker's), 0: wake it where it blocked.
  * Context: @self non-preemptible, no rq lock held. */
@@ -121,15 +156,18 @@ CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *
 	struct cl__rt_worker *w = self->w, *tw = wt->w;
 	struct cl_rt_task *t = wt->t;
 	struct cl_rq *rq = w->rq;
-	unsigned int busy;
-	int moved = 0;
+	unsigned int busy, nr;
+	int moved = 0, home;
 
-	if (wt->aff_flips < 0 || !w->rt->wake_affine ||
-	    cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
+	if (wt->aff_flips < 0)
+		return 0;
+	home = wt->aff_home == w->cpu && wt->aff_votes >= CL__RT_AFF_VOTES;
+	if (!home && cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
 		return 0;
 	busy = CL_READ_ONCE(rq->nr_running) + w->nr_wakes;
-	if ((busy > 1 || cl__rt_remote_pending(w)) && busy > CL_READ_ONCE(tw->rq->nr_running))
-		return 0; /* not idle otherwise, and busier than where it blocked */
+	nr = CL_READ_ONCE(tw->rq->nr_running);
+	if ((busy > 1 || cl__rt_remote_pending(w)) && busy > (home ? 2 * nr + 2 : nr))
+		return 0; /* not idle otherwise, and busier than where it blocked (home: twice, + 2) */
 	cl_rq_lock_two(tw->rq, rq);
 	/* allowed: its affinity may have changed since it wrote its record */
 	if (!t->task.on_rq && !t->task.on_cpu && cl_task_allowed_on(&t->task, rq->cpu) &&
@@ -154,6 +192,8 @@ CL_ALWAYS_INLINE void cl__rt_wake_rec_as(struct cl_rt_task *self, struct cl__rt_
 {
 	if (self) {
 		cl__rt_record_wakee(self, wt->t);
+		if (wt->aff_flips >= 0)
+			cl__rt_vote_home(wt, self->w->cpu);
 		if (CL_UNLIKELY(wt->w != self->w) && cl__rt_wake_affine(self, wt))
 			return;
 	}
