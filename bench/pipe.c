@@ -74,9 +74,10 @@ static const char *const place_name[] = { "same-cpu", "cross-cpu", "unpinned" };
 /* Where the wakeups of the last pipe_run() went, both workers summed, per
  * round trip: futex sleeps of an idle worker (each one costs its waker a
  * FUTEX_WAKE), wakeups caught by the idle spin, remote wake lists drained,
+ * wakeups claimed on a record the idle spin watched (no push by the waker),
  * idle balancing passes made and skipped (short idle periods). */
 static struct wake_diag {
-	double sleeps, spin_hits, drains, balances, balance_skips;
+	double sleeps, spin_hits, drains, watch_hits, balances, balance_skips;
 } wake_diag;
 
 static void wake_diag_take(const struct cl_runtime *rt, long loops)
@@ -88,6 +89,7 @@ static void wake_diag_take(const struct cl_runtime *rt, long loops)
 		wake_diag.sleeps += (double)w->nr_idle_sleeps / (double)loops;
 		wake_diag.spin_hits += (double)w->nr_spin_hits / (double)loops;
 		wake_diag.drains += (double)w->nr_remote_drains / (double)loops;
+		wake_diag.watch_hits += (double)w->nr_watch_hits / (double)loops;
 		wake_diag.balances += (double)w->nr_idle_balances / (double)loops;
 		wake_diag.balance_skips += (double)w->nr_idle_balance_skips / (double)loops;
 	}
@@ -518,9 +520,11 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			bench_progress(&b, "%s run %d: %.1f ns/op; per round trip: %.2f futex sleeps, %.2f "
-				       "spin hits, %.2f remote drains, %.2f idle balances (%.2f skipped)",
+				       "spin hits, %.2f remote drains, %.2f watched-record claims, %.2f idle "
+				       "balances (%.2f skipped)",
 				       place_name[p], r, samples[r], wake_diag.sleeps, wake_diag.spin_hits,
-				       wake_diag.drains, wake_diag.balances, wake_diag.balance_skips);
+				       wake_diag.drains, wake_diag.watch_hits, wake_diag.balances,
+				       wake_diag.balance_skips);
 			if (p == CROSS) { /* the same two CPUs' cache-line round trip, this run */
 				lines[r] = line_rtt(b.smoke ? 1000 : 200000);
 				if (lines[r] < 0)

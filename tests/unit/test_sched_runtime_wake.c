@@ -19,8 +19,8 @@
 #define MSG_MAX 100
 #define CANARY 0xa5
 
-/* A runtime of two workers, created with @flags. */
-static struct cl_runtime *new_rt2_flags(unsigned int flags)
+/* A runtime of two workers, created with @flags and idle spin @spin_ns (0: default). */
+static struct cl_runtime *new_rt2_spin(unsigned int flags, uint64_t spin_ns)
 {
 	struct cl_runtime_attr a;
 	struct cl_runtime *rt;
@@ -28,9 +28,15 @@ static struct cl_runtime *new_rt2_flags(unsigned int flags)
 	memset(&a, 0, sizeof(a));
 	a.nr_workers = 2;
 	a.flags = flags;
+	a.spin_ns = spin_ns;
 	rt = cl_runtime_create(&a);
 	cr_assert_not_null(rt, "cl_runtime_create: %s", strerror(errno));
 	return rt;
+}
+
+static struct cl_runtime *new_rt2_flags(unsigned int flags)
+{
+	return new_rt2_spin(flags, 0);
 }
 
 static struct cl_runtime *new_rt2(void)
@@ -217,8 +223,24 @@ struct pp {
 	struct cl_chan *in, *out;
 	int first;                  /* sends first */
 	int bad;                    /* values out of order */
+	unsigned int jitter;        /* before each send, spin a random 0..jitter-1 relaxes */
+	unsigned int seed;
 	unsigned char at[PP_ROUNDS]; /* the worker it ran on after each round's receive */
 };
+
+/* A random delay of up to @a->jitter CPU relaxes (xorshift). */
+static void pp_jitter(struct pp *a)
+{
+	unsigned int n;
+
+	if (!a->jitter)
+		return;
+	a->seed ^= a->seed << 13;
+	a->seed ^= a->seed >> 17;
+	a->seed ^= a->seed << 5;
+	for (n = a->seed % a->jitter; n; n--)
+		CL_CPU_RELAX();
+}
 
 static void *pp_task(void *p)
 {
@@ -227,23 +249,31 @@ static void *pp_task(void *p)
 	int v = 0;
 
 	for (int i = 0; i < PP_ROUNDS; i++) {
-		if (a->first && cl_chan_send(a->out, &i))
-			return (void *)1;
+		if (a->first) {
+			pp_jitter(a);
+			if (cl_chan_send(a->out, &i))
+				return (void *)1;
+		}
 		if (cl_chan_recv(a->in, &v))
 			return (void *)1;
 		a->bad += v != i;
 		a->at[i] = (unsigned char)(self->w - a->rt->workers);
-		if (!a->first && cl_chan_send(a->out, &i))
-			return (void *)1;
+		if (!a->first) {
+			pp_jitter(a);
+			if (cl_chan_send(a->out, &i))
+				return (void *)1;
+		}
 	}
 	return NULL;
 }
 
 /* A pair started on workers 0 and 1 ping-pongs; return the rounds in which
- * both ran on the same worker, and the wake-affine moves in *@moves. */
-static int pp_run(unsigned int flags, int pin, uint64_t *moves)
+ * both ran on the same worker, the wake-affine moves in *@moves and the
+ * wakeups claimed on watched records in *@claims (@spin_ns: idle spin). */
+static int pp_run_spin(unsigned int flags, int pin, uint64_t spin_ns, unsigned int jitter,
+		       uint64_t *moves, uint64_t *claims)
 {
-	struct cl_runtime *rt = new_rt2_flags(flags);
+	struct cl_runtime *rt = new_rt2_spin(flags, spin_ns);
 	static struct pp a, b;
 	void *ra_ret = (void *)1, *rb_ret = (void *)1;
 	struct cl_rt_task *ta, *tb;
@@ -256,6 +286,9 @@ static int pp_run(unsigned int flags, int pin, uint64_t *moves)
 	a.out = b.in = cl_chan_create(sizeof(int), 1);
 	cr_assert(a.in && a.out);
 	a.first = 1;
+	a.jitter = b.jitter = jitter;
+	a.seed = 12345;
+	b.seed = 54321;
 	tb = spawn_at(rt, 1, pin, pp_task, &b);
 	ta = spawn_at(rt, 0, pin, pp_task, &a);
 	cr_assert_eq(cl_join(ta, &ra_ret), 0);
@@ -266,10 +299,18 @@ static int pp_run(unsigned int flags, int pin, uint64_t *moves)
 	for (int i = 0; i < PP_ROUNDS; i++)
 		same += a.at[i] == b.at[i];
 	*moves = rt->workers[0].nr_affine_wakes + rt->workers[1].nr_affine_wakes;
+	*claims = rt->workers[0].nr_watch_hits + rt->workers[1].nr_watch_hits;
 	cr_assert_eq(cl_chan_destroy(a.in), 0);
 	cr_assert_eq(cl_chan_destroy(a.out), 0);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 	return same;
+}
+
+static int pp_run(unsigned int flags, int pin, uint64_t *moves)
+{
+	uint64_t claims;
+
+	return pp_run_spin(flags, pin, 0, 0, moves, &claims);
 }
 
 Test(sched_runtime_wake, unpinned_pair_on_two_workers_ends_up_on_one, .timeout = 120)
@@ -427,4 +468,31 @@ Test(sched_runtime_wake, no_wake_affine_flag_sets_no_home, .timeout = 120)
 
 	cr_assert_eq(moves, 0, "%llu wakees moved with CL_RUNTIME_NO_WAKE_AFFINE", (unsigned long long)moves);
 	cr_assert_eq(home.home, -1, "home_cpu %d with CL_RUNTIME_NO_WAKE_AFFINE", home.home);
+}
+
+/* ---- watched records ---- */
+
+/*
+ * A pinned pair on two workers: every wakeup crosses workers, and the
+ * idle worker watches the record of the task that just blocked on it.
+ * Spins of 1..8 us, and each send delayed by a random spin of up to about
+ * as long, end many watches just as the waker claims the record (the
+ * spin's end must then take the claim) or just before (the waker must
+ * then push); a lost wakeup hangs the pair (the timeout fails the test),
+ * a doubled one breaks the order.
+ */
+Test(sched_runtime_wake, watched_record_wakeups_lose_none_as_watches_end, .timeout = 240)
+{
+	uint64_t claims = 0, moves;
+
+	for (uint64_t spin = 1000; spin <= 8000; spin *= 2) {
+		uint64_t c;
+		int same = pp_run_spin(0, 1, spin, (unsigned int)spin / 4, &moves, &c);
+
+		cr_assert_eq(same, 0);
+		claims += c;
+	}
+	cr_log_info("watched records: %llu wakeups claimed in %d round trips", (unsigned long long)claims,
+		    4 * PP_ROUNDS);
+	cr_assert_geq(claims, 1, "no wakeup was claimed on a watched record");
 }

@@ -205,8 +205,9 @@ struct cl__rt_waiter {
 	short aff_flips;                   /* by cl__rt_wait_rec(): @t's wakee_flips (at most
 					    * 0x7fff), or -1 if @t may not move to its waker's
 					    * worker (wake-affine) */
-	uint16_t aff_home;                 /* by its wakers (cl__rt_vote_home()): the worker */
-	uint16_t aff_votes;                /* most of them ran on, and its net votes */
+	uint16_t aff_vote;                 /* by its wakers (cl__rt_vote_home()): the worker most
+					    * of them ran on << 4 | its net votes */
+	uint16_t watch;                    /* CL__RT_WATCH_*: an idle worker polls it (atomic) */
 };
 
 /*
@@ -288,6 +289,8 @@ struct cl__rt_worker {
 					    * (struct cl_rt_task.ext_cpu; atomic) */
 	struct cl_rt_task *buddy;          /* run next if eligible: set by the task switching out
 					    * (join, exit), used by that switch (this thread only) */
+	struct cl__rt_waiter *watch_cand;  /* the record of the task that last blocked here: the
+					    * one the idle spin watches (this thread only) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;
@@ -318,6 +321,7 @@ struct cl__rt_worker {
 	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
 	uint64_t nr_affine_wakes;          /* wakees of another worker moved here (wake-affine) */
 	uint64_t nr_remote_drains;         /* remote wake lists taken over */
+	uint64_t nr_watch_hits;            /* wakeups claimed on a watched record (idle spin) */
 	uint64_t nr_idle_balances;         /* idle balancing passes made ... */
 	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
 };

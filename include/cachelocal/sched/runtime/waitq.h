@@ -13,6 +13,8 @@ CL_BEGIN_DECLS
 
 /* votes for one worker, net, that make it a task's home (wake-affine, below) */
 #define CL__RT_AFF_VOTES 4
+/* workers that can be a home (the vote keeps the worker in 12 bits) */
+#define CL__RT_AFF_MAX_HOME 0xfffu
 
 /*
  * Enqueue the current task's waiter record (self->wait, its data already
@@ -26,8 +28,12 @@ CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *lis
 	struct cl__rt_waiter *wt = &self->wait;
 
 	wt->t = self;
-	wt->w = self->w; /* stays while it waits: the balancer moves queued tasks only */
+	/* stays while it waits (the balancer moves queued tasks only); atomic:
+	 * a stale watcher may read it (cl__rt_watch_begin()) */
+	CL_WRITE_ONCE(wt->w, self->w);
 	wt->status = -1;
+	CL_ATOMIC_STORE(&wt->watch, CL__RT_WATCH_NONE, CL_RELAXED);
+	self->w->watch_cand = wt;
 	/* for its waker (cl__rt_wake_affine()), on the line it writes anyway */
 	if (self->task.cpus_allowed || self->task.tg || !self->rt->wake_affine)
 		wt->aff_flips = -1;
@@ -136,16 +142,19 @@ CL_INLINE int cl__rt_wake_wide(const struct cl_rt_task *self, unsigned int slave
  * written only when the vote crosses the threshold, either way. */
 CL_INLINE void cl__rt_vote_home(struct cl__rt_waiter *wt, unsigned int cpu)
 {
-	if (wt->aff_home == cpu) {
-		if (wt->aff_votes < 2 * CL__RT_AFF_VOTES && ++wt->aff_votes == CL__RT_AFF_VOTES)
+	unsigned int home = wt->aff_vote >> 4, votes = wt->aff_vote & 15u;
+
+	if (home == cpu) {
+		if (votes < 2 * CL__RT_AFF_VOTES && ++votes == CL__RT_AFF_VOTES)
 			CL_WRITE_ONCE(wt->t->task.home_cpu, (int)cpu);
-	} else if (wt->aff_votes > 0) {
-		if (wt->aff_votes-- == CL__RT_AFF_VOTES)
+	} else if (votes > 0) {
+		if (votes-- == CL__RT_AFF_VOTES)
 			CL_WRITE_ONCE(wt->t->task.home_cpu, -1);
-	} else if (cpu < UINT16_MAX) { /* (beyond: no home) */
-		wt->aff_home = (uint16_t)cpu;
-		wt->aff_votes = 1;
+	} else if (cpu < CL__RT_AFF_MAX_HOME) { /* (beyond: no home) */
+		home = cpu;
+		votes = 1;
 	}
+	wt->aff_vote = (uint16_t)(home << 4 | votes);
 }
 
 /* Try to move @wt's task to @self's worker and queue it there (see above).
@@ -161,7 +170,7 @@ CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *
 
 	if (wt->aff_flips < 0)
 		return 0;
-	home = wt->aff_home == w->cpu && wt->aff_votes >= CL__RT_AFF_VOTES;
+	home = wt->aff_vote >> 4 == w->cpu && (wt->aff_vote & 15u) >= CL__RT_AFF_VOTES;
 	if (!home && cl__rt_wake_wide(self, (unsigned int)wt->aff_flips, w->rt->nr_workers))
 		return 0;
 	busy = CL_READ_ONCE(rq->nr_running) + w->nr_wakes;
@@ -194,9 +203,14 @@ CL_ALWAYS_INLINE void cl__rt_wake_rec_as(struct cl_rt_task *self, struct cl__rt_
 		cl__rt_record_wakee(self, wt->t);
 		if (wt->aff_flips >= 0)
 			cl__rt_vote_home(wt, self->w->cpu);
-		if (CL_UNLIKELY(wt->w != self->w) && cl__rt_wake_affine(self, wt))
+		if (CL_LIKELY(wt->w == self->w))
+			goto local;
+		if (cl__rt_wake_affine(self, wt))
 			return;
 	}
+	if (cl__rt_watch_claim(wt))
+		return;
+local:
 	cl__rt_wake_from(self, wt->w, wt->t, &wt->rnode);
 }
 

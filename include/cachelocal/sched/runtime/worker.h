@@ -3,7 +3,7 @@
  * cachelocal/sched/runtime/worker.h - worker threads.
  *
  * Pinning, the worker's loop (pick, run, spin, balance, sleep on its
- * futex) and the idle-worker kick.
+ * futex), the watched waiter records of its idle spin.
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -86,6 +86,78 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	return 1;
 }
 
+/* struct cl__rt_waiter.watch: nobody watches; an idle worker watches;
+ * a waker claimed the wakeup (cl__rt_watch_begin()) */
+#define CL__RT_WATCH_NONE 0
+#define CL__RT_WATCH_ON 1
+#define CL__RT_WATCH_CLAIMED 2
+
+/*
+ * Watched records. A worker that goes idle right after a task blocked on
+ * it watches that task's waiter record while it spins (CL__RT_WATCH_ON,
+ * set by its CAS from NONE: cl__rt_watch_begin()). A waker from another
+ * worker that finds the record watched claims the wakeup there
+ * (CL__RT_WATCH_CLAIMED, by CAS from ON, after writing the status and the
+ * message) instead of pushing on the worker's remote wake list: the
+ * record's line is the waker's already, so the wakeup moves no line of the
+ * worker's, and the spinning worker sees it on the line it polls, which
+ * it fetches anyway to run the task. The watcher ends its watch with a
+ * CAS from ON to NONE (cl__rt_watch_end()); if that finds a claim, it
+ * takes it (CAS from CLAIMED to NONE) and does the push itself: on its own
+ * list, or, if the record is a stale one whose task now waits on another
+ * worker, on that worker's, as the waker would have.
+ *
+ * Why no wakeup is lost or doubled: a claim is made only on ON, and ON is
+ * set only by a watcher, which always ends with a CAS that either removes
+ * ON or finds the claim; a claimed task cannot run (and block again, which
+ * stores NONE) before somebody took the claim, and the take is a CAS, so
+ * exactly one watcher pushes it. A worker never sleeps with a watch on
+ * (it ends the watch first), so a waker that finds NONE pushes and kicks
+ * as before. The task records the watch state NONE each time it blocks,
+ * which ends any stale watch of an earlier wait silently.
+ */
+CL_INLINE int cl__rt_watch_claim(struct cl__rt_waiter *wt)
+{
+	uint16_t on = CL__RT_WATCH_ON;
+
+	return CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED) == CL__RT_WATCH_ON &&
+	       CL_ATOMIC_CAS(&wt->watch, &on, CL__RT_WATCH_CLAIMED, CL_RELEASE, CL_RELAXED);
+}
+
+/* Start watching the record of the task that last blocked on @w, if it
+ * still waits here and nobody watches it. Return it, or NULL. */
+CL_INLINE struct cl__rt_waiter *cl__rt_watch_begin(struct cl__rt_worker *w)
+{
+	struct cl__rt_waiter *wt = w->watch_cand;
+	uint16_t none = CL__RT_WATCH_NONE;
+
+	w->watch_cand = NULL;
+	if (!wt || CL_READ_ONCE(wt->w) != w ||
+	    !CL_ATOMIC_CAS(&wt->watch, &none, CL__RT_WATCH_ON, CL_RELAXED, CL_RELAXED))
+		return NULL;
+	return wt;
+}
+
+CL_INLINE int cl__rt_watch_claimed(struct cl__rt_waiter *wt)
+{
+	return CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED) == CL__RT_WATCH_CLAIMED;
+}
+
+/* End @w's watch of @wt; take a claim if there is one: push its task
+ * where it waits, as its waker would have. */
+CL_INLINE void cl__rt_watch_end(struct cl__rt_worker *w, struct cl__rt_waiter *wt)
+{
+	uint16_t v = CL__RT_WATCH_ON;
+
+	if (CL_ATOMIC_CAS(&wt->watch, &v, CL__RT_WATCH_NONE, CL_RELAXED, CL_RELAXED))
+		return;
+	if (v != CL__RT_WATCH_CLAIMED ||
+	    !CL_ATOMIC_CAS(&wt->watch, &v, CL__RT_WATCH_NONE, CL_ACQUIRE, CL_RELAXED))
+		return; /* NONE: its task blocked again since (a stale watch) */
+	w->nr_watch_hits++;
+	cl__rt_wake_push(CL_READ_ONCE(wt->w), wt->t, &wt->rnode);
+}
+
 /*
  * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
  * balance, spin (bounded), then sleep on its futex.
@@ -148,13 +220,16 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		 * here (a plain read would leave it shared, and the exchange would
 		 * move it a third time) */
 		if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
+			/* and the record of the task that blocked last, which
+			 * its waker may claim instead of pushing (waitq.h) */
+			struct cl__rt_waiter *watch = cl__rt_watch_begin(w);
 			int hit = 0;
 
 			until = now + rt->spin_ns;
 			for (unsigned int i = 1;; i++) {
 				cl__rt_prefetchw(&w->remote_wakes);
 				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop) ||
-				    cl__rt_remote_pending(w)) {
+				    cl__rt_remote_pending(w) || (watch && cl__rt_watch_claimed(watch))) {
 					hit = 1;
 					break;
 				}
@@ -172,6 +247,8 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 						break;
 				}
 			}
+			if (watch) /* before any sleep: a sleeper watches nothing */
+				cl__rt_watch_end(w, watch);
 			if (hit) {
 				w->nr_spin_hits++;
 				continue;
