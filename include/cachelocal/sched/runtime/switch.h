@@ -109,11 +109,10 @@ CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
  * task (in its waiter record, else in its descriptor) on @w->remote_wakes,
  * a lock-free stack on the line of @w's `sleeping` word, and kicks @w only
  * if it sleeps (cl__rt_wake_push()). @w takes the whole stack with one
- * exchange at its next switch or idle-loop pick, under its own rq lock,
- * and appends it in wake order to its local wake list, which the same
- * switch enqueues. The lines a wakeup moves: docs/runtime.md. No lost
- * wakeup: the waker pushes, then reads `sleeping`; the worker sets it,
- * then reads the stack (all seq_cst): one of them sees the other.
+ * exchange at its next switch or idle pick, under its rq lock, into its
+ * local wake list in wake order (docs/runtime.md). No lost wakeup: the
+ * waker pushes, then reads `sleeping`; the worker sets it, then reads the
+ * stack (all seq_cst): one of them sees the other.
  */
 /* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it runs,
  * @w makes no hand-off chain beside queued tasks. Context: @w's rq lock. */
@@ -128,6 +127,17 @@ CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
 CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
 {
 	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != 0;
+}
+
+/* Append @t, woken from elsewhere, to @w's wake list. Context: @w, rq lock. */
+CL_INLINE void cl__rt_queue_ext(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+	cl__rt_ext_mark(w, t);
+	t->wake_next = NULL;
+	*w->wake_tail = t;
+	w->wake_tail = &t->wake_next;
+	w->nr_wakes++;
 }
 
 /* Move @w's remote wakeups to its local wake list, marked runnable; nodes
@@ -158,12 +168,7 @@ CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
 	while (fifo) {
 		t = fifo;
 		fifo = t->wake_next;
-		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
-		cl__rt_ext_mark(w, t);
-		t->wake_next = NULL;
-		*w->wake_tail = t;
-		w->wake_tail = &t->wake_next;
-		w->nr_wakes++;
+		cl__rt_queue_ext(w, t);
 	}
 }
 
@@ -658,10 +663,8 @@ CL_ALWAYS_INLINE void cl__rt_wake_from(struct cl_rt_task *self, struct cl__rt_wo
 /* Wake @t (record or descriptor node @n) blocked on worker @tw. */
 CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, struct cl__rt_wnode *n)
 {
-	struct cl_rt_task *self = cl__rt_current();
+	struct cl_rt_task *self = cl__rt_np_enter(); /* the wake list, the worker: ours until done */
 
-	if (self)
-		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
 	cl__rt_wake_from(self, tw, t, n);
 	if (self) { /* no yield here: this may run in cl__rt_finish() */
 		CL_BARRIER();

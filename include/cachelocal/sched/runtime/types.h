@@ -291,6 +291,8 @@ struct cl__rt_worker {
 					    * (join, exit), used by that switch (this thread only) */
 	struct cl__rt_waiter *watch_cand;  /* the record of the task that last blocked here: the
 					    * one the idle spin watches (this thread only) */
+	struct cl_rt_task *claimed;        /* woken on a watched record, queued by the next idle
+					    * pick (this thread only) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */
 	struct cl_runtime *rt;
 	struct cl_rq *rq;

@@ -220,10 +220,8 @@ local:
  * (wake-affine, above). @wt is the wakee's after. */
 CL_INLINE void cl__rt_wake_rec(struct cl__rt_waiter *wt)
 {
-	struct cl_rt_task *self = cl__rt_current();
+	struct cl_rt_task *self = cl__rt_np_enter(); /* the wake list, the worker: ours until done */
 
-	if (self)
-		cl__rt_np_inc(self); /* the wake list and the worker are ours until done */
 	cl__rt_wake_rec_as(self, wt);
 	if (self) { /* no yield here: this may run in cl__rt_finish() */
 		CL_BARRIER();

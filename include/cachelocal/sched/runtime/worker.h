@@ -62,6 +62,10 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	w->now_ns = cl__rt_now(w->rt);
 	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_drain_remote(w);
+	if (w->claimed) { /* after the list: woken about when it ran dry */
+		cl__rt_queue_ext(w, w->claimed);
+		w->claimed = NULL;
+	}
 	cl__rt_flush_wakes(w, 0);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
@@ -143,8 +147,9 @@ CL_INLINE int cl__rt_watch_claimed(struct cl__rt_waiter *wt)
 	return CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED) == CL__RT_WATCH_CLAIMED;
 }
 
-/* End @w's watch of @wt; take a claim if there is one: push its task
- * where it waits, as its waker would have. */
+/* End @w's watch of @wt; take a claim if there is one: its task goes on
+ * @w's wake list at the next pick (w->claimed), or, if it now waits on
+ * another worker, on that one's remote list, as its waker would have. */
 CL_INLINE void cl__rt_watch_end(struct cl__rt_worker *w, struct cl__rt_waiter *wt)
 {
 	uint16_t v = CL__RT_WATCH_ON;
@@ -155,7 +160,10 @@ CL_INLINE void cl__rt_watch_end(struct cl__rt_worker *w, struct cl__rt_waiter *w
 	    !CL_ATOMIC_CAS(&wt->watch, &v, CL__RT_WATCH_NONE, CL_ACQUIRE, CL_RELAXED))
 		return; /* NONE: its task blocked again since (a stale watch) */
 	w->nr_watch_hits++;
-	cl__rt_wake_push(CL_READ_ONCE(wt->w), wt->t, &wt->rnode);
+	if (CL_READ_ONCE(wt->w) == w)
+		w->claimed = wt->t;
+	else
+		cl__rt_wake_push(CL_READ_ONCE(wt->w), wt->t, &wt->rnode);
 }
 
 /*
@@ -249,6 +257,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			}
 			if (watch) /* before any sleep: a sleeper watches nothing */
 				cl__rt_watch_end(w, watch);
+			hit |= w->claimed != NULL;
 			if (hit) {
 				w->nr_spin_hits++;
 				continue;
