@@ -283,6 +283,10 @@ struct cl_task {
 					    * balancer moves it away from there last (balance.h) */
 	void *data;                        /* caller's */
 };
+/* cl_task_init() clears around cpu and on_rq, which it stores atomically */
+CL_STATIC_ASSERT(offsetof(struct cl_task, nice) == offsetof(struct cl_task, cpu) + sizeof(int) &&
+			 offsetof(struct cl_task, home_cpu) == offsetof(struct cl_task, on_rq) + sizeof(int),
+		 "struct cl_task: cpu, nice ... on_rq, home_cpu adjacent");
 
 /* ---- task group constants (group.h, bandwidth.h) ---- */
 /* Default shares of a group (= one nice-0 task). */

@@ -386,10 +386,16 @@ CL_INLINE void cl_task_init(struct cl_task *p, int nice)
 {
 	if (CL__BAD_ARG(p == NULL))
 		return;
-	memset(p, 0, sizeof(*p));
+	/* cpu and on_rq are stored atomically, not cleared with the rest: a
+	 * reused task's may be read at the same time by a scheduler that holds
+	 * a stale pointer to it (a hint, tested with atomic loads) */
+	memset(p, 0, offsetof(struct cl_task, cpu));
+	memset(&p->nice, 0, offsetof(struct cl_task, on_rq) - offsetof(struct cl_task, nice));
+	memset(&p->home_cpu, 0, sizeof(*p) - offsetof(struct cl_task, home_cpu));
+	CL_ATOMIC_STORE(&p->cpu, -1, CL_RELAXED);
+	CL_ATOMIC_STORE(&p->on_rq, 0, CL_RELAXED);
 	cl_sched_entity_init(&p->se, cl_nice_to_weight(nice));
 	p->nice = nice < CL_NICE_MIN ? CL_NICE_MIN : nice > CL_NICE_MAX ? CL_NICE_MAX : nice;
-	p->cpu = -1;
 	p->home_cpu = -1;
 }
 

@@ -99,6 +99,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		return NULL;
 	}
 	rt->nr_workers = n;
+	rt->serial = CL_ATOMIC_FETCH_ADD(&cl__rt_serials, 1, CL_RELAXED) + 1;
 	rt->stack_size = attr && attr->stack_size ? attr->stack_size : CL_RUNTIME_STACK_SIZE;
 	rt->stack_size = (rt->stack_size + 15u) & ~(size_t)15u;
 	rt->guard_size = attr && attr->guard_size ? attr->guard_size : CL_RUNTIME_GUARD_SIZE;

@@ -46,7 +46,6 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 }
 
 CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
-CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t now);
 
 /*
  * cl__rt_finish() - run first by whatever context a switch resumes, on
@@ -429,10 +428,10 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		       (CL_READ_ONCE(rq->nr_running) + w->nr_wakes <= solo || cl__rt_chain_beside(w, mode));
 	uint64_t now = w->now_ns;
 	struct cl_task *next;
-	struct cl_rt_task *n, *buddy = w->buddy;
+	struct cl_rt_task *n, *buddy = w->buddy, *hint = w->hint;
 	int chained = 0;
 
-	w->buddy = NULL;
+	w->buddy = w->hint = NULL;
 	/* the clock (see above), read before the lock */
 	if (!hand_off) {
 		now = cl__rt_now(w->rt);
@@ -467,8 +466,8 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	cl__rt_flush_wakes(w, 0);
 	/* preempted: requeued by the pick with its deadline (the kernel's
 	 * put_prev_entity()); a yield gives up the rest of the slice */
-	if (buddy) /* before the dequeue: see cl_rq_set_next_buddy() */
-		chained = cl__rt_set_buddy(w, buddy, now);
+	if (buddy || hint) /* before the dequeue: see cl_rq_set_next_buddy() */
+		chained = cl__rt_set_buddy(w, &buddy, hint, now);
 	if (mode == CL__RT_YIELD)
 		cl_rq_yield(rq);
 	else if (mode != CL__RT_PREEMPT)

@@ -89,6 +89,19 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
  * task per level of the tree instead of a breadth of spawned, not yet
  * started tasks (each with its stack).
  *
+ * Hints (w->hint, the buddy when there is none and no task queued from
+ * elsewhere waits to run: see cl__rt_chain_beside()): a task that blocks on a
+ * full channel names the task that last received from it, one that blocks
+ * on an empty channel the task that last sent to it (cl__chan_hint()).
+ * The receiver of a full channel then drains it while its messages are
+ * still in this CPU's cache, instead of the fair class running first the
+ * receivers that have less to do (and so are owed more time) one message
+ * each while the sender waits (the kernel's NEXT_BUDDY reasoning: the task
+ * that will consume what was just written). A hint is a bare pointer: the
+ * task may have exited since and its descriptor may be in the cache or
+ * reused, so it is tested as described above before anything else of it is
+ * read (cl_task_init() stores on_rq and cpu atomically for that).
+ *
  * Fairness. Outside a chain a buddy must be eligible (cl_rq_set_next_buddy()).
  * Within the protected slice of the fair-class pick that started the chain
  * (wake_preempt_ns not reached), a buddy may be up to one of its slices
@@ -98,15 +111,29 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
  * protecting a new one: the chain runs for one slice as one task would
  * (RUN_TO_PARITY), each of its tasks within the lag bound of two slices,
  * and then the fair class picks among all queued tasks again.
- * Return: 1 if @t was named within the chain's slice (its end stays).
+ * Return: 1 if the buddy (*@bp, or @hint: *@bp is set to the one named, or
+ * NULL) was named within the chain's slice (its end stays).
  */
-CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t now)
+CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task **bp, struct cl_rt_task *hint,
+			       uint64_t now)
 {
 	struct cl_rq *rq = w->rq;
+	struct cl_rt_task *t = *bp;
 	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
 
 	/* the rt test first: cl__task_queued_here() wants a task of this instance */
-	if (t->rt != w->rt || rq->curr == &t->task || !cl__task_queued_here(rq, &t->task))
+	if (t && (t->rt != w->rt || rq->curr == &t->task || !cl__task_queued_here(rq, &t->task)))
+		t = NULL;
+	/* a hint is of this instance (cl__chan_hint()) but may have exited:
+	 * nothing of it but on_rq and cpu (atomic) is read until they say it
+	 * is queued here, which our rq lock then orders after its spawn; not
+	 * while a task queued from elsewhere waits to run (as a hand-off
+	 * chain, cl__rt_chain_beside(): the fair class picks until it ran) */
+	if (!t && hint && !CL_ATOMIC_LOAD(&w->nr_ext_waiting, CL_RELAXED) && rq->curr != &hint->task &&
+	    cl__task_queued_here(rq, &hint->task))
+		t = hint;
+	*bp = t;
+	if (!t)
 		return 0;
 	if (end && now < end && cl__set_next_buddy(rq, &t->task, 1))
 		return 1;

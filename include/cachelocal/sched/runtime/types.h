@@ -289,6 +289,8 @@ struct cl__rt_worker {
 					    * (struct cl_rt_task.ext_cpu; atomic) */
 	struct cl_rt_task *buddy;          /* run next if eligible: set by the task switching out
 					    * (join, exit), used by that switch (this thread only) */
+	struct cl_rt_task *hint;           /* the same for the counterpart of a channel a task
+					    * blocks on, which may have exited (cl__chan_hint()) */
 	struct cl__rt_waiter *watch_cand;  /* the record of the task that last blocked here: the
 					    * one the idle spin watches (this thread only) */
 	struct cl_rt_task *claimed;        /* woken on a watched record, queued by the next idle
@@ -398,6 +400,7 @@ struct cl_spawn_attr {
 struct cl_runtime {
 	struct cl_sched *sched;
 	unsigned int nr_workers;
+	uint64_t serial;                   /* this instance among all the process made (nonzero) */
 	struct cl__rt_worker *workers;     /* nr_workers, each on its own lines */
 	unsigned long *pin_masks;          /* worker n's one-bit mask at n * mask_words */
 	unsigned int mask_words;
@@ -453,6 +456,9 @@ CL_NOINLINE CL_UNUSED static struct cl_rt_task *cl__rt_current(void)
 	return t;
 }
 
+/* The last struct cl_runtime.serial handed out. */
+CL_WEAK uint64_t cl__rt_serials;
+
 /* One byte per thread: its address identifies a thread outside the tasks. */
 CL_WEAK __thread char cl__rt_tls_thread_id;
 
@@ -497,6 +503,8 @@ CL_INLINE void cl__rt_np_inc(struct cl_rt_task *t)
 }
 
 CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t);
+CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task **t, struct cl_rt_task *hint,
+			       uint64_t now);
 
 CL_INLINE void cl__rt_np_exit(struct cl_rt_task *t)
 {
