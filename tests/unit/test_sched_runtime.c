@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_sched_runtime.c - the M:N runtime (sched/runtime.h):
- * errors on bad input, spawn/join/yield, the joined task running next,
+ * errors on bad input, spawn/join/yield, the joined task running next (and
+ * a channel's receiver after its sender blocked on it),
  * every blocking primitive, 10,000
  * tasks with random blocking (every message exactly once, every task
  * joined), no starvation next to a CPU hog, group shares, balancing, and
@@ -749,6 +750,135 @@ static void virt_clock_stop(void)
 static void virt_work(uint64_t ns)
 {
 	__atomic_fetch_add(&virt_ns, ns, __ATOMIC_RELAXED);
+}
+
+/* ---- a channel's counterpart runs next ---- */
+
+struct hint_order {
+	struct cl_runtime *rt;
+	struct cl_chan *c;
+	struct cl_chan *gate; /* the other tasks wait on it */
+	int next;             /* one worker: no concurrent writer */
+	int r_got;            /* the receiver took the first message */
+	int x_started;        /* the other tasks about to wait on the gate */
+	int go;               /* the sender is about to fill the channel */
+	int r_order;          /* when the receiver ran after the sender blocked, 0 first */
+	int x_order[3];
+	int ok;
+};
+
+/* Takes the first message, then stays runnable (yields) until the sender
+ * fills the channel. */
+static void *hint_receiver(void *p)
+{
+	struct hint_order *o = (struct hint_order *)p;
+	int v;
+
+	if (cl_chan_recv(o->c, &v) || v != 0)
+		return (void *)1;
+	o->r_got = 1;
+	while (!o->go)
+		cl_yield();
+	o->r_order = o->next++;
+	for (int i = 1; i < 3; i++)
+		if (cl_chan_recv(o->c, &v) || v != i)
+			return (void *)1;
+	return NULL;
+}
+
+struct hint_other {
+	struct hint_order *o;
+	int id;
+};
+
+static void *hint_other_fn(void *p)
+{
+	struct hint_other *x = (struct hint_other *)p;
+	char g;
+
+	x->o->x_started++;
+	if (cl_chan_recv(x->o->gate, &g))
+		return (void *)1;
+	x->o->x_order[x->id] = x->o->next++;
+	return NULL;
+}
+
+/* The sender: once the receiver took a message from the channel (one
+ * slot) and the others wait on the gate, wakes the others and sends two
+ * more messages: the first fills the ring, the second blocks. */
+static void *hint_sender(void *p)
+{
+	struct hint_order *o = (struct hint_order *)p;
+	struct hint_other x[3];
+	struct cl_rt_task *r, *t[3];
+	void *res = (void *)1;
+
+	r = cl_spawn(o->rt, NULL, hint_receiver, o);
+	if (!r || cl_chan_send(o->c, &(int){ 0 }))
+		return (void *)1;
+	for (int i = 0; i < 3; i++) {
+		x[i] = (struct hint_other){ o, i };
+		t[i] = cl_spawn(o->rt, NULL, hint_other_fn, &x[i]);
+		if (!t[i])
+			return (void *)1;
+	}
+	while (!o->r_got || o->x_started < 3)
+		cl_yield();
+	cl_yield(); /* the last one from its count into the gate's wait list */
+	o->go = 1;
+	for (int i = 0; i < 3; i++)
+		if (cl_chan_send(o->gate, &(char){ 1 }))
+			return (void *)1;
+	for (int i = 1; i < 3; i++)
+		if (cl_chan_send(o->c, &i))
+			return (void *)1;
+	for (int i = 0; i < 3; i++)
+		if (cl_join(t[i], &res) || res)
+			return (void *)1;
+	if (cl_join(r, &res) || res)
+		return (void *)1;
+	o->ok = 1;
+	return NULL;
+}
+
+/*
+ * A task that blocks on a full channel names the task that last received
+ * from it, which then runs next (cl__chan_hint()): on one worker, with the
+ * receiver queued (it yielded, which moved its deadline a slice on each
+ * time) beside three tasks the sender has just woken (a slice or less from
+ * their deadlines), the receiver runs first, although it is a little
+ * behind its share (not eligible: named within the sender's protected
+ * slice, as a chain). Without the naming the fair class runs the three
+ * first.
+ */
+Test(sched_runtime, a_sender_blocked_on_a_full_channel_runs_its_receiver_next)
+{
+	/* with preemption (a chain of buddies is bounded by the protected
+	 * slice of the pick that started it, which only the tick's slice
+	 * makes) on a stopped virtual clock: no time is charged, no slice
+	 * ends, whatever the load (every task yields or blocks at once) */
+	struct cl_runtime *rt = new_rt(1, 0);
+	static struct hint_order o;
+	struct cl_rt_task *s;
+
+	virt_clock_start();
+	memset(&o, 0, sizeof(o));
+	o.rt = rt;
+	o.c = cl_chan_create(sizeof(int), 1);
+	o.gate = cl_chan_create(1, 3);
+	cr_assert(o.c && o.gate);
+	s = cl_spawn(rt, NULL, hint_sender, &o);
+	cr_assert_not_null(s);
+	cr_assert_eq(cl_join(s, NULL), 0);
+	virt_clock_stop();
+	cr_assert_eq(o.ok, 1, "a task failed");
+	cr_log_info("start order: receiver %d, the others %d %d %d (0 first)", o.r_order, o.x_order[0],
+		    o.x_order[1], o.x_order[2]);
+	cr_assert_eq(o.r_order, 0, "the receiver of the full channel ran at position %d, not 0",
+		     o.r_order);
+	cr_assert_eq(cl_chan_destroy(o.c), 0);
+	cr_assert_eq(cl_chan_destroy(o.gate), 0);
+	destroy_ok(rt);
 }
 
 /* ---- no starvation next to a hog ---- */

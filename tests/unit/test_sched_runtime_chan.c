@@ -6,10 +6,10 @@
  * from a full channel refills it from the first blocked sender, and the
  * capacity is exact; many senders and receivers through small channels
  * (a hackbench-shaped storm, messages too large for the waiter record) on
- * one and on two workers keep every sender's order and lose nothing. A
- * task that blocks on a full channel runs the channel's last receiver
- * next, and a hint left on a channel by a destroyed runtime is not
- * followed.
+ * one and on two workers keep every sender's order and lose nothing; a
+ * hint left on a channel by a destroyed runtime is not followed (that a
+ * task blocked on a channel runs its counterpart next: test_sched_runtime.c,
+ * on its virtual clock).
  */
 #include "cl_test.h"
 
@@ -232,132 +232,7 @@ Test(sched_runtime_chan, storm_keeps_each_senders_order_and_loses_nothing)
 	}
 }
 
-/* ---- the channel's counterpart runs next ---- */
-
-struct hint_order {
-	struct cl_runtime *rt;
-	struct cl_chan *c;
-	struct cl_chan *gate; /* the other tasks wait on it */
-	int next;             /* one worker: no concurrent writer */
-	int r_got;            /* the receiver took the first message */
-	int x_started;        /* the other tasks about to wait on the gate */
-	int go;               /* the sender is about to fill the channel */
-	int r_order;          /* when the receiver ran after the sender blocked, 0 first */
-	int x_order[3];
-	int ok;
-};
-
-/* Takes the first message, then stays runnable (yields) until the sender
- * fills the channel. */
-static void *hint_receiver(void *p)
-{
-	struct hint_order *o = (struct hint_order *)p;
-	int v;
-
-	if (cl_chan_recv(o->c, &v) || v != 0)
-		return (void *)1;
-	o->r_got = 1;
-	while (!o->go)
-		cl_yield();
-	o->r_order = o->next++;
-	for (int i = 1; i < 3; i++)
-		if (cl_chan_recv(o->c, &v) || v != i)
-			return (void *)1;
-	return NULL;
-}
-
-struct hint_other {
-	struct hint_order *o;
-	int id;
-};
-
-static void *hint_other_fn(void *p)
-{
-	struct hint_other *x = (struct hint_other *)p;
-	char g;
-
-	x->o->x_started++;
-	if (cl_chan_recv(x->o->gate, &g))
-		return (void *)1;
-	x->o->x_order[x->id] = x->o->next++;
-	return NULL;
-}
-
-/* The sender: once the receiver took a message from the channel (one
- * slot) and the others wait on the gate, wakes the others and sends two
- * more messages: the first fills the ring, the second blocks. */
-static void *hint_sender(void *p)
-{
-	struct hint_order *o = (struct hint_order *)p;
-	struct hint_other x[3];
-	struct cl_rt_task *r, *t[3];
-	void *res = (void *)1;
-
-	r = cl_spawn(o->rt, NULL, hint_receiver, o);
-	if (!r || cl_chan_send(o->c, &(int){ 0 }))
-		return (void *)1;
-	for (int i = 0; i < 3; i++) {
-		x[i] = (struct hint_other){ o, i };
-		t[i] = cl_spawn(o->rt, NULL, hint_other_fn, &x[i]);
-		if (!t[i])
-			return (void *)1;
-	}
-	while (!o->r_got || o->x_started < 3)
-		cl_yield();
-	cl_yield(); /* the last one from its count into the gate's wait list */
-	o->go = 1;
-	for (int i = 0; i < 3; i++)
-		if (cl_chan_send(o->gate, &(char){ 1 }))
-			return (void *)1;
-	for (int i = 1; i < 3; i++)
-		if (cl_chan_send(o->c, &i))
-			return (void *)1;
-	for (int i = 0; i < 3; i++)
-		if (cl_join(t[i], &res) || res)
-			return (void *)1;
-	if (cl_join(r, &res) || res)
-		return (void *)1;
-	o->ok = 1;
-	return NULL;
-}
-
-/*
- * A task that blocks on a full channel names the task that last received
- * from it, which then runs next (cl__chan_hint()): on one worker, with the
- * receiver queued (it yielded, which moved its deadline a slice on each
- * time) beside three tasks the sender has just woken (a slice or less from
- * their deadlines), the receiver runs first, although it is a little
- * behind its share (not eligible: named within the sender's protected
- * slice, as a chain). Without the naming the fair class runs the three
- * first.
- */
-Test(sched_runtime_chan, a_sender_blocked_on_a_full_channel_runs_its_receiver_next)
-{
-	/* with preemption: a chain of buddies is bounded by the protected
-	 * slice of the pick that started it, which only the tick's slice
-	 * makes (no tick can preempt here: every task yields or blocks
-	 * within microseconds) */
-	struct cl_runtime *rt = new_rt(1);
-	static struct hint_order o;
-	struct cl_rt_task *s;
-
-	memset(&o, 0, sizeof(o));
-	o.rt = rt;
-	o.c = cl_chan_create(sizeof(int), 1);
-	o.gate = cl_chan_create(1, 3);
-	cr_assert(o.c && o.gate);
-	s = cl_spawn(rt, NULL, hint_sender, &o);
-	cr_assert_not_null(s);
-	cr_assert_eq(cl_join(s, NULL), 0);
-	cr_assert_eq(o.ok, 1, "a task failed");
-	cr_log_info("start order: receiver %d, the others %d %d %d (0 first)", o.r_order, o.x_order[0],
-		    o.x_order[1], o.x_order[2]);
-	cr_assert_eq(o.r_order, 0, "the receiver of the full channel ran at position %d, not 0",
-		     o.r_order);
-	cr_assert_eq(cl_chan_destroy(o.c), 0);
-	cr_assert_eq(cl_chan_destroy(o.gate), 0);
-	cr_assert_eq(cl_runtime_destroy(rt), 0);
-}
+/* ---- a hint left by a destroyed runtime ---- */
 
 static void *recv_once(void *p)
 {
