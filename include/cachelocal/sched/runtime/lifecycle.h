@@ -150,6 +150,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->rt = rt;
 		w->wake_tail = &w->wake_head;
 		w->cpu = i;
+		w->chan_key = rt->serial << 16 | i; /* i < CL_MAX_CPUS <= 2^16 */
 		w->rq = cl__sched_rq(rt->sched, i);
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
 	}

@@ -53,9 +53,9 @@ struct cl_chan {
 	struct cds_list_head sendq;      /* waiting senders (record data: their message) */
 	unsigned char *buf;              /* cap * esize */
 	/* the tasks that last received and sent (NULL: a thread outside
-	 * tasks), with their runtime's serial: hints for cl__chan_hint() */
+	 * tasks), with their worker's chan_key: hints for cl__chan_hint() */
 	struct cl_rt_task *rx_last, *tx_last;
-	uint64_t rx_serial, tx_serial;
+	uint64_t rx_key, tx_key;
 };
 
 /**
@@ -162,25 +162,29 @@ CL_INLINE int cl__chan_inline(const struct cl_chan *c)
 	return c->small;
 }
 
-/* Note @self (NULL outside tasks) as the last task to use @c one way (lock held). */
-CL_ALWAYS_INLINE void cl__chan_note(struct cl_rt_task **last, uint64_t *serial, struct cl_rt_task *self)
+/* Note @self (NULL outside tasks) and its worker as the last to use a
+ * channel one way (its lock held). The worker is noted when the task
+ * changes: one that moved since is found elsewhere by the switch's test. */
+CL_ALWAYS_INLINE void cl__chan_note(struct cl_rt_task **last, uint64_t *key, struct cl_rt_task *self)
 {
 	if (*last != self) {
 		*last = self;
-		*serial = self ? self->rt->serial : 0;
+		*key = self ? self->w->chan_key : 0;
 	}
 }
 
 /*
  * @self is about to block on a channel whose counterpart last was @t (the
- * last receiver of a full channel, the last sender to an empty one): name
- * it for the switch (w->hint, see cl__rt_set_buddy()), if it is of
- * @self's runtime. The serial, not the runtime's address, tells: a
- * channel may outlive a runtime, and a later one may get its address.
+ * last receiver of a full channel, the last sender to an empty one), on
+ * the worker and runtime @key says: name it for the switch (w->hint, see
+ * cl__rt_set_buddy()) if that is @self's worker. Another worker's task
+ * is not tested (its lines are that CPU's); the runtime's serial, not its
+ * address, tells the instance: a channel may outlive a runtime, and a
+ * later one may get its address.
  */
-CL_ALWAYS_INLINE void cl__chan_hint(struct cl_rt_task *self, struct cl_rt_task *t, uint64_t serial)
+CL_ALWAYS_INLINE void cl__chan_hint(struct cl_rt_task *self, struct cl_rt_task *t, uint64_t key)
 {
-	if (t && t != self && serial == self->rt->serial)
+	if (t && t != self && key == self->w->chan_key)
 		self->w->hint = t;
 }
 
@@ -293,7 +297,7 @@ CL_INLINE int cl__chan_send_slow(struct cl_chan *c, const void *msg,
 		cl__chan_copy(self->wait.msg, msg, c->esize);
 	else
 		self->wait.data = (void *)(uintptr_t)msg;
-	cl__chan_hint(self, c->rx_last, c->rx_serial);
+	cl__chan_hint(self, c->rx_last, c->rx_key);
 	if (cl__rt_wait_rec(self, &c->sendq, &c->lock) != 0) {
 		errno = EPIPE;
 		return -1;
@@ -325,7 +329,7 @@ CL_ALWAYS_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 	}
 	self = cl__rt_current();
 	cl__rt_lock_as(self, &c->lock);
-	cl__chan_note(&c->tx_last, &c->tx_serial, self);
+	cl__chan_note(&c->tx_last, &c->tx_key, self);
 	if (CL_LIKELY(!c->closed && c->count < c->cap && cds_list_empty(&c->recvq))) {
 		cl__chan_push(c, msg);
 		cl__rt_unlock_as(self, &c->lock);
@@ -356,7 +360,7 @@ CL_INLINE int cl__chan_recv_slow(struct cl_chan *c, void *out,
 	/* read now: the channel's line is the sender's after the wakeup */
 	esize = cl__chan_inline(c) ? c->esize : 0;
 	self->wait.data = out;
-	cl__chan_hint(self, c->tx_last, c->tx_serial);
+	cl__chan_hint(self, c->tx_last, c->tx_key);
 	if (cl__rt_wait_rec(self, &c->recvq, &c->lock) != 0) {
 		errno = EPIPE;
 		return -1;
@@ -389,7 +393,7 @@ CL_ALWAYS_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 	}
 	self = cl__rt_current();
 	cl__rt_lock_as(self, &c->lock);
-	cl__chan_note(&c->rx_last, &c->rx_serial, self);
+	cl__chan_note(&c->rx_last, &c->rx_key, self);
 	if (CL_LIKELY(c->count && cds_list_empty(&c->sendq))) {
 		cl__chan_pop(c, out);
 		cl__rt_unlock_as(self, &c->lock);

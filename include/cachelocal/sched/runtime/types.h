@@ -291,6 +291,8 @@ struct cl__rt_worker {
 					    * (join, exit), used by that switch (this thread only) */
 	struct cl_rt_task *hint;           /* the same for the counterpart of a channel a task
 					    * blocks on, which may have exited (cl__chan_hint()) */
+	uint64_t chan_key;                 /* rt->serial << 16 | cpu: which worker of which
+					    * instance last used a channel (cl__chan_note()) */
 	struct cl__rt_waiter *watch_cand;  /* the record of the task that last blocked here: the
 					    * one the idle spin watches (this thread only) */
 	struct cl_rt_task *claimed;        /* woken on a watched record, queued by the next idle
