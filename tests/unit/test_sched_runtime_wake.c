@@ -9,10 +9,16 @@
  * started on two workers ends up on one unless pinned or turned off, and
  * its wake_wide() guard tells a pair from a one-to-many pattern; a task
  * woken only from one (busier) worker makes it its home and moves there.
+ * A waker that comes while the worker of a task that just blocked is idle
+ * but not yet spinning finds the record watched (the CL_INJECT() point 65
+ * holds the worker there until the waker has sent).
  */
-#include "cl_test.h"
-
 #include <stdatomic.h>
+
+static void inject(int n);
+#define CL_INJECT(n) inject(n)
+
+#include "cl_test.h"
 
 #include <cachelocal/sched/runtime.h>
 
@@ -495,4 +501,98 @@ Test(sched_runtime_wake, watched_record_wakeups_lose_none_as_watches_end, .timeo
 	cr_log_info("watched records: %llu wakeups claimed in %d round trips", (unsigned long long)claims,
 		    4 * PP_ROUNDS);
 	cr_assert_geq(claims, 1, "no wakeup was claimed on a watched record");
+}
+
+/* ---- the watch starts with the switch to idle ---- */
+
+static atomic_int idle_armed; /* the next worker to reach point 65 holds there */
+static atomic_int idle_held;  /* ... and has got there */
+static atomic_int idle_sent;  /* the waker's send returned */
+static uint64_t idle_drains, idle_hits; /* worker 0's counts at the hold */
+static struct cl_runtime *idle_rt;
+
+/* Wait (bounded: 10 s) until *@flag is set; 1 if it was. */
+static int wait_flag(atomic_int *flag)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(flag)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			return 0;
+		sched_yield();
+	}
+	return 1;
+}
+
+/* Point 65 (a worker idle, before its spin): the armed one notes its
+ * counts and holds until the waker has sent. Runs on that worker's thread. */
+static void inject(int n)
+{
+	if (n != 65 || !atomic_exchange(&idle_armed, 0))
+		return;
+	idle_drains = idle_rt->workers[0].nr_remote_drains;
+	idle_hits = idle_rt->workers[0].nr_watch_hits;
+	atomic_store(&idle_held, 1);
+	(void)wait_flag(&idle_sent);
+}
+
+struct idle_pair {
+	struct cl_chan *c;
+	int got, sent_ok, held;
+};
+
+static void *idle_receiver(void *p)
+{
+	struct idle_pair *ip = (struct idle_pair *)p;
+
+	atomic_store(&idle_armed, 1); /* worker 1 runs the sender, which spins: only ours idles */
+	if (cl_chan_recv(ip->c, &ip->got) != 0)
+		ip->got = -1;
+	return NULL;
+}
+
+static void *idle_sender(void *p)
+{
+	struct idle_pair *ip = (struct idle_pair *)p;
+	int v = 42;
+
+	ip->held = wait_flag(&idle_held);
+	ip->sent_ok = cl_chan_send(ip->c, &v) == 0;
+	atomic_store(&idle_sent, 1);
+	return NULL;
+}
+
+/*
+ * A receiver blocks on worker 0, whose pick then finds nothing; the worker
+ * is held at point 65, before its idle spin, while the sender on worker 1
+ * sends. The record must already be watched (from the switch that took the
+ * worker idle, before the channel's lock was released): the wakeup is
+ * claimed there, not pushed on worker 0's remote list. A watch begun only
+ * in the spin is not there yet: the send pushes, and the worker drains.
+ */
+Test(sched_runtime_wake, waker_finds_the_record_watched_before_the_idle_spin, .timeout = 60)
+{
+	struct idle_pair ip = { cl_chan_create(sizeof(int), 1), 0, 0, 0 };
+	struct cl_rt_task *s, *r;
+	uint64_t drains, hits;
+
+	cr_assert_not_null(ip.c);
+	idle_rt = new_rt2_spin(0, 5000000000ull); /* the spin outlasts any host delay */
+	s = spawn_at(idle_rt, 1, 1, idle_sender, &ip);
+	r = spawn_at(idle_rt, 0, 1, idle_receiver, &ip);
+	cr_assert_eq(cl_join(r, NULL), 0);
+	cr_assert_eq(cl_join(s, NULL), 0);
+	cr_assert_eq(cl_runtime_shutdown(idle_rt), 0, "shutdown: %s", strerror(errno));
+	drains = idle_rt->workers[0].nr_remote_drains - idle_drains;
+	hits = idle_rt->workers[0].nr_watch_hits - idle_hits;
+	cl_runtime_destroy(idle_rt);
+	cr_assert_eq(cl_chan_destroy(ip.c), 0);
+	cr_assert(ip.held, "worker 0 never held at point 65");
+	cr_assert(ip.sent_ok);
+	cr_assert_eq(ip.got, 42);
+	cr_assert_eq(hits, 1, "wakeups claimed on worker 0's watched record: %llu (remote drains %llu)",
+		     (unsigned long long)hits, (unsigned long long)drains);
+	cr_assert_eq(drains, 0, "remote wake-list drains on worker 0: %llu", (unsigned long long)drains);
 }

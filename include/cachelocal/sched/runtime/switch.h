@@ -46,12 +46,11 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 }
 
 CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
+CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w);
 
-/*
- * cl__rt_finish() - run first by whatever context a switch resumes, on
- * worker @w: release what the previous context held across the switch
- * (the rq lock, its wait-list lock) and retire it if it exited.
- */
+/* cl__rt_finish() - run first by the context a switch resumes on @w: release
+ * what the previous one held across it (the rq lock, its wait-list lock, once
+ * an idle @w watches its record: cl__rt_watch_idle()); retire it if it exited. */
 CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 {
 	struct cl_rt_task *prev = w->fin.prev;
@@ -60,6 +59,8 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 
 	w->fin.prev = NULL;
 	w->fin.unlock = NULL;
+	if (unlock && mode == CL__RT_BLOCK && !w->curr)
+		cl__rt_watch_idle(w);
 	if (mode != CL__RT_HANDOFF)
 		cl__rq_unlock(w->rq);
 	if (unlock)
@@ -360,9 +361,8 @@ CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
  * before a full switch of @self: the rq's curr (the last task it picked)
  * leaves its curr slot (requeued if a waker recorded it under this lock or
  * it is on the wake list, else dequeued as blocked), and @self, which the
- * rq does not know,
- * is enqueued and made curr. Done with the clock of the last switch, so
- * nothing is charged here: the full switch that follows charges @self.
+ * rq does not know, is enqueued and made curr. Done with the clock of the
+ * last switch: the full switch that follows charges @self.
  * Context: @w's rq lock held.
  */
 CL_INLINE void cl__rt_handoff_sync(struct cl__rt_worker *w, struct cl_rt_task *self)

@@ -295,6 +295,8 @@ struct cl__rt_worker {
 					    * instance last used a channel (cl__chan_note()) */
 	struct cl__rt_waiter *watch_cand;  /* the record of the task that last blocked here: the
 					    * one the idle spin watches (this thread only) */
+	struct cl__rt_waiter *watching;    /* the record it watches from the switch that took it
+					    * idle on (cl__rt_watch_idle()) (this thread only) */
 	struct cl_rt_task *claimed;        /* woken on a watched record, queued by the next idle
 					    * pick (this thread only) */
 	struct cl__rt_ctx sched;           /* the worker thread's own stack: idle loop */

@@ -49,47 +49,6 @@ CL_INLINE unsigned int cl__rt_allowed_cpus(int *out, unsigned int max)
 	return n;
 }
 
-/*
- * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
- * the worker is idle again. Returns 1 if something ran.
- */
-CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
-{
-	struct cl_task *next;
-	struct cl_rt_task *n;
-
-	cl__rq_lock(w->rq);
-	w->now_ns = cl__rt_now(w->rt);
-	cl__rq_update_clock(w->rq, w->now_ns);
-	cl__rt_drain_remote(w);
-	if (w->claimed) { /* after the list: woken about when it ran dry */
-		cl__rt_queue_ext(w, w->claimed);
-		w->claimed = NULL;
-	}
-	cl__rt_flush_wakes(w, 0);
-	next = cl_rq_pick_next(w->rq);
-	if (!next) {
-		cl__rq_unlock(w->rq);
-		return 0;
-	}
-	if (w->idle_since) { /* an idle period ends: its average (the kernel's avg_idle) */
-		int64_t d = (int64_t)(w->now_ns - w->idle_since);
-
-		if (d < 0)
-			d = 0;
-		w->avg_idle_ns = (uint64_t)((int64_t)w->avg_idle_ns + (d - (int64_t)w->avg_idle_ns) / 8);
-		w->idle_since = 0;
-	}
-	cl__rt_set_protect(w, next, w->now_ns);
-	n = (struct cl_rt_task *)(void *)next;
-	w->fin.prev = NULL;
-	w->fin.unlock = NULL;
-	cl__rt_set_curr(w, n);
-	w = cl__rt_switch(w, &w->sched, &n->rc, 0);
-	cl__rt_finish(w);
-	return 1;
-}
-
 /* struct cl__rt_waiter.watch: nobody watches; an idle worker watches;
  * a waker claimed the wakeup (cl__rt_watch_begin()) */
 #define CL__RT_WATCH_NONE 0
@@ -98,8 +57,9 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 
 /*
  * Watched records. A worker that goes idle right after a task blocked on
- * it watches that task's waiter record while it spins (CL__RT_WATCH_ON,
- * set by its CAS from NONE: cl__rt_watch_begin()). A waker from another
+ * it watches that task's waiter record (CL__RT_WATCH_ON, set by its CAS
+ * from NONE: cl__rt_watch_begin()) from the switch that took it idle
+ * (cl__rt_watch_idle()) through its idle spin. A waker from another
  * worker that finds the record watched claims the wakeup there
  * (CL__RT_WATCH_CLAIMED, by CAS from ON, after writing the status and the
  * message) instead of pushing on the worker's remote wake list: the
@@ -166,6 +126,83 @@ CL_INLINE void cl__rt_watch_end(struct cl__rt_worker *w, struct cl__rt_waiter *w
 		cl__rt_wake_push(CL_READ_ONCE(wt->w), wt->t, &wt->rnode);
 }
 
+/* End the watch @w started when it went idle (cl__rt_watch_idle()). */
+CL_INLINE void cl__rt_watch_stop(struct cl__rt_worker *w)
+{
+	struct cl__rt_waiter *wt = w->watching;
+
+	w->watching = NULL;
+	cl__rt_watch_end(w, wt);
+}
+
+/*
+ * cl__rt_watch_idle() - @w's switch away from a task that blocked took it
+ * to its idle loop: watch that task's record from now on, before the wait
+ * list's lock is released (cl__rt_finish()), so that its waker, which
+ * needs that lock to find the record, always finds it watched. Started in
+ * the idle spin instead, the watch would come after the worker's idle
+ * pick: a waker that is quick (the other side of a ping-pong across two
+ * CPUs) would often find none and push on the remote list. The worker
+ * ends it before it runs anything else or sleeps (cl__rt_worker_pick(),
+ * below).
+ */
+CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w)
+{
+	if (!w->watching && w->rt->spin_ns != CL_RUNTIME_NO_SPIN)
+		w->watching = cl__rt_watch_begin(w);
+}
+
+/*
+ * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
+ * the worker is idle again. Returns 1 if something ran.
+ */
+CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
+{
+	struct cl_task *next;
+	struct cl_rt_task *n;
+
+	cl__rq_lock(w->rq);
+	w->now_ns = cl__rt_now(w->rt);
+	cl__rq_update_clock(w->rq, w->now_ns);
+	cl__rt_drain_remote(w);
+	if (w->watching && cl__rt_watch_claimed(w->watching))
+		cl__rt_watch_stop(w);
+	if (w->claimed) { /* after the list: woken about when it ran dry */
+		cl__rt_queue_ext(w, w->claimed);
+		w->claimed = NULL;
+	}
+	cl__rt_flush_wakes(w, 0);
+	next = cl_rq_pick_next(w->rq);
+	if (!next) {
+		cl__rq_unlock(w->rq);
+		return 0; /* a watch goes on in the idle spin */
+	}
+	if (CL_UNLIKELY(w->watching)) { /* it runs something else first: no watch then */
+		cl__rt_watch_stop(w);
+		if (w->claimed) {
+			cl__rt_queue_ext(w, w->claimed);
+			w->claimed = NULL;
+			cl__rt_flush_wakes(w, 0);
+		}
+	}
+	if (w->idle_since) { /* an idle period ends: its average (the kernel's avg_idle) */
+		int64_t d = (int64_t)(w->now_ns - w->idle_since);
+
+		if (d < 0)
+			d = 0;
+		w->avg_idle_ns = (uint64_t)((int64_t)w->avg_idle_ns + (d - (int64_t)w->avg_idle_ns) / 8);
+		w->idle_since = 0;
+	}
+	cl__rt_set_protect(w, next, w->now_ns);
+	n = (struct cl_rt_task *)(void *)next;
+	w->fin.prev = NULL;
+	w->fin.unlock = NULL;
+	cl__rt_set_curr(w, n);
+	w = cl__rt_switch(w, &w->sched, &n->rc, 0);
+	cl__rt_finish(w);
+	return 1;
+}
+
 /*
  * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
  * balance, spin (bounded), then sleep on its futex.
@@ -204,8 +241,15 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 
 		while (cl__rt_worker_pick(w))
 			;
-		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
+		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE)) {
+			if (w->watching) {
+				cl__rt_watch_stop(w);
+				if (w->claimed)
+					continue;
+			}
 			break;
+		}
+		CL_INJECT(65); /* idle: the pick found nothing, the spin not begun */
 		now = cl__rt_now(rt);
 		if (!w->idle_since)
 			w->idle_since = now;
@@ -230,9 +274,10 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
 			/* and the record of the task that blocked last, which
 			 * its waker may claim instead of pushing (waitq.h) */
-			struct cl__rt_waiter *watch = cl__rt_watch_begin(w);
+			struct cl__rt_waiter *watch = w->watching ? w->watching : cl__rt_watch_begin(w);
 			int hit = 0;
 
+			w->watching = NULL;
 			until = now + rt->spin_ns;
 			for (unsigned int i = 1;; i++) {
 				cl__rt_prefetchw(&w->remote_wakes);
