@@ -11,7 +11,9 @@
  * woken only from one (busier) worker makes it its home and moves there.
  * A waker that comes while the worker of a task that just blocked is idle
  * but not yet spinning finds the record watched (the CL_INJECT() point 65
- * holds the worker there until the waker has sent).
+ * holds the worker there until the waker has sent), and one that comes
+ * while that worker is still switching to its idle loop (point 66) gets
+ * the channel's lock without waiting for the switch.
  */
 #include <stdatomic.h>
 
@@ -505,9 +507,11 @@ Test(sched_runtime_wake, watched_record_wakeups_lose_none_as_watches_end, .timeo
 
 /* ---- the watch starts with the switch to idle ---- */
 
-static atomic_int idle_armed; /* the next worker to reach point 65 holds there */
+static atomic_int idle_armed; /* the next worker to reach point 65 (or 66) holds there */
+static atomic_int idle_point; /* ... which point: 65 or 66 */
 static atomic_int idle_held;  /* ... and has got there */
 static atomic_int idle_sent;  /* the waker's send returned */
+static int idle_sent_in_hold; /* ... while the worker held (within 10 s) */
 static uint64_t idle_drains, idle_hits; /* worker 0's counts at the hold */
 static struct cl_runtime *idle_rt;
 
@@ -526,16 +530,17 @@ static int wait_flag(atomic_int *flag)
 	return 1;
 }
 
-/* Point 65 (a worker idle, before its spin): the armed one notes its
- * counts and holds until the waker has sent. Runs on that worker's thread. */
+/* Point 65 (a worker idle, before its spin) or 66 (a worker switching to
+ * idle): the armed one notes its counts and holds until the waker has
+ * sent. Runs on that worker's thread. */
 static void inject(int n)
 {
-	if (n != 65 || !atomic_exchange(&idle_armed, 0))
+	if (n != atomic_load(&idle_point) || !atomic_exchange(&idle_armed, 0))
 		return;
 	idle_drains = idle_rt->workers[0].nr_remote_drains;
 	idle_hits = idle_rt->workers[0].nr_watch_hits;
 	atomic_store(&idle_held, 1);
-	(void)wait_flag(&idle_sent);
+	idle_sent_in_hold = wait_flag(&idle_sent);
 }
 
 struct idle_pair {
@@ -564,21 +569,19 @@ static void *idle_sender(void *p)
 	return NULL;
 }
 
-/*
- * A receiver blocks on worker 0, whose pick then finds nothing; the worker
- * is held at point 65, before its idle spin, while the sender on worker 1
- * sends. The record must already be watched (from the switch that took the
- * worker idle, before the channel's lock was released): the wakeup is
- * claimed there, not pushed on worker 0's remote list. A watch begun only
- * in the spin is not there yet: the send pushes, and the worker drains.
- */
-Test(sched_runtime_wake, waker_finds_the_record_watched_before_the_idle_spin, .timeout = 60)
+/* Run the pair with worker 0 held at @point: the message arrives, as a
+ * claim on worker 0's watched record. Return worker 0's remote drains
+ * from the hold on. */
+static uint64_t idle_pair_run(int point)
 {
 	struct idle_pair ip = { cl_chan_create(sizeof(int), 1), 0, 0, 0 };
 	struct cl_rt_task *s, *r;
 	uint64_t drains, hits;
 
 	cr_assert_not_null(ip.c);
+	atomic_store(&idle_point, point);
+	atomic_store(&idle_held, 0);
+	atomic_store(&idle_sent, 0);
 	idle_rt = new_rt2_spin(0, 5000000000ull); /* the spin outlasts any host delay */
 	s = spawn_at(idle_rt, 1, 1, idle_sender, &ip);
 	r = spawn_at(idle_rt, 0, 1, idle_receiver, &ip);
@@ -589,10 +592,41 @@ Test(sched_runtime_wake, waker_finds_the_record_watched_before_the_idle_spin, .t
 	hits = idle_rt->workers[0].nr_watch_hits - idle_hits;
 	cl_runtime_destroy(idle_rt);
 	cr_assert_eq(cl_chan_destroy(ip.c), 0);
-	cr_assert(ip.held, "worker 0 never held at point 65");
+	cr_assert(ip.held, "worker 0 never held at point %d", point);
 	cr_assert(ip.sent_ok);
 	cr_assert_eq(ip.got, 42);
 	cr_assert_eq(hits, 1, "wakeups claimed on worker 0's watched record: %llu (remote drains %llu)",
 		     (unsigned long long)hits, (unsigned long long)drains);
+	return drains;
+}
+
+/*
+ * A receiver blocks on worker 0, whose pick then finds nothing; the worker
+ * is held at point 65, before its idle spin, while the sender on worker 1
+ * sends. The record must already be watched (from the switch that took the
+ * worker idle, before the channel's lock was released): the wakeup is
+ * claimed there, not pushed on worker 0's remote list. A watch begun only
+ * in the spin is not there yet: the send pushes, and the worker drains.
+ */
+Test(sched_runtime_wake, waker_finds_the_record_watched_before_the_idle_spin, .timeout = 60)
+{
+	uint64_t drains = idle_pair_run(65);
+
 	cr_assert_eq(drains, 0, "remote wake-list drains on worker 0: %llu", (unsigned long long)drains);
+}
+
+/*
+ * The receiver's worker is held in its switch to the idle loop (point 66:
+ * the receiver's context not saved yet) while the sender sends. The
+ * channel's lock must already be free (released with the watch begun,
+ * before the switch), so the send completes during the hold, as a claim
+ * on the watched record; the receiver, started only once its worker has
+ * switched and taken the claim, gets the message. With the lock released
+ * after the switch, the sender waits for it and the hold ends (10 s)
+ * without the send.
+ */
+Test(sched_runtime_wake, waker_gets_the_lock_while_the_blocked_task_is_switched_out, .timeout = 60)
+{
+	(void)idle_pair_run(66);
+	cr_assert(idle_sent_in_hold, "the send did not complete while the receiver was switched out");
 }

@@ -46,11 +46,11 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 }
 
 CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
-CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w);
+CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *unlock);
 
-/* cl__rt_finish() - run first by the context a switch resumes on @w: release
- * what the previous one held across it (the rq lock, its wait-list lock, once
- * an idle @w watches its record: cl__rt_watch_idle()); retire it if it exited. */
+/* cl__rt_finish() - run first by whatever context a switch resumes, on @w:
+ * release what the previous context held across the switch (the rq lock,
+ * its wait-list lock) and retire it if it exited. */
 CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 {
 	struct cl_rt_task *prev = w->fin.prev;
@@ -59,8 +59,6 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 
 	w->fin.prev = NULL;
 	w->fin.unlock = NULL;
-	if (unlock && mode == CL__RT_BLOCK && !w->curr)
-		cl__rt_watch_idle(w);
 	if (mode != CL__RT_HANDOFF)
 		cl__rq_unlock(w->rq);
 	if (unlock)
@@ -397,9 +395,9 @@ CL_INLINE void cl__rt_handoff_sync(struct cl__rt_worker *w, struct cl_rt_task *s
  * cl__rt_schedule() - the running task @self stops running on @w (yield,
  * block or exit) and the worker runs the next task of its rq, or its idle
  * loop. @unlock (may be NULL) is a wait-list lock the caller holds: it is
- * released only once @self's context is saved (by cl__rt_finish() in the
- * next context), so a waker that finds @self on that list can never start
- * it while it still runs here.
+ * released once @self's context is saved (cl__rt_finish()), or before the
+ * switch to an idle loop that watches @self's record (cl__rt_watch_idle()):
+ * a waker that finds @self on that list never starts it while it runs here.
  *
  * Clock. A switch where the pick has a choice (another task is runnable
  * besides the one that will run) reads the clock (cl__rt_now()) and
@@ -495,6 +493,9 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 		w->curr = NULL;
 		cl__rt_tls_current = NULL;
 		CL_ATOMIC_STORE(&w->in_task, 0, CL_RELAXED);
+		if (unlock && mode == CL__RT_BLOCK)
+			cl__rt_watch_idle(w, unlock); /* may release @unlock now */
+		CL_INJECT(66); /* to idle, the context not saved yet */
 		w = cl__rt_switch(w, &self->rc, &w->sched, mode == CL__RT_EXIT);
 	}
 	/* resumed, maybe on another worker */

@@ -136,20 +136,34 @@ CL_INLINE void cl__rt_watch_stop(struct cl__rt_worker *w)
 }
 
 /*
- * cl__rt_watch_idle() - @w's switch away from a task that blocked took it
- * to its idle loop: watch that task's record from now on, before the wait
- * list's lock is released (cl__rt_finish()), so that its waker, which
- * needs that lock to find the record, always finds it watched. Started in
- * the idle spin instead, the watch would come after the worker's idle
- * pick: a waker that is quick (the other side of a ping-pong across two
- * CPUs) would often find none and push on the remote list. The worker
- * ends it before it runs anything else or sleeps (cl__rt_worker_pick(),
- * below).
+ * cl__rt_watch_idle() - @w switches away from a task that blocked, to its
+ * idle loop (cl__rt_schedule(), rq lock held): watch that task's record
+ * from now on, before the wait list's lock is released, so that its
+ * waker, which needs that lock to find the record, always finds it
+ * watched. Started in the idle spin instead, the watch would come after
+ * the worker's idle pick: a quick waker (the other side of a ping-pong
+ * across two CPUs) would often find none and push on the remote list. The
+ * worker ends it before it runs anything else or sleeps
+ * (cl__rt_worker_pick(), below).
+ *
+ * If it watches, it releases the wait list's lock @unlock now, before the
+ * switch, rather than after it (cl__rt_finish()). A waker can no longer
+ * start the task before its context is saved: a claim leaves it to this
+ * worker, a push goes on this worker's list, which it drains under its rq
+ * lock, and a wake-affine move needs that lock too, which the switch
+ * holds until the idle context has run (cl__rt_finish()). So the waker,
+ * the other side of a ping-pong, does not wait for the switch to get the
+ * lock.
  */
-CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w)
+CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *unlock)
 {
-	if (!w->watching && w->rt->spin_ns != CL_RUNTIME_NO_SPIN)
-		w->watching = cl__rt_watch_begin(w);
+	if (w->watching || w->rt->spin_ns == CL_RUNTIME_NO_SPIN)
+		return;
+	w->watching = cl__rt_watch_begin(w);
+	if (w->watching) {
+		w->fin.unlock = NULL;
+		(void)cl_ticket_unlock(unlock);
+	}
 }
 
 /*
