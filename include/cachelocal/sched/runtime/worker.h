@@ -166,6 +166,16 @@ CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *
 	}
 }
 
+/* Queue the task a watch took a claim for (w->claimed) on @w's wake list.
+ * Context: @w, rq lock. */
+CL_INLINE void cl__rt_queue_claimed(struct cl__rt_worker *w)
+{
+	if (w->claimed) {
+		cl__rt_queue_ext(w, w->claimed);
+		w->claimed = NULL;
+	}
+}
+
 /*
  * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
  * the worker is idle again. Returns 1 if something ran.
@@ -181,10 +191,7 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	cl__rt_drain_remote(w);
 	if (w->watching && cl__rt_watch_claimed(w->watching))
 		cl__rt_watch_stop(w);
-	if (w->claimed) { /* after the list: woken about when it ran dry */
-		cl__rt_queue_ext(w, w->claimed);
-		w->claimed = NULL;
-	}
+	cl__rt_queue_claimed(w); /* after the list: woken about when it ran dry */
 	cl__rt_flush_wakes(w, 0);
 	next = cl_rq_pick_next(w->rq);
 	if (!next) {
@@ -193,11 +200,8 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	}
 	if (CL_UNLIKELY(w->watching)) { /* it runs something else first: no watch then */
 		cl__rt_watch_stop(w);
-		if (w->claimed) {
-			cl__rt_queue_ext(w, w->claimed);
-			w->claimed = NULL;
-			cl__rt_flush_wakes(w, 0);
-		}
+		cl__rt_queue_claimed(w);
+		cl__rt_flush_wakes(w, 0);
 	}
 	if (w->idle_since) { /* an idle period ends: its average (the kernel's avg_idle) */
 		int64_t d = (int64_t)(w->now_ns - w->idle_since);
