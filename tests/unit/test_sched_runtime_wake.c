@@ -630,3 +630,47 @@ Test(sched_runtime_wake, waker_gets_the_lock_while_the_blocked_task_is_switched_
 	(void)idle_pair_run(66);
 	cr_assert(idle_sent_in_hold, "the send did not complete while the receiver was switched out");
 }
+
+/*
+ * The claim protocol on one record, driven directly: the task blocks on
+ * worker 1, which watches it, then (woken some other way, say) blocks on
+ * worker 2, which watches it too; a waker claims. Worker 1's watch is
+ * stale: it must leave the claim (its end neither takes it nor clears
+ * it), and worker 2, the one the claim names, takes it without writing
+ * the record; a second claim on the claimed record fails. With a claim
+ * any watcher may take, worker 1 takes it and pushes the task to worker 2.
+ */
+Test(sched_runtime_wake, a_claim_is_taken_only_by_the_watcher_it_names)
+{
+	static struct cl__rt_worker w1, w2;
+	static struct cl_rt_task t;
+	struct cl__rt_waiter *wt = &t.wait;
+	uint16_t before;
+
+	w1.cpu = 1;
+	w2.cpu = 2;
+	wt->t = &t;
+	wt->w = &w1; /* blocks on worker 1 (as cl__rt_wait_rec() records it) */
+	CL_ATOMIC_STORE(&wt->watch, CL__RT_WATCH_NONE, CL_RELAXED);
+	w1.watch_cand = wt;
+	cr_assert_eq(cl__rt_watch_begin(&w1), wt);
+	wt->w = &w2; /* then on worker 2 */
+	CL_ATOMIC_STORE(&wt->watch, CL__RT_WATCH_NONE, CL_RELAXED);
+	w2.watch_cand = wt;
+	cr_assert_eq(cl__rt_watch_begin(&w2), wt);
+	cr_assert(cl__rt_watch_claim(wt), "a waker claims the watched record");
+	cr_assert_not(cl__rt_watch_claim(wt), "claimed twice");
+
+	cr_assert_not(cl__rt_watch_claimed(&w1, wt), "the stale watcher sees a claim");
+	before = CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED);
+	cl__rt_watch_end(&w1, wt);
+	cr_assert_null(w1.claimed, "the stale watcher took the claim");
+	cr_assert_eq(w1.nr_watch_hits, 0);
+	cr_assert_eq(CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED), before, "the stale watcher wrote the record");
+
+	cr_assert(cl__rt_watch_claimed(&w2, wt), "the named watcher misses its claim");
+	cl__rt_watch_end(&w2, wt);
+	cr_assert_eq(w2.claimed, &t);
+	cr_assert_eq(w2.nr_watch_hits, 1);
+	cr_assert_eq(CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED), before, "the take wrote the record");
+}

@@ -2,9 +2,8 @@
 /*
  * cachelocal/sched/runtime/sync.h - blocking primitives of the M:N runtime:
  * wait queue, bounded channel, mutex, condition variable. Each blocks a
- * task through the runqueue (cl__rt_block(): dequeued, the worker runs
- * another task) and wakes through it (cl__rt_wake(): enqueued on the rq of
- * the worker that last ran the task, under that rq's lock).
+ * task through the runqueue (cl__rt_block()) and wakes it through the
+ * worker it blocked on (cl__rt_wake_rec(): docs/runtime.md, wake-to-run).
  *
  * Every primitive follows one pattern (the wake-to-run protocol in
  * <cachelocal/sched/runtime.h>): the waiter checks its condition and puts a
@@ -328,6 +327,7 @@ CL_ALWAYS_INLINE int cl_chan_send(struct cl_chan *c, const void *msg)
 		return -1;
 	}
 	self = cl__rt_current();
+	cl__rt_prefetch_claimed(self);
 	cl__rt_lock_as(self, &c->lock);
 	cl__chan_note(&c->tx_last, &c->tx_key, self);
 	if (CL_LIKELY(!c->closed && c->count < c->cap && cds_list_empty(&c->recvq))) {
@@ -392,6 +392,7 @@ CL_ALWAYS_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 		return -1;
 	}
 	self = cl__rt_current();
+	cl__rt_prefetch_claimed(self);
 	cl__rt_lock_as(self, &c->lock);
 	cl__chan_note(&c->rx_last, &c->rx_key, self);
 	if (CL_LIKELY(c->count && cds_list_empty(&c->sendq))) {

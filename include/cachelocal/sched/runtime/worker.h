@@ -49,43 +49,54 @@ CL_INLINE unsigned int cl__rt_allowed_cpus(int *out, unsigned int max)
 	return n;
 }
 
-/* struct cl__rt_waiter.watch: nobody watches; an idle worker watches;
- * a waker claimed the wakeup (cl__rt_watch_begin()) */
+/* struct cl__rt_waiter.watch: the state in the low two bits (nobody
+ * watches; an idle worker watches; a waker claimed the wakeup), and above
+ * them the worker that set ON (its index: at most CL_MAX_CPUS, 12 bits) */
 #define CL__RT_WATCH_NONE 0
 #define CL__RT_WATCH_ON 1
 #define CL__RT_WATCH_CLAIMED 2
+#define CL__RT_WATCH_STATE 3u
+#define CL__RT_WATCH_OWNER(w) ((uint16_t)((w)->cpu << 2))
 
 /*
  * Watched records. A worker that goes idle right after a task blocked on
- * it watches that task's waiter record (CL__RT_WATCH_ON, set by its CAS
+ * it watches that task's waiter record (ON and its index, set by its CAS
  * from NONE: cl__rt_watch_begin()) from the switch that took it idle
  * (cl__rt_watch_idle()) through its idle spin. A waker from another
- * worker that finds the record watched claims the wakeup there
- * (CL__RT_WATCH_CLAIMED, by CAS from ON, after writing the status and the
+ * worker that finds the record watched claims the wakeup there (CLAIMED,
+ * the index kept, by CAS from ON, after writing the status and the
  * message) instead of pushing on the worker's remote wake list: the
  * record's line is the waker's already, so the wakeup moves no line of the
  * worker's, and the spinning worker sees it on the line it polls, which
- * it fetches anyway to run the task. The watcher ends its watch with a
- * CAS from ON to NONE (cl__rt_watch_end()); if that finds a claim, it
- * takes it (CAS from CLAIMED to NONE) and does the push itself: on its own
- * list, or, if the record is a stale one whose task now waits on another
- * worker, on that worker's, as the waker would have.
+ * it fetches anyway to run the task.
+ *
+ * The watcher that finds its own index beside CLAIMED takes the claim
+ * with no write (cl__rt_watch_take()): it pushes the task itself, on its
+ * own list, or, if the record is a stale one whose task now waits on
+ * another worker, on that worker's, as the waker would have. A CAS there
+ * would take the line from the waker again, on the wakeup's path, only to
+ * write a state the task overwrites when it blocks next. A watcher that
+ * saw no claim ends its watch with a CAS from ON to NONE
+ * (cl__rt_watch_end()); if that finds its claim, it takes it.
  *
  * Why no wakeup is lost or doubled: a claim is made only on ON, and ON is
- * set only by a watcher, which always ends with a CAS that either removes
- * ON or finds the claim; a claimed task cannot run (and block again, which
- * stores NONE) before somebody took the claim, and the take is a CAS, so
- * exactly one watcher pushes it. A worker never sleeps with a watch on
- * (it ends the watch first), so a waker that finds NONE pushes and kicks
- * as before. The task records the watch state NONE each time it blocks,
- * which ends any stale watch of an earlier wait silently.
+ * set only by a watcher, which always ends by removing ON or by finding
+ * the claim; only the worker whose index it carries takes that claim,
+ * once (its watch ends there), and other watchers of the record (stale
+ * ones, whose ON its task's next block overwrote) leave it. A claimed task
+ * cannot run (and block again, which stores NONE) before its claim was
+ * taken. A worker never sleeps with a watch on (it ends the watch first),
+ * so a waker that finds NONE pushes and kicks as before. The task records
+ * the watch state NONE each time it blocks, which ends any stale watch of
+ * an earlier wait silently.
  */
 CL_INLINE int cl__rt_watch_claim(struct cl__rt_waiter *wt)
 {
-	uint16_t on = CL__RT_WATCH_ON;
+	uint16_t v = CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED);
 
-	return CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED) == CL__RT_WATCH_ON &&
-	       CL_ATOMIC_CAS(&wt->watch, &on, CL__RT_WATCH_CLAIMED, CL_RELEASE, CL_RELAXED);
+	return (v & CL__RT_WATCH_STATE) == CL__RT_WATCH_ON &&
+	       CL_ATOMIC_CAS(&wt->watch, &v, (uint16_t)(v ^ CL__RT_WATCH_ON ^ CL__RT_WATCH_CLAIMED),
+			     CL_RELEASE, CL_RELAXED);
 }
 
 /* Start watching the record of the task that last blocked on @w, if it
@@ -97,33 +108,42 @@ CL_INLINE struct cl__rt_waiter *cl__rt_watch_begin(struct cl__rt_worker *w)
 
 	w->watch_cand = NULL;
 	if (!wt || CL_READ_ONCE(wt->w) != w ||
-	    !CL_ATOMIC_CAS(&wt->watch, &none, CL__RT_WATCH_ON, CL_RELAXED, CL_RELAXED))
+	    !CL_ATOMIC_CAS(&wt->watch, &none, (uint16_t)(CL__RT_WATCH_OWNER(w) | CL__RT_WATCH_ON),
+			   CL_RELAXED, CL_RELAXED))
 		return NULL;
 	return wt;
 }
 
-CL_INLINE int cl__rt_watch_claimed(struct cl__rt_waiter *wt)
+/* Has a waker claimed the wakeup @w watches on @wt? (Acquire: the status
+ * and the message it wrote before are seen.) */
+CL_INLINE int cl__rt_watch_claimed(struct cl__rt_worker *w, struct cl__rt_waiter *wt)
 {
-	return CL_ATOMIC_LOAD(&wt->watch, CL_RELAXED) == CL__RT_WATCH_CLAIMED;
+	return CL_ATOMIC_LOAD(&wt->watch, CL_ACQUIRE) == (CL__RT_WATCH_OWNER(w) | CL__RT_WATCH_CLAIMED);
 }
 
-/* End @w's watch of @wt; take a claim if there is one: its task goes on
- * @w's wake list at the next pick (w->claimed), or, if it now waits on
- * another worker, on that one's remote list, as its waker would have. */
-CL_INLINE void cl__rt_watch_end(struct cl__rt_worker *w, struct cl__rt_waiter *wt)
+/* Take @w's claim on @wt (cl__rt_watch_claimed() said so), ending the
+ * watch: its task goes on @w's wake list at the next pick (w->claimed),
+ * or, if it now waits on another worker, on that one's remote list. */
+CL_INLINE void cl__rt_watch_take(struct cl__rt_worker *w, struct cl__rt_waiter *wt)
 {
-	uint16_t v = CL__RT_WATCH_ON;
-
-	if (CL_ATOMIC_CAS(&wt->watch, &v, CL__RT_WATCH_NONE, CL_RELAXED, CL_RELAXED))
-		return;
-	if (v != CL__RT_WATCH_CLAIMED ||
-	    !CL_ATOMIC_CAS(&wt->watch, &v, CL__RT_WATCH_NONE, CL_ACQUIRE, CL_RELAXED))
-		return; /* NONE: its task blocked again since (a stale watch) */
 	w->nr_watch_hits++;
+	cl__rt_prefetchw(wt); /* written by its task when it blocks next: fetched meanwhile */
 	if (CL_READ_ONCE(wt->w) == w)
 		w->claimed = wt->t;
 	else
 		cl__rt_wake_push(CL_READ_ONCE(wt->w), wt->t, &wt->rnode);
+}
+
+/* End @w's watch of @wt; take its claim if there is one. */
+CL_INLINE void cl__rt_watch_end(struct cl__rt_worker *w, struct cl__rt_waiter *wt)
+{
+	uint16_t mine = CL__RT_WATCH_OWNER(w), v = (uint16_t)(mine | CL__RT_WATCH_ON);
+
+	if (cl__rt_watch_claimed(w, wt) ||
+	    (!CL_ATOMIC_CAS(&wt->watch, &v, CL__RT_WATCH_NONE, CL_ACQUIRE, CL_ACQUIRE) &&
+	     v == (mine | CL__RT_WATCH_CLAIMED)))
+		cl__rt_watch_take(w, wt);
+	/* else ended, or its task blocked again since (a stale watch) */
 }
 
 /* End the watch @w started when it went idle (cl__rt_watch_idle()). */
@@ -189,7 +209,7 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	w->now_ns = cl__rt_now(w->rt);
 	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_drain_remote(w);
-	if (w->watching && cl__rt_watch_claimed(w->watching))
+	if (w->watching && cl__rt_watch_claimed(w, w->watching))
 		cl__rt_watch_stop(w);
 	cl__rt_queue_claimed(w); /* after the list: woken about when it ran dry */
 	cl__rt_flush_wakes(w, 0);
@@ -300,7 +320,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			for (unsigned int i = 1;; i++) {
 				cl__rt_prefetchw(&w->remote_wakes);
 				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop) ||
-				    cl__rt_remote_pending(w) || (watch && cl__rt_watch_claimed(watch))) {
+				    cl__rt_remote_pending(w) || (watch && cl__rt_watch_claimed(w, watch))) {
 					hit = 1;
 					break;
 				}
