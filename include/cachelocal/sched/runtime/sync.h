@@ -392,7 +392,6 @@ CL_ALWAYS_INLINE int cl_chan_recv(struct cl_chan *c, void *out)
 		return -1;
 	}
 	self = cl__rt_current();
-	cl__rt_prefetch_claimed(self);
 	cl__rt_lock_as(self, &c->lock);
 	cl__chan_note(&c->rx_last, &c->rx_key, self);
 	if (CL_LIKELY(c->count && cds_list_empty(&c->sendq))) {

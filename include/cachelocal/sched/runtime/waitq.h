@@ -219,12 +219,14 @@ local:
 }
 
 /*
- * Before @self takes the lock of a wait list (a channel's): start taking,
- * for writing, the record of the task it woke last, if that wakeup was a
+ * Before @self takes the lock of a channel to send: start taking, for
+ * writing, the record of the task it woke last, if that wakeup was a
  * claim on a watched record (last_claim, above). In a request-reply pair
- * across two workers it is the record the call will write, found
+ * across two workers it is the record the send will write, found
  * otherwise only through the list, i.e. after the lock's line arrives:
- * the two misses then overlap instead of following each other.
+ * the two misses then overlap instead of following each other. (Not in a
+ * receive: there it would take the record from the task just woken,
+ * which writes it when it blocks next.)
  */
 CL_ALWAYS_INLINE void cl__rt_prefetch_claimed(const struct cl_rt_task *self)
 {
