@@ -243,8 +243,8 @@ struct cl_rt_task {
 	unsigned int wakee_flips;          /* times its wakee changed, halved each second */
 	struct cl_rt_task *last_wakee;
 	uint64_t flips_decay_ns;
-	struct cl__rt_waiter *last_claim;  /* last_wakee's record, if the wakeup was a claim
-					    * (cl__rt_watch_claim()): written by the task itself */
+	int last_claimed;                  /* its last wakeup of last_wakee was a claim on its
+					    * record (cl__rt_watch_claim()) */
 	struct cl_ticketlock join_lock;    /* protects join_waiters, exited */
 	struct cds_list_head join_waiters; /* struct cl__rt_waiter */
 	/* its waiter record (cl__rt_wait_rec()) on a line of its own: a waker

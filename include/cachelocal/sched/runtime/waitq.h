@@ -117,7 +117,7 @@ CL_INLINE void cl__rt_record_wakee(struct cl_rt_task *self, struct cl_rt_task *t
 	}
 	if (self->last_wakee != t) {
 		self->last_wakee = t;
-		self->last_claim = NULL;
+		self->last_claimed = 0;
 		self->wakee_flips++;
 	}
 }
@@ -211,7 +211,7 @@ CL_ALWAYS_INLINE void cl__rt_wake_rec_as(struct cl_rt_task *self, struct cl__rt_
 	}
 	if (cl__rt_watch_claim(wt)) {
 		if (self)
-			self->last_claim = wt;
+			self->last_claimed = 1;
 		return;
 	}
 local:
@@ -221,7 +221,7 @@ local:
 /*
  * Before @self takes the lock of a channel to send: start taking, for
  * writing, the record of the task it woke last, if that wakeup was a
- * claim on a watched record (last_claim, above). In a request-reply pair
+ * claim on its watched record (last_claimed). In a request-reply pair
  * across two workers it is the record the send will write, found
  * otherwise only through the list, i.e. after the lock's line arrives:
  * the two misses then overlap instead of following each other. (Not in a
@@ -230,8 +230,8 @@ local:
  */
 CL_ALWAYS_INLINE void cl__rt_prefetch_claimed(const struct cl_rt_task *self)
 {
-	if (self && self->last_claim)
-		cl__rt_prefetchw(self->last_claim);
+	if (self && self->last_claimed)
+		cl__rt_prefetchw(&self->last_wakee->wait);
 }
 
 /* cl__rt_wake_rec() - cl__rt_wake() of @wt's task (a cl__rt_wait_rec() record
