@@ -308,6 +308,10 @@ static int pp_run_spin(unsigned int flags, int pin, uint64_t spin_ns, unsigned i
 		same += a.at[i] == b.at[i];
 	*moves = rt->workers[0].nr_affine_wakes + rt->workers[1].nr_affine_wakes;
 	*claims = rt->workers[0].nr_watch_hits + rt->workers[1].nr_watch_hits;
+	for (int i = 0; i < 2; i++) /* each task queued from elsewhere ran: no mark is left */
+		cr_assert_eq(CL_ATOMIC_LOAD(&rt->workers[i].nr_ext_waiting, CL_RELAXED), 0u,
+			     "worker %d: %u tasks counted as queued from elsewhere", i,
+			     CL_ATOMIC_LOAD(&rt->workers[i].nr_ext_waiting, CL_RELAXED));
 	cr_assert_eq(cl_chan_destroy(a.in), 0);
 	cr_assert_eq(cl_chan_destroy(a.out), 0);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);

@@ -186,14 +186,24 @@ CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *
 	}
 }
 
-/* Queue the task a watch took a claim for (w->claimed) on @w's wake list.
- * Context: @w, rq lock. */
+/* Queue the task a watch took a claim for (w->claimed) on @w's wake list,
+ * or, when nothing else is runnable or waking here, on the rq at once: the
+ * pick that follows under the same lock runs it, so it needs no
+ * queued-from-elsewhere mark (two atomics: cl__rt_ext_mark() and its
+ * undoing in cl__rt_set_curr()) and no list. Context: @w, rq lock. */
 CL_INLINE void cl__rt_queue_claimed(struct cl__rt_worker *w)
 {
-	if (w->claimed) {
-		cl__rt_queue_ext(w, w->claimed);
-		w->claimed = NULL;
+	struct cl_rt_task *t = w->claimed;
+
+	if (!t)
+		return;
+	w->claimed = NULL;
+	if (!w->wake_head && !w->rq->nr_running && !t->task.on_rq &&
+	    cl_rq_enqueue(w->rq, &t->task, CL_ENQUEUE_WAKEUP) == 0) {
+		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
+		return;
 	}
+	cl__rt_queue_ext(w, t);
 }
 
 /*
