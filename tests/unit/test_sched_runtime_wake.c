@@ -13,7 +13,9 @@
  * but not yet spinning finds the record watched (the CL_INJECT() point 65
  * holds the worker there until the waker has sent), and one that comes
  * while that worker is still switching to its idle loop (point 66) gets
- * the channel's lock without waiting for the switch.
+ * the channel's lock without waiting for the switch; a watch begun at the
+ * block itself (point 67), whose worker then finds another task to run
+ * after all, ends with the switch to it, the claimed task queued.
  */
 #include <stdatomic.h>
 
@@ -537,8 +539,19 @@ static int wait_flag(atomic_int *flag)
 /* Point 65 (a worker idle, before its spin) or 66 (a worker switching to
  * idle): the armed one notes its counts and holds until the waker has
  * sent. Runs on that worker's thread. */
+static atomic_int early_armed; /* the next block that watches its record early (point 67) holds */
+static atomic_int early_held;  /* ... and has got there */
+static atomic_int early_go;    /* ... until this is set (within 10 s) */
+
 static void inject(int n)
 {
+	if (n == 67) {
+		if (atomic_exchange(&early_armed, 0)) {
+			atomic_store(&early_held, 1);
+			(void)wait_flag(&early_go);
+		}
+		return;
+	}
 	if (n != atomic_load(&idle_point) || !atomic_exchange(&idle_armed, 0))
 		return;
 	idle_drains = idle_rt->workers[0].nr_remote_drains;
@@ -633,6 +646,84 @@ Test(sched_runtime_wake, waker_gets_the_lock_while_the_blocked_task_is_switched_
 {
 	(void)idle_pair_run(66);
 	cr_assert(idle_sent_in_hold, "the send did not complete while the receiver was switched out");
+}
+
+/* ---- a watch begun at the block itself ---- */
+
+struct early {
+	struct cl_chan *c;
+	atomic_int got;
+	int v, spun_out;
+};
+
+static void *early_receiver(void *p)
+{
+	struct early *e = (struct early *)p;
+
+	atomic_store(&early_armed, 1);
+	if (cl_chan_recv(e->c, &e->v) != 0)
+		e->v = -1;
+	atomic_store(&e->got, 1);
+	return NULL;
+}
+
+/* Never blocks or yields: returns once the receiver has its message, or
+ * after 10 s (spun_out). Preempted at the end of its slice (under
+ * ThreadSanitizer by the mark only, which cl_preempt_enable() acts on). */
+static void *early_spinner(void *p)
+{
+	struct early *e = (struct early *)p;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(&e->got)) {
+		cl_preempt_disable();
+		cl_preempt_enable();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10) {
+			e->spun_out = 1;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A receiver alone on worker 0 blocks: its record is watched, and the
+ * channel's lock released, at the block itself (point 67: before the
+ * scheduler's work), since the worker is about to go idle. Held there, it
+ * gets company: a task that never yields is spawned onto worker 0, and the
+ * message is sent, a claim on the watched record. The worker then does not
+ * go idle but switches to the spinner, so the switch must end the watch
+ * and queue the claimed receiver, which then runs when the spinner's slice
+ * ends. Left watched, the claim would wait for the worker's next idle
+ * pick, which never comes while the spinner spins: it gives up after 10 s.
+ */
+Test(sched_runtime_wake, a_task_that_turns_up_before_the_switch_ends_an_early_watch, .timeout = 60)
+{
+	struct cl_runtime *rt = new_rt2_spin(0, 5000000000ull);
+	struct early e;
+	struct cl_rt_task *r, *s;
+	int v = 42;
+
+	memset(&e, 0, sizeof(e));
+	e.c = cl_chan_create(sizeof(int), 1);
+	cr_assert_not_null(e.c);
+	atomic_store(&early_held, 0);
+	atomic_store(&early_go, 0);
+	r = spawn_at(rt, 0, 1, early_receiver, &e);
+	cr_assert(wait_flag(&early_held), "the receiver's block did not watch its record early");
+	s = spawn_at(rt, 0, 1, early_spinner, &e);
+	cr_assert_eq(cl_chan_trysend(e.c, &v), 0, "trysend: %s", strerror(errno));
+	cr_assert_eq(rt->workers[0].nr_watch_hits, 0); /* not taken yet: the worker is held */
+	atomic_store(&early_go, 1);
+	cr_assert_eq(cl_join(r, NULL), 0);
+	cr_assert_eq(cl_join(s, NULL), 0);
+	cr_assert_eq(e.v, 42);
+	cr_assert(!e.spun_out, "the claimed receiver did not run beside the spinner (10 s)");
+	cr_assert_eq(rt->workers[0].nr_watch_hits, 1);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+	cr_assert_eq(cl_chan_destroy(e.c), 0);
 }
 
 /*

@@ -2,10 +2,9 @@
 /*
  * cachelocal/sched/runtime/switch.h - switching and the wake-to-run protocol.
  *
- * cl__rt_switch() and the hand-off to the next task, blocking
- * (cl__rt_block()), waking (cl__rt_enqueue_wake(): the local rq, or the
- * remote wake list of the target worker), and cl__rt_schedule(), the pick
- * of the next task after a block, a yield or an exit.
+ * cl__rt_switch() and the hand-off to the next task, blocking (cl__rt_block()),
+ * waking (cl__rt_enqueue_wake(): the local rq, or the target's remote wake
+ * list), and cl__rt_schedule(), the pick after a block, a yield or an exit.
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -20,11 +19,9 @@ CL_BEGIN_DECLS
 
 /* ---- switching ---- */
 
-/*
- * cl__rt_switch() - suspend @from, resume @to on worker @w (same thread).
+/* cl__rt_switch() - suspend @from, resume @to on worker @w (same thread).
  * Returns, in @from, the worker that resumed it. @exiting: @from never
- * resumes (ASan drops its fake stack).
- */
+ * resumes (ASan drops its fake stack). */
 CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl__rt_ctx *from,
 					      struct cl__rt_ctx *to, int exiting)
 {
@@ -47,6 +44,7 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 
 CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
 CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *unlock);
+CL_INLINE void cl__rt_watch_drop(struct cl__rt_worker *w);
 
 /* cl__rt_finish() - run first by whatever context a switch resumes, on @w:
  * release what the previous context held across the switch (the rq lock,
@@ -471,6 +469,8 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	else if (mode != CL__RT_PREEMPT)
 		cl_rq_dequeue(rq, &self->task, CL_DEQUEUE_SLEEP);
 	next = cl_rq_pick_next(rq);
+	if (CL_UNLIKELY(next && w->watching))
+		cl__rt_watch_drop(w); /* watched early (cl__rt_watch_early()), but not idle after all */
 	if (next && !(chained && next == &buddy->task)) /* a chain keeps its slice's end */
 		cl__rt_set_protect(w, next, now);
 	else if (!next)

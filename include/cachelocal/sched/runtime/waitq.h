@@ -40,6 +40,10 @@ CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *lis
 	else
 		wt->aff_flips = (short)(self->wakee_flips < 0x7fffu ? self->wakee_flips : 0x7fffu);
 	cds_list_add_tail(&wt->node, list);
+	if (cl__rt_watch_early(self->w, lock)) {
+		lock = NULL;
+		CL_INJECT(67); /* watched, the wait list released, the switch not begun */
+	}
 	cl__rt_block(self, lock);
 	return wt->status;
 }

@@ -62,7 +62,8 @@ CL_INLINE unsigned int cl__rt_allowed_cpus(int *out, unsigned int max)
  * Watched records. A worker that goes idle right after a task blocked on
  * it watches that task's waiter record (ON and its index, set by its CAS
  * from NONE: cl__rt_watch_begin()) from the switch that took it idle
- * (cl__rt_watch_idle()) through its idle spin. A waker from another
+ * (cl__rt_watch_idle()), or from the block itself (cl__rt_watch_early()),
+ * through its idle spin. A waker from another
  * worker that finds the record watched claims the wakeup there (CLAIMED,
  * the index kept, by CAS from ON, after writing the status and the
  * message) instead of pushing on the worker's remote wake list: the
@@ -186,6 +187,33 @@ CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *
 	}
 }
 
+/*
+ * cl__rt_watch_early() - the task running on @w has put its waiter record
+ * on a wait list (cl__rt_wait_rec(), @lock held) and is about to block.
+ * If nothing else is runnable, waking or pushed here, @w will go idle:
+ * start the watch of that record now (cl__rt_watch_idle() would start it
+ * at the switch to idle) and release @lock at once. The waker, which needs
+ * @lock to find the record, then no longer waits for the scheduler's work
+ * (the rq lock, the dequeue, the pick): in a request-reply pair across two
+ * workers it is the other side's next send, and @lock's line is the one it
+ * waits for. Safe for the same reason as in cl__rt_watch_idle(): a claim
+ * is left to @w, which takes it only after the switch. If another task
+ * turns up before the pick after all, the switch to it ends the watch
+ * first (cl__rt_schedule()). Return: 1 if @lock was released.
+ * Context: the task on @w, non-preemptible.
+ */
+CL_INLINE int cl__rt_watch_early(struct cl__rt_worker *w, struct cl_ticketlock *lock)
+{
+	if (w->watching || w->rt->spin_ns == CL_RUNTIME_NO_SPIN || w->nr_wakes ||
+	    CL_READ_ONCE(w->rq->nr_running) != 1 || cl__rt_remote_pending(w))
+		return 0;
+	w->watching = cl__rt_watch_begin(w);
+	if (!w->watching)
+		return 0;
+	(void)cl_ticket_unlock(lock);
+	return 1;
+}
+
 /* Queue the task a watch took a claim for (w->claimed) on @w's wake list,
  * or, when nothing else is runnable or waking here, on the rq at once: the
  * pick that follows under the same lock runs it, so it needs no
@@ -204,6 +232,16 @@ CL_INLINE void cl__rt_queue_claimed(struct cl__rt_worker *w)
 		return;
 	}
 	cl__rt_queue_ext(w, t);
+}
+
+/* End @w's watch before it runs a task (a pick that found one, or a
+ * switch to one after an early watch), the task of a claim it finds
+ * queued. Context: @w, rq lock. */
+CL_INLINE void cl__rt_watch_drop(struct cl__rt_worker *w)
+{
+	cl__rt_watch_stop(w);
+	cl__rt_queue_claimed(w);
+	cl__rt_flush_wakes(w, 0);
 }
 
 /*
@@ -228,11 +266,8 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 		cl__rq_unlock(w->rq);
 		return 0; /* a watch goes on in the idle spin */
 	}
-	if (CL_UNLIKELY(w->watching)) { /* it runs something else first: no watch then */
-		cl__rt_watch_stop(w);
-		cl__rt_queue_claimed(w);
-		cl__rt_flush_wakes(w, 0);
-	}
+	if (CL_UNLIKELY(w->watching)) /* it runs something else first: no watch then */
+		cl__rt_watch_drop(w);
 	if (w->idle_since) { /* an idle period ends: its average (the kernel's avg_idle) */
 		int64_t d = (int64_t)(w->now_ns - w->idle_since);
 
