@@ -521,8 +521,14 @@ static int idle_sent_in_hold; /* ... while the worker held (within 10 s) */
 static uint64_t idle_drains, idle_hits; /* worker 0's counts at the hold */
 static struct cl_runtime *idle_rt;
 
-/* Wait (bounded: 10 s) until *@flag is set; 1 if it was. */
-static int wait_flag(atomic_int *flag)
+static void os_yield(void)
+{
+	sched_yield();
+}
+
+/* Wait (bounded: 10 s) until *@flag is set, calling @pause between looks;
+ * 1 if it was set. */
+static int wait_flag_pausing(atomic_int *flag, void (*pause)(void))
 {
 	struct timespec t0, t;
 
@@ -531,18 +537,25 @@ static int wait_flag(atomic_int *flag)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (t.tv_sec - t0.tv_sec > 10)
 			return 0;
-		sched_yield();
+		pause();
 	}
 	return 1;
 }
 
-/* Point 65 (a worker idle, before its spin) or 66 (a worker switching to
- * idle): the armed one notes its counts and holds until the waker has
- * sent. Runs on that worker's thread. */
+/* ... giving the CPU away between looks. */
+static int wait_flag(atomic_int *flag)
+{
+	return wait_flag_pausing(flag, os_yield);
+}
+
 static atomic_int early_armed; /* the next block that watches its record early (point 67) holds */
 static atomic_int early_held;  /* ... and has got there */
 static atomic_int early_go;    /* ... until this is set (within 10 s) */
 
+/* Point 65 (a worker idle, before its spin) or 66 (a worker switching to
+ * idle): the armed one notes its counts and holds until the waker has
+ * sent. Point 67 (a block that watched early): the armed one holds until
+ * early_go. Runs on that worker's thread. */
 static void inject(int n)
 {
 	if (n == 67) {
@@ -667,24 +680,21 @@ static void *early_receiver(void *p)
 	return NULL;
 }
 
+/* A safe point (no yield): under ThreadSanitizer, where preemption is by
+ * the mark only, cl_preempt_enable() acts on it. */
+static void preempt_point(void)
+{
+	cl_preempt_disable();
+	cl_preempt_enable();
+}
+
 /* Never blocks or yields: returns once the receiver has its message, or
- * after 10 s (spun_out). Preempted at the end of its slice (under
- * ThreadSanitizer by the mark only, which cl_preempt_enable() acts on). */
+ * after 10 s (spun_out). Preempted at the end of its slice. */
 static void *early_spinner(void *p)
 {
 	struct early *e = (struct early *)p;
-	struct timespec t0, t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!atomic_load(&e->got)) {
-		cl_preempt_disable();
-		cl_preempt_enable();
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10) {
-			e->spun_out = 1;
-			break;
-		}
-	}
+	e->spun_out = !wait_flag_pausing(&e->got, preempt_point);
 	return NULL;
 }
 

@@ -176,15 +176,23 @@ CL_INLINE void cl__rt_watch_stop(struct cl__rt_worker *w)
  * the other side of a ping-pong, does not wait for the switch to get the
  * lock.
  */
-CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *unlock)
+/* Start @w's watch (if it spins and watches nothing yet) and, if it
+ * began, release @unlock. Return: 1 if it did. */
+CL_INLINE int cl__rt_watch_start(struct cl__rt_worker *w, struct cl_ticketlock *unlock)
 {
 	if (w->watching || w->rt->spin_ns == CL_RUNTIME_NO_SPIN)
-		return;
+		return 0;
 	w->watching = cl__rt_watch_begin(w);
-	if (w->watching) {
+	if (!w->watching)
+		return 0;
+	(void)cl_ticket_unlock(unlock);
+	return 1;
+}
+
+CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *unlock)
+{
+	if (cl__rt_watch_start(w, unlock))
 		w->fin.unlock = NULL;
-		(void)cl_ticket_unlock(unlock);
-	}
 }
 
 /*
@@ -204,14 +212,9 @@ CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *
  */
 CL_INLINE int cl__rt_watch_early(struct cl__rt_worker *w, struct cl_ticketlock *lock)
 {
-	if (w->watching || w->rt->spin_ns == CL_RUNTIME_NO_SPIN || w->nr_wakes ||
-	    CL_READ_ONCE(w->rq->nr_running) != 1 || cl__rt_remote_pending(w))
+	if (w->nr_wakes || CL_READ_ONCE(w->rq->nr_running) != 1 || cl__rt_remote_pending(w))
 		return 0;
-	w->watching = cl__rt_watch_begin(w);
-	if (!w->watching)
-		return 0;
-	(void)cl_ticket_unlock(lock);
-	return 1;
+	return cl__rt_watch_start(w, lock);
 }
 
 /* Queue the task a watch took a claim for (w->claimed) on @w's wake list,
