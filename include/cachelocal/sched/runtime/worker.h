@@ -249,7 +249,9 @@ CL_INLINE void cl__rt_watch_drop(struct cl__rt_worker *w)
 
 /*
  * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
- * the worker is idle again. Returns 1 if something ran.
+ * the worker is idle again. Returns 1 if a task ran and another may be
+ * runnable now (queued, waking, pushed or claimed here), else 0: the
+ * worker goes on to its idle loop at once, whose spin looks for the same.
  */
 CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 {
@@ -286,7 +288,10 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	cl__rt_set_curr(w, n);
 	w = cl__rt_switch(w, &w->sched, &n->rc, 0);
 	cl__rt_finish(w);
-	return 1;
+	/* without a second pick (its rq lock and clock) when it would find
+	 * nothing: a wakeup that comes meanwhile is on the lines the spin polls */
+	return CL_READ_ONCE(w->rq->nr_running) || w->wake_head || w->claimed || cl__rt_remote_pending(w) ||
+	       (w->watching && cl__rt_watch_claimed(w, w->watching));
 }
 
 /*
