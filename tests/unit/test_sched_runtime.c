@@ -1095,13 +1095,13 @@ static void *handoff_short(void *p)
  * time the kernel takes the worker away is charged to nobody, and a tick
  * comes during a task's work in proportion to it.
  */
-static void handoff_charge_check(unsigned int flags)
+static void handoff_charge_check(unsigned int flags, unsigned int workers)
 {
-	struct cl_runtime *rt = new_rt(1, flags);
+	struct cl_runtime *rt = new_rt(workers, flags);
 	struct cl_task_group *g[2];
 	struct batch b = { .rt = rt };
 	struct handoff h;
-	uint64_t exec[2];
+	uint64_t exec[2], total;
 	double ratio;
 
 	urcu_memb_register_thread();
@@ -1117,24 +1117,39 @@ static void handoff_charge_check(unsigned int flags)
 	virt_clock_start();
 	batch_add(&b, g[0], handoff_task, &h);
 	batch_add(&b, g[1], handoff_short, &h);
+	if (workers > 1) /* one task per worker: each wakes the other across */
+		for (int i = 0; i < 2; i++) {
+			b.sa[i].worker = CL_SPAWN_WORKER(i);
+			b.sa[i].pin = 1;
+		}
 	batch_run(&b);
 	virt_clock_stop();
-	cl_rq_lock(cl_sched_rq(cl_runtime_sched(rt), 0));
-	exec[0] = cl_tg_se(g[0], 0)->sum_exec_runtime;
-	exec[1] = cl_tg_se(g[1], 0)->sum_exec_runtime;
-	cl_rq_unlock(cl_sched_rq(cl_runtime_sched(rt), 0));
+	total = __atomic_load_n(&virt_ns, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < 2; i++) {
+		unsigned int cpu = workers > 1 ? i : 0;
+
+		cl_rq_lock(cl_sched_rq(cl_runtime_sched(rt), cpu));
+		exec[i] = cl_tg_se(g[i], cpu)->sum_exec_runtime;
+		cl_rq_unlock(cl_sched_rq(cl_runtime_sched(rt), cpu));
+	}
 	ratio = exec[1] ? (double)exec[0] / (double)exec[1] : 1e9;
-	cr_log_info("flags %#x: long task %llu ns, short task %llu ns, ratio %.2f (work 9:1)", flags,
-		    (unsigned long long)exec[0], (unsigned long long)exec[1], ratio);
+	cr_log_info("flags %#x, %u workers: long task %llu ns, short task %llu ns, ratio %.2f (work 9:1)",
+		    flags, workers, (unsigned long long)exec[0], (unsigned long long)exec[1], ratio);
 	cr_assert_gt(exec[0], 0, "the long task was never charged");
 	/* sampled: each of the ~126 ticks charges its period to the task whose
-	 * work it fell in (switch counting would give 1:1); precise: exact */
-	if (flags & CL_RUNTIME_PRECISE_CLOCK)
+	 * work it fell in (switch counting would give 1:1), and all of the work
+	 * is charged but about a tick's worth (the last tick's, the ends of the
+	 * periods); precise: exact */
+	if (flags & CL_RUNTIME_PRECISE_CLOCK) {
 		cr_assert(ratio > 8.99 && ratio < 9.01, "a 9:1 split of running time was charged %.2f:1",
 			  ratio);
-	else
+	} else {
 		cr_assert(ratio > 6.0 && ratio < 12.0, "a 9:1 split of running time was charged %.2f:1",
 			  ratio);
+		cr_assert(exec[0] + exec[1] + 2 * VIRT_TICK_NS >= total,
+			  "%llu ns of work, %llu ns of it charged", (unsigned long long)total,
+			  (unsigned long long)(exec[0] + exec[1]));
+	}
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(cl_task_group_destroy(g[i]), 0, "group %d: %s", i, strerror(errno));
 	cl_chan_destroy(h.ab);
@@ -1145,12 +1160,25 @@ static void handoff_charge_check(unsigned int flags)
 
 Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_sampled_clock)
 {
-	handoff_charge_check(0);
+	handoff_charge_check(0, 1);
 }
 
 Test(sched_runtime, hand_off_pair_is_charged_by_running_time_with_the_precise_clock)
 {
-	handoff_charge_check(CL_RUNTIME_PRECISE_CLOCK);
+	handoff_charge_check(CL_RUNTIME_PRECISE_CLOCK, 1);
+}
+
+/*
+ * The same pair, one task on each of two workers: each worker picks its
+ * task out of its idle loop, a pick without a choice. A clock read at
+ * every such pick would restart the sampling there, so a task would be
+ * charged only the runs a tick fell in (2.5% of the work was charged so).
+ * The clock is global: a task's reading may come after the other's work
+ * (both run at once for a moment), which can only add to a charge.
+ */
+Test(sched_runtime, pair_on_two_workers_is_charged_by_running_time_with_the_sampled_clock)
+{
+	handoff_charge_check(0, 2);
 }
 
 /* ---- direct hand-offs and wakeups from elsewhere ---- */

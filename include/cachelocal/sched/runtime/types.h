@@ -320,13 +320,15 @@ struct cl__rt_worker {
 	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */
 	uint64_t last_balance_ns;
 	uint64_t idle_since;               /* clock when it last went idle, 0: not idle */
+	uint64_t idle_seen;                /* the idle loop's last clock reading */
 	uint64_t avg_idle_ns;              /* average idle period (1/8 new) */
 	pthread_t thread;
 	int started;
 	uint64_t nr_idle_sleeps;           /* statistics */
 	uint64_t nr_spin_hits;
-	uint64_t nr_clock_reads;           /* precise clock reads at switches */
-	uint64_t nr_clock_skips;           /* hand-off switches that kept the last reading */
+	uint64_t nr_clock_reads;           /* precise clock reads at switches and idle picks */
+	uint64_t nr_clock_skips;           /* switches and idle picks without a choice that kept
+					    * the last reading */
 	uint64_t nr_handoffs;              /* direct hand-offs (no rq lock) */
 	uint64_t nr_stale_wakes;           /* remote wakeups of a task still queued (rq lock) */
 	uint64_t nr_affine_wakes;          /* wakees of another worker moved here (wake-affine) */

@@ -248,6 +248,33 @@ CL_INLINE void cl__rt_watch_drop(struct cl__rt_worker *w)
 }
 
 /*
+ * The clock for @w's pick (cl__rt_worker_pick()). With at most one task
+ * to run (queued, waking or claimed here) the pick has no choice, and, as
+ * at a hand-off (cl__rt_schedule()), the clock is sampled at the tick:
+ * read only if the kernel's tick clock moved since the last look, else the
+ * last reading stands. A reading at each such pick would restart the
+ * sampling there: a task that runs between idle periods, alone on its
+ * worker (each side of a cross-worker pair), would be charged only the
+ * runs a tick fell in, a small part of its running time; and the TSC
+ * read would be on the path of every wakeup an idle worker takes.
+ * Context: @w's rq lock.
+ */
+CL_INLINE void cl__rt_pick_clock(struct cl__rt_worker *w)
+{
+	if (!w->rt->precise_clock && w->rq->nr_running + w->nr_wakes + (w->claimed != NULL) <= 1) {
+		uint64_t tick = cl__rt_tick_ns();
+
+		if (tick == w->tick_seen) {
+			w->nr_clock_skips++;
+			return;
+		}
+		w->tick_seen = tick;
+	}
+	w->now_ns = cl__rt_now(w->rt);
+	w->nr_clock_reads++;
+}
+
+/*
  * cl__rt_worker_pick() - pick the next task of @w's rq and run it until
  * the worker is idle again. Returns 1 if a task ran and another may be
  * runnable now (queued, waking, pushed or claimed here), else 0: the
@@ -259,11 +286,11 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	struct cl_rt_task *n;
 
 	cl__rq_lock(w->rq);
-	w->now_ns = cl__rt_now(w->rt);
-	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_drain_remote(w);
 	if (w->watching && cl__rt_watch_claimed(w, w->watching))
 		cl__rt_watch_stop(w);
+	cl__rt_pick_clock(w);
+	cl__rq_update_clock(w->rq, w->now_ns);
 	cl__rt_queue_claimed(w); /* after the list: woken about when it ran dry */
 	cl__rt_flush_wakes(w, 0);
 	next = cl_rq_pick_next(w->rq);
@@ -274,7 +301,10 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	if (CL_UNLIKELY(w->watching)) /* it runs something else first: no watch then */
 		cl__rt_watch_drop(w);
 	if (w->idle_since) { /* an idle period ends: its average (the kernel's avg_idle) */
-		int64_t d = (int64_t)(w->now_ns - w->idle_since);
+		/* until the pick's reading, or the idle loop's last one if later
+		 * (the pick kept an earlier reading) */
+		uint64_t end = w->now_ns > w->idle_seen ? w->now_ns : w->idle_seen;
+		int64_t d = (int64_t)(end - w->idle_since);
 
 		if (d < 0)
 			d = 0;
@@ -344,6 +374,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		now = cl__rt_now(rt);
 		if (!w->idle_since)
 			w->idle_since = now;
+		w->idle_seen = now;
 		/* idle balance, unless idle periods are short (then after a spin of
 		 * CL_RUNTIME_IDLE_BALANCE_NS, below, or before sleeping) */
 		balanced = w->avg_idle_ns >= CL_RUNTIME_IDLE_BALANCE_NS || rt->nr_workers < 2 ||
@@ -381,6 +412,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 				if (!(i & 63)) {
 					uint64_t t = cl__rt_now(rt);
 
+					w->idle_seen = t;
 					if (!balanced && t - now >= CL_RUNTIME_IDLE_BALANCE_NS) {
 						balanced = 1;
 						w->nr_idle_balances++;
