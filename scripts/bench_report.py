@@ -222,6 +222,9 @@ PEER_GOALS = [
     ("brlock", "ck_brlock", "read pair", 3.0, "gain >= 3x"),
     ("ticket lock", "ck_spinlock_mcs", "acquire+release", 1 / 1.2, "within 1.2x (gain >= 0.83x)"),
     ("MCS lock", "ck_spinlock_mcs", "acquire+release", 1 / 1.2, "within 1.2x (gain >= 0.83x)"),
+    ("runtime", "go", "pingpong same-cpu", 3.0, "gain >= 3x"),
+    ("runtime", "boost", "pingpong same-cpu", 3.0, "gain >= 3x"),
+    ("runtime", "", "", 1.0, "ahead (gain >= 1x)"),
 ]
 PEER_FIELDS = ("structure", "peer", "workload", "ours", "theirs", "unit", "gain")
 
@@ -388,13 +391,16 @@ def aggregate(recs):
     for rs in by.values():
         v = sorted(r["median"] for r in rs)
         n = len(v)
-        med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-        out.append(dict(rs[0], median=med, min=v[0], max=v[-1], invocations=n,
+        out.append(dict(rs[0], median=median(v), min=v[0], max=v[-1], invocations=n,
                         runs=sum(r.get("runs", 1) for r in rs)))
     return out
 
 
-def run_group(name, byname, args, jsonl, rounds=1):
+def run_group(name, byname, args, jsonl, rounds=1, ratios=None):
+    """Run a group's binaries (interleaved when split); returns (records,
+    rc, seconds, stderr). Ratio lines go to @ratios (a list) if given, each
+    tagged with the binary that printed it ("binary"): aggregation drops
+    them."""
     members = [m for m in GROUPS.get(name, [name]) if m in byname]
     split = len(members) > 1 and name not in DETERMINISTIC and rounds > 1
     order = interleave(members, rounds) if split else members
@@ -404,6 +410,8 @@ def run_group(name, byname, args, jsonl, rounds=1):
         for rec in r:
             if (name, member) in LAYOUT_OF and rec.get("variant") == "cachelocal":
                 rec["variant"] = LAYOUT_OF[(name, member)]
+            if ratios is not None and "ratio" in rec:
+                ratios.append(dict(rec, binary=member))
         recs += r
         rc = rc or c
         secs += t
@@ -419,6 +427,54 @@ def pick(recs, case, variant, placement=None):
                 and (placement is None or r.get("placement") == placement)):
             return r
     return None
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+# The runtime's cross-CPU wakeup against the hardware: bench/pipe
+# --cross-cpu (the default layout's binary of the pipe_layout group) beside
+# the cache-line round trip between the same two CPUs, which it measures
+# after each run; the goal is on their ratio, run by run.
+CROSS_CPU_BOUND = 4.0
+
+
+def cross_cpu(recs, ratios, judge=True):
+    """report.json's "cross_cpu" object, or None when the runs gave no ratio."""
+    pipe = pick(recs, "pipe round trip", "default", "cross-cpu")
+    line = pick(recs, "cache line round trip", "two threads", "cross-cpu")
+    vals = sorted(r["value"] for r in ratios
+                  if r.get("binary") == "pipe" and r.get("case") == "pipe cross-cpu")
+    if not pipe or not line or not vals:
+        return None
+    ratio = median(vals)
+    return {"pipe": pipe["median"], "pipe_min": pipe["min"], "pipe_max": pipe["max"],
+            "line": line["median"], "line_min": line["min"], "line_max": line["max"],
+            "unit": pipe["unit"], "ratio": ratio, "ratio_min": vals[0], "ratio_max": vals[-1],
+            "invocations": len(vals),
+            "goal": "pipe <= %gx the cache-line round trip" % CROSS_CPU_BOUND,
+            "goal_met": (ratio <= CROSS_CPU_BOUND) if judge else None}
+
+
+def write_cross_cpu_md(L, c):
+    L += ["", "## Cross-CPU wakeup against the cache line", "",
+          "- what: `bench/pipe --cross-cpu` (two tasks pinned to two workers on two CPUs, the "
+          "default layout's binary of E1p/E2p), and after each of its runs the round trip of one "
+          "cache line between the same two CPUs (store, spin for the answer); ratio = pipe / "
+          "cache line, run by run, its median over the invocations' medians (min-max over them)"]
+    if not c:
+        L += ["", "Not measured in this run."]
+        return
+    goal = "%s: %s" % ({True: "met", False: "**missed**", None: "not judged"}[c["goal_met"]], c["goal"])
+    L += ["", "| pipe round trip | cache-line round trip | unit | ratio (min-max) | invocations | goal |",
+          "|---|---|---|---|---|---|",
+          "| %s (%s-%s) | %s (%s-%s) | %s | %.2fx (%.2f-%.2f) | %d | %s |" % (
+              fmt(c["pipe"]), fmt(c["pipe_min"]), fmt(c["pipe_max"]), fmt(c["line"]),
+              fmt(c["line_min"]), fmt(c["line_max"]), c["unit"], c["ratio"], c["ratio_min"],
+              c["ratio_max"], c["invocations"], goal)]
 
 
 def spread(r):
@@ -760,6 +816,7 @@ def write_md(path, doc, plots_note):
                     fmt(r["median"]), fmt(r["min"]), fmt(r["max"]), r["unit"]))
         if e.get("plot"):
             L += ["", "![%s](%s)" % (e["id"], e["plot"])]
+    write_cross_cpu_md(L, doc.get("cross_cpu"))
     write_peers_md(L, doc)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
@@ -788,6 +845,7 @@ def main():
         if e["bench"] not in needed:
             needed.append(e["bench"])
     results = {}
+    ratios = {}
     failed = []
     for i, name in enumerate(needed):
         if not any(m in byname for m in GROUPS.get(name, [name])):
@@ -795,7 +853,8 @@ def main():
         load = os.getloadavg()[0]
         progress("[%d/%d] %s %s (load %.2f)" % (i + 1, len(needed), name, " ".join(args), load))
         bargs = args + BENCH_ARGS.get(name, {}).get(o.mode, [])
-        recs, rc, secs, err = run_group(name, byname, bargs, jsonl, ROUNDS[o.mode])
+        rats = []
+        recs, rc, secs, err = run_group(name, byname, bargs, jsonl, ROUNDS[o.mode], rats)
         if rc not in (0, 77):
             failed.append(name)
             progress("%s failed (exit %d): %s" % (name, rc, err.strip().splitlines()[-1:] or ""))
@@ -803,14 +862,16 @@ def main():
         if o.mode != "smoke" and name not in DETERMINISTIC and (load > LOAD_BOUND * ncpu or noisy):
             progress("%s: %s, repeating once" % (name, "load %.2f" % load if load > LOAD_BOUND * ncpu
                                                  else "spread above %.1fx" % SPREAD_BOUND))
-            recs2, rc2, secs2, _ = run_group(name, byname, bargs, jsonl, ROUNDS[o.mode])
+            rats2 = []
+            recs2, rc2, secs2, _ = run_group(name, byname, bargs, jsonl, ROUNDS[o.mode], rats2)
             def total_spread(rs):
                 return sum(min((evaluate(e, rs) or {}).get("spread") or 1e9, 1e9)
                            for e in EXPERIMENTS if e["bench"] == name)
             if rc2 in (0, 77) and recs2 and total_spread(recs2) < total_spread(recs):
-                recs = recs2
+                recs, rats = recs2, rats2
         progress("%s: %d results in %.1f s" % (name, len(recs), secs))
         results[name] = recs
+        ratios[name] = rats
         for r in recs:
             if r.get("id_mode"):
                 doc["machine"]["id_mode"] = r["id_mode"]
@@ -842,6 +903,8 @@ def main():
         for r in recs:
             if r.get("id_mode") and doc["machine"]["id_mode"] == "unknown":
                 doc["machine"]["id_mode"] = r["id_mode"]
+    doc["cross_cpu"] = cross_cpu(results.get("pipe_layout", []), ratios.get("pipe_layout", []),
+                                 judge=o.mode != "smoke")
     doc["peers"] = collect_peers(peer_recs, judge=o.mode != "smoke")
     doc["peers_skipped"] = sorted(set(o.peer_skipped))
     for pkg in doc["peers_skipped"]:

@@ -8,8 +8,8 @@ present once; each experiment's fields typed; a verdict from the rule's set;
 a measured experiment has before/after/gain numbers, min <= median <= max on
 each side, a gain that matches before/after in the stated direction and a
 verdict that agrees with it (reproduced: gain > 1, contrary: gain < 1);
-E3m's fit to the seed's T3 table (check_calibration()); the "peers" array
-(check_peers()).
+E3m's fit to the seed's T3 table (check_calibration()); the "cross_cpu"
+object (check_cross_cpu()); the "peers" array (check_peers()).
 Exit 0 when valid, 1 with one line per problem otherwise.
 """
 import json
@@ -85,7 +85,26 @@ def check(doc):
             errs.append("%s: gain %.2fx beside the verdict %s" % (name, e["gain"], e["verdict"]))
         if e["id"] == "E3m":
             errs += check_calibration(e.get("calibration"))
-    return errs + check_peers(doc)
+    return errs + check_cross_cpu(doc.get("cross_cpu")) + check_peers(doc)
+
+
+def check_cross_cpu(c):
+    """The "cross_cpu" object (null: not measured): numbers, each median
+    inside its range, goal_met telling the truth about the ratio."""
+    if c is None:
+        return []
+    if not isinstance(c, dict):
+        return ["cross_cpu is not an object or null"]
+    keys = ("pipe", "pipe_min", "pipe_max", "line", "line_min", "line_max", "ratio",
+            "ratio_min", "ratio_max")
+    if not all(isinstance(c.get(k), NUM) and not isinstance(c.get(k), bool) and c.get(k) > 0
+               for k in keys):
+        return ["cross_cpu: %s must be positive numbers" % ", ".join(keys)]
+    errs = ["cross_cpu: %s %g not within %g-%g" % (k, c[k], c[k + "_min"], c[k + "_max"])
+            for k in ("pipe", "line", "ratio") if not c[k + "_min"] <= c[k] <= c[k + "_max"]]
+    if c.get("goal_met") not in (None, c["ratio"] <= bench_report.CROSS_CPU_BOUND):
+        errs.append("cross_cpu: goal_met %r beside the ratio %.2fx" % (c.get("goal_met"), c["ratio"]))
+    return errs
 
 
 def check_calibration(cal):

@@ -3,6 +3,7 @@
 scripts/check_report.py (the report.json validator) on small hand-checked
 cases. Run: python3 -m unittest discover -s tests/scripts"""
 import copy
+import json
 import math
 import os
 import sys
@@ -421,6 +422,16 @@ class Peers(unittest.TestCase):
         self.assertIs(got[4]["goal_met"], True)
         self.assertIsNone(got[5]["goal"])
 
+    def test_runtime_goals_same_cpu_pingpong_3x_and_ahead_everywhere(self):
+        got = bench_report.collect_peers([
+            peer("runtime", "go 1.19.8", "pingpong same-cpu", 70.0, 224.0),
+            peer("runtime", "boost.fiber 1.74", "pingpong same-cpu", 70.0, 200.0),
+            peer("runtime", "go 1.19.8", "storm two-cpu", 50.0, 55.0),
+            peer("runtime", "boost.fiber 1.74", "fib same-cpu", 300.0, 290.0)])
+        self.assertEqual([(p["goal"], p["goal_met"]) for p in got],
+                         [("gain >= 3x", True), ("gain >= 3x", False),
+                          ("ahead (gain >= 1x)", True), ("ahead (gain >= 1x)", False)])
+
     def test_smoke_mode_judges_no_goal(self):
         got = bench_report.collect_peers(self.RECS, judge=False)
         self.assertTrue(all(p["goal_met"] is None for p in got))
@@ -456,3 +467,79 @@ class Peers(unittest.TestCase):
         self.assertEqual(md.count("| objcache | "), 3)
         self.assertIn("met: gain >= 1.5x", md)
         self.assertIn("**missed**: gain >= 2x", md)
+
+
+def ratio_line(value, binary=None):
+    r = {"bench": "pipe", "case": "pipe cross-cpu",
+         "ratio": "pipe / cache-line round trip, run by run", "value": value}
+    if binary:
+        r["binary"] = binary
+    return r
+
+
+class CrossCpu(unittest.TestCase):
+    RECS = [rec("pipe", "default", 240.0, case="pipe round trip", placement="cross-cpu"),
+            rec("pipe", "CL_RQ_LAYOUT_SCATTERED", 250.0, case="pipe round trip",
+                placement="cross-cpu"),
+            rec("pipe", "two threads", 62.0, case="cache line round trip", placement="cross-cpu")]
+
+    def test_ratio_is_the_median_of_the_default_binarys_runs(self):
+        rats = [ratio_line(v, "pipe") for v in (3.9, 4.2, 3.7)] + [ratio_line(9.0, "pipe_rq_scattered")]
+        c = bench_report.cross_cpu(self.RECS, rats)
+        self.assertEqual((c["pipe"], c["line"], c["ratio"]), (240.0, 62.0, 3.9))
+        self.assertEqual((c["ratio_min"], c["ratio_max"], c["invocations"]), (3.7, 4.2, 3))
+        self.assertIs(c["goal_met"], True)
+        self.assertEqual(check_report.check_cross_cpu(c), [])
+
+    def test_above_4x_misses_and_smoke_judges_nothing(self):
+        rats = [ratio_line(v, "pipe") for v in (4.1, 4.3)]
+        self.assertIs(bench_report.cross_cpu(self.RECS, rats)["goal_met"], False)
+        self.assertIsNone(bench_report.cross_cpu(self.RECS, rats, judge=False)["goal_met"])
+
+    def test_no_ratio_of_the_default_binary_is_not_measured(self):
+        self.assertIsNone(bench_report.cross_cpu(self.RECS, [ratio_line(3.0, "pipe_se_inline")]))
+        self.assertIsNone(bench_report.cross_cpu([], [ratio_line(3.0, "pipe")]))
+
+    def test_validator_rejects_an_untrue_goal_and_a_median_outside_its_range(self):
+        c = bench_report.cross_cpu(self.RECS, [ratio_line(v, "pipe") for v in (3.5, 3.6, 3.7)])
+        c["goal_met"] = False
+        self.assertTrue(any("goal_met" in e for e in check_report.check_cross_cpu(c)))
+        c = dict(c, goal_met=True, ratio=3.9)
+        self.assertTrue(any("ratio 3.9 not within" in e for e in check_report.check_cross_cpu(c)))
+
+    def test_run_group_tags_each_ratio_line_with_its_binary(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            byname = {}
+            for name, value in (("pipe", 3.5), ("pipe_rq_scattered", 5.0)):
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    f.write("#!/bin/sh\necho '%s'\necho '%s'\n" % (
+                        json.dumps(ratio_line(value)),
+                        json.dumps(rec("pipe", "cachelocal", 1.0, case="pipe round trip",
+                                       placement="cross-cpu"))))
+                os.chmod(path, 0o755)
+                byname[name] = path
+            rats = []
+            recs, rc, _, _ = bench_report.run_group("pipe_layout", byname, [],
+                                                    os.path.join(d, "r.jsonl"), 2, rats)
+        self.assertEqual(rc, 0)
+        self.assertEqual(sorted((r["binary"], r["value"]) for r in rats),
+                         [("pipe", 3.5), ("pipe", 3.5), ("pipe_rq_scattered", 5.0),
+                          ("pipe_rq_scattered", 5.0)])
+        self.assertFalse(any("ratio" in r for r in recs))  # aggregated: ratio lines dropped
+
+    def test_report_md_shows_the_ratio_and_the_goal(self):
+        import tempfile
+        doc = valid_doc()
+        doc["peers"] = []
+        doc["experiments"] = []
+        doc["machine"]["cflags"] = ""
+        doc["cross_cpu"] = bench_report.cross_cpu(self.RECS, [ratio_line(3.9, "pipe")])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.md")
+            bench_report.write_md(path, doc, None)
+            md = open(path).read()
+        self.assertIn("## Cross-CPU wakeup against the cache line", md)
+        self.assertIn("| 240 (240-240) | 62 (62-62) | ns/op | 3.90x (3.90-3.90) | 1 | "
+                      "met: pipe <= 4x the cache-line round trip |", md)
