@@ -247,6 +247,15 @@ CL_INLINE void cl__rt_watch_drop(struct cl__rt_worker *w)
 	cl__rt_flush_wakes(w, 0);
 }
 
+/* Is there something for idle @w to run: a task queued or pushed here, or
+ * a claim on the record it watches (@watch, may be NULL)? What the idle
+ * spin polls. */
+CL_INLINE int cl__rt_idle_work(struct cl__rt_worker *w, struct cl__rt_waiter *watch)
+{
+	return CL_READ_ONCE(w->rq->nr_running) || cl__rt_remote_pending(w) ||
+	       (watch && cl__rt_watch_claimed(w, watch));
+}
+
 /*
  * The clock for @w's pick (cl__rt_worker_pick()). With at most one task
  * to run (queued, waking or claimed here) the pick has no choice, and, as
@@ -320,8 +329,7 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	cl__rt_finish(w);
 	/* without a second pick (its rq lock and clock) when it would find
 	 * nothing: a wakeup that comes meanwhile is on the lines the spin polls */
-	return CL_READ_ONCE(w->rq->nr_running) || w->wake_head || w->claimed || cl__rt_remote_pending(w) ||
-	       (w->watching && cl__rt_watch_claimed(w, w->watching));
+	return w->wake_head || w->claimed || cl__rt_idle_work(w, w->watching);
 }
 
 /*
@@ -403,8 +411,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			until = now + rt->spin_ns;
 			for (unsigned int i = 1;; i++) {
 				cl__rt_prefetchw(&w->remote_wakes);
-				if (CL_READ_ONCE(w->rq->nr_running) || CL_READ_ONCE(rt->stop) ||
-				    cl__rt_remote_pending(w) || (watch && cl__rt_watch_claimed(w, watch))) {
+				if (cl__rt_idle_work(w, watch) || CL_READ_ONCE(rt->stop)) {
 					hit = 1;
 					break;
 				}
