@@ -788,25 +788,82 @@ deb-check: deb
 check-install-docs: dist
 	$(Q)sh scripts/check-install-docs.sh $(DIST_TARBALL)
 
-# ---------------------------------------------------------------- other architectures
+# ---------------------------------------------------------------- emulated machines
 
-# check-aarch64: a subset of the unit tests (through tests/unit/crshim.h,
-# no Criterion for arm64 here) and the stress programs, built static for
-# aarch64, run on Debian's arm64 cloud kernel in qemu-system-aarch64 -smp 2
-# (scripts/check-aarch64.sh; the kernel is fetched once into build/aarch64/,
-# or into CL_AARCH64_KERNEL_DIR when set, which survives make clean; what
-# runs is tests/aarch64/plan.txt). Test-only packages of
-# scripts/deps.txt: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross,
-# qemu-system-arm, cpio; liburcu-dev:arm64 and the kernel are installed and
-# fetched by the script (they need the arm64 package lists).
+# The guests: static test programs in an initramfs with tests/guest/init.c
+# as /init, booted on Debian's kernels in QEMU 10 (scripts/guest.sh: QEMU
+# and the kernels are fetched once into CL_GUEST_DIR, outside the tree).
+# Test-only packages of scripts/deps.txt: gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross, qemu-system-arm (its libraries serve QEMU 10),
+# cpio; liburcu-dev:arm64 comes through multiarch (aarch64-setup).
+#
+# STATIC_RULES(OUT,CC,CFLAGS,LDFLAGS,TAG): the rules that build, static
+# into OUT/bin, the unit tests (through tests/unit/crshim.h, no Criterion),
+# the percpu_ops variants, the stress programs, the many-CPU programs of
+# tests/smp and the guest's /init and fault wrapper (tests/guest).
+define STATIC_RULES
+$(1)/bin/test_percpu_ops.v%: tests/unit/test_percpu_ops.c tests/unit/test_percpu_ops.variants \
+		$$(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)flags=$$$$(grep -v '^[[:space:]]*\(#\|$$$$\)' tests/unit/test_percpu_ops.variants | sed -n "$$*p" | sed 's/^plain://'); \
+	$(2) $(3) $$$$flags -Itests/unit -o $$@ $$< $(4)
+$(1)/bin/test_%: tests/unit/test_%.c $$(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) $(3) -Itests/unit -o $$@ $$< $(4)
+$(1)/bin/%: tests/stress/%.c tests/stress/stress.h $$(HEADERS)
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) $(3) -Itests/stress -o $$@ $$< $(4)
+$(1)/bin/%: tests/smp/%.c $$(wildcard tests/smp/*.h) $$(HEADERS)
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) $(3) -Itests/smp -o $$@ $$< $(4)
+$(1)/bin/extra_%: $$(HEADERS) $$(SMP_EXTRA)
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@ ($$(filter %/$$*.c $$*.c,$$(SMP_EXTRA)))")
+	$$(Q)$(2) $(3) -o $$@ $$(firstword $$(filter %/$$*.c $$*.c,$$(SMP_EXTRA))) $(4)
+$(1)/bin/fault: tests/guest/fault.c
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) -std=c11 -O2 $$(PROG_WARN) -static -DFAULT_AUDIT_ARCH=$(6) -o $$@ $$<
+$(1)/init: tests/guest/init.c
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) -std=c11 -O2 $$(PROG_WARN) -static -o $$@ $$<
+endef
+
+# SMP_EXTRA="file.c ...": further C sources, built static for every guest's
+# architecture against the tree's headers (liburcu's flags) and run in
+# every guest of check-smp and check-kernels as "extra FILE".
+SMP_EXTRA ?=
+SMP_EXTRA_NAMES := $(basename $(notdir $(SMP_EXTRA)))
+
+# aarch64 (make check-aarch64: Debian's arm64 6.1 kernel, -smp 2; and
+# guest D of check-smp). liburcu for arm64 (the runtime's lists and
+# liburcu-memb) comes from Debian's arm64 package through multiarch:
+# headers and archives in the aarch64 directories, which the cross
+# compiler does not search by itself.
 A64_CC ?= aarch64-linux-gnu-gcc
 A64_OUT := build/aarch64
-# liburcu for arm64 (the runtime's lists and liburcu-memb) comes from Debian's
-# arm64 package through multiarch: headers and archives in the aarch64
-# directories, which the cross compiler does not search by itself.
 A64_CFLAGS := -std=c11 -O2 $(PROG_WARN) -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"/data"' \
 	-DCL_TEST_SHIM -idirafter /usr/include/aarch64-linux-gnu $(EXTRA_CFLAGS)
 A64_LDFLAGS := -static -pthread -L/usr/lib/aarch64-linux-gnu -lurcu-cds -lurcu-memb -lurcu-common -lm
+$(eval $(call STATIC_RULES,$(A64_OUT),$(A64_CC),$(A64_CFLAGS),$(A64_LDFLAGS),A64,AUDIT_ARCH_AARCH64))
+# x86_64 (the guests of check-smp and check-kernels)
+X64_CC ?= gcc
+X64_OUT := build/x86_64
+X64_CFLAGS := -std=c11 -O2 $(PROG_WARN) -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"/data"' \
+	-DCL_TEST_SHIM $(EXTRA_CFLAGS)
+X64_LDFLAGS := -static -pthread -lurcu-cds -lurcu-memb -lurcu-common -lm
+$(eval $(call STATIC_RULES,$(X64_OUT),$(X64_CC),$(X64_CFLAGS),$(X64_LDFLAGS),X64,AUDIT_ARCH_X86_64))
+
+# check-aarch64: a subset of the unit tests and the stress programs, run on
+# Debian's arm64 cloud kernel in qemu-system-aarch64 -smp 2
+# (scripts/check-aarch64.sh; the kernel is fetched once into build/aarch64/,
+# or into CL_AARCH64_KERNEL_DIR when set, which survives make clean; what
+# runs is tests/guest/aarch64.plan).
 # The unit tests whose subject is per-architecture (the sections, rseq
 # registration, the context switch and the clock) or built on it, and that
 # need no fake sysfs tree; test_percpu_ops also as its variants (.v1 no asm,
@@ -835,26 +892,6 @@ A64_QUICK := test_percpu_ops test_percpu_ops.v2 test_percpu_ops.v3 test_rseq \
 A64_RUN_BIN := $(A64_BIN)
 
 .PHONY: check-aarch64 check-aarch64-quick aarch64-build aarch64-setup
-$(addprefix $(A64_OUT)/bin/,$(A64_UNIT)): $(A64_OUT)/bin/%: tests/unit/%.c $(HEADERS) \
-		tests/unit/cl_test.h tests/unit/crshim.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  A64CC   $@")
-	$(Q)$(A64_CC) $(A64_CFLAGS) -Itests/unit -o $@ $< $(A64_LDFLAGS)
-$(addprefix $(A64_OUT)/bin/,$(A64_VARIANTS)): $(A64_OUT)/bin/test_percpu_ops.v%: tests/unit/test_percpu_ops.c \
-		tests/unit/test_percpu_ops.variants $(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  A64CC   $@")
-	$(Q)flags=$$(grep -v '^[[:space:]]*\(#\|$$\)' tests/unit/test_percpu_ops.variants | sed -n "$*p" | sed 's/^plain://'); \
-	$(A64_CC) $(A64_CFLAGS) $$flags -Itests/unit -o $@ $< $(A64_LDFLAGS)
-$(addprefix $(A64_OUT)/bin/,$(A64_STRESS)): $(A64_OUT)/bin/%: tests/stress/%.c tests/stress/stress.h $(HEADERS)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  A64CC   $@")
-	$(Q)$(A64_CC) $(A64_CFLAGS) -Itests/stress -o $@ $< $(A64_LDFLAGS)
-$(A64_OUT)/init: tests/aarch64/init.c
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  A64CC   $@")
-	$(Q)$(A64_CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $<
-
 aarch64-build: $(A64_RUN_BIN) $(A64_OUT)/init
 # arm64 multiarch packages (liburcu-dev:arm64) and the kernel, once
 aarch64-setup:
@@ -866,6 +903,38 @@ check-aarch64:
 	$(Q)OUT=$(A64_OUT) INIT=$(A64_OUT)/init sh scripts/check-aarch64.sh --run $(A64_RUN_BIN)
 check-aarch64-quick:
 	$(Q)$(MAKE) --no-print-directory check-aarch64 A64_RUN_BIN="$(addprefix $(A64_OUT)/bin/,$(A64_QUICK))"
+
+# check-smp: many CPUs, several LLCs and nodes, CPUs that come and go
+# (scripts/check-smp.sh, tests/guest/smp.plan): guests A (8 CPUs, 2 LLCs,
+# 1 node), B (32 CPUs, SMT2, 4 LLCs, 2 nodes), C (64 CPUs, 8 LLCs,
+# 4 nodes) on 6.12 and 7.3, D (aarch64, 8 CPUs) on 6.12. The programs: the
+# unit tests that make sense there, the stress programs, tests/smp (sized
+# to the guest), the faults (tests/guest/fault.c: hotplug, cpuset shrink,
+# rseq and membarrier denied) and E3k's bursts. SMP_GUESTS picks guests
+# (e.g. "B-6.12"); check-smp-quick runs guest A on 6.12 with one fault.
+SMP_UNIT := test_rseq test_cid test_percpu test_percpu_ops test_counter test_objcache \
+	test_brlock test_spinlock test_sched_threads test_sched_runtime test_sched_runtime_lifecycle \
+	test_sched_runtime_preempt test_sched_runtime_wake test_sched_runtime_chan
+SMP_STRESS := counter_stress list_stress buffer_stress objcache_stress rseq_param_stress brlock_stress
+SMP_PROGS := $(basename $(notdir $(wildcard tests/smp/*.c)))
+SMP_NAMES := $(SMP_UNIT) $(SMP_STRESS) $(SMP_PROGS) fault $(addprefix extra_,$(SMP_EXTRA_NAMES))
+SMP_GUESTS ?= A-6.12 A-7.3 B-6.12 B-7.3 C-6.12 C-7.3 D-6.12
+SMP_ENV = SMP_X64=$(X64_OUT) SMP_A64=$(A64_OUT) SMP_SYSFS=$(SYSFS_DIR) SMP_EXTRA="$(SMP_EXTRA_NAMES)"
+
+.PHONY: check-smp check-smp-quick smp-build smp-build-x64 smp-build-a64 smp-setup
+smp-build-x64: $(addprefix $(X64_OUT)/bin/,$(SMP_NAMES)) $(X64_OUT)/init | $(SYSFS_STAMP)
+smp-build-a64: $(addprefix $(A64_OUT)/bin/,$(SMP_NAMES)) $(A64_OUT)/init
+smp-setup:
+	$(Q)sh scripts/check-smp.sh --setup $(SMP_GUESTS)
+check-smp:
+	@echo "== smp: guests $(SMP_GUESTS) (QEMU 10, TCG: correctness and counts, no timing)"
+	$(Q)$(MAKE) --no-print-directory smp-setup
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) smp-build-x64
+	$(Q)case "$(SMP_GUESTS)" in *D-*) $(MAKE) --no-print-directory aarch64-setup && \
+		$(MAKE) --no-print-directory -j$(NPROC) smp-build-a64;; esac
+	$(Q)$(SMP_ENV) sh scripts/check-smp.sh $(SMP_GUESTS)
+check-smp-quick:
+	$(Q)$(MAKE) --no-print-directory check-smp SMP_GUESTS=A-6.12 SMP_QUICK=1
 
 # check-cross: the headers with Debian's cross compilers for riscv64, ppc64el,
 # s390x, armhf and i386, and a fallback smoke test under qemu-user

@@ -9,8 +9,9 @@
 #                                           each once; root)
 #        check-aarch64.sh --run PROGRAM...  pack PROGRAMs (built by make, static
 #                                           aarch64) with the /init of
-#                                           tests/aarch64/init.c, boot, check
+#                                           tests/guest/init.c, boot, check
 #
+# The machine is QEMU 10's (scripts/guest.sh, which fetches it once).
 # Why a full kernel: qemu-user answers ENOSYS to rseq, so it could run only
 # the fallback. Debian's arm64 cloud kernel boots in qemu-system-aarch64
 # (TCG) in seconds, glibc registers rseq there, and preemption, migration
@@ -30,6 +31,8 @@
 # (where the kernel is fetched once and kept, default $OUT: a directory
 # outside the tree survives make clean and fresh clones, e.g. in CI).
 set -u
+# shellcheck source=scripts/guest.sh
+. "$(dirname "$0")/guest.sh"
 OUT=${OUT:-build/aarch64}
 KDIR=${CL_AARCH64_KERNEL_DIR:-$OUT}
 QEMU_TIMEOUT=${QEMU_TIMEOUT:-240}
@@ -87,72 +90,39 @@ fetch_kernel() {
 	rm -rf "$KDIR/kernel"
 }
 
-# run PROGRAM...: the plan (tests/aarch64/plan.txt lines for the programs
-# given), the initramfs, the boot, the verdict.
+# run PROGRAM...: the plan (tests/guest/aarch64.plan lines for the programs
+# given), the initramfs, the boot, the verdict (scripts/guest.sh).
 run() {
 	[ -x "${INIT:-}" ] || die "INIT (the built /init) missing"
-	command -v qemu-system-aarch64 >/dev/null || die "qemu-system-aarch64 missing (make deps: qemu-system-arm)"
 	command -v cpio >/dev/null || die "cpio missing (make deps)"
 	fetch_kernel
+	guest_fetch_qemu
 	root=$OUT/root
-	rm -rf "$root" && mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp"
-	cp "$INIT" "$root/init"
-	: >"$root/plan"
-	want=""
+	rm -rf "$root" && mkdir -p "$root"
+	names=""
 	for p in "$@"; do
-		b=$(basename "$p")
-		cp "$p" "$root/bin/$b" || die "cannot copy $p"
-		# its lines of tests/aarch64/plan.txt, in /init's form
-		lines=$(awk -v b="$b" -v extra="${PLAN_ENV:-}" '
-			$1 !~ /^#/ && $3 == b {
-				env = ""; args = ""; dd = 0
-				for (i = 4; i <= NF; i++) {
-					if ($i == "--" && !dd) { dd = 1; continue }
-					if (dd) args = args " " $i; else env = env " " $i
-				}
-				print $1, $2 env (extra != "" ? " " extra : "") " -- /bin/" b args
-			}' tests/aarch64/plan.txt)
-		[ -n "$lines" ] || die "no line for $b in tests/aarch64/plan.txt"
-		printf '%s\n' "$lines" >>"$root/plan"
-		want="$want $(printf '%s\n' "$lines" | cut -d' ' -f1)"
+		names="$names|$(basename "$p")"
 	done
-	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$OUT/tests.cpio.gz" ||
-		die "cannot pack the initramfs"
-	echo "check-aarch64: booting $(cat "$KDIR/vmlinuz.pkg" 2>/dev/null || echo "$KDIR/vmlinuz") in qemu-system-aarch64 -smp 2 ($(echo $want | wc -w) runs, up to ${QEMU_TIMEOUT} s)"
+	# the plan's lines for these programs (its third field), in /init's form
+	awk -v want="${names#|}" 'BEGIN { n = split(want, w, "|"); for (i = 1; i <= n; i++) ok[w[i]] = 1 }
+		$1 !~ /^#/ && ($3 in ok)' tests/guest/aarch64.plan >"$OUT/plan.sel"
+	for p in "$@"; do
+		awk -v b="$(basename "$p")" '$3 == b { f = 1 } END { exit !f }' "$OUT/plan.sel" ||
+			die "no line for $(basename "$p") in tests/guest/aarch64.plan"
+	done
+	guest_plan "$OUT/plan.sel" . 1 "${PLAN_ENV:-}" >"$root/plan"
+	guest_pack "$root" "$INIT" "$(dirname "$1")" "$OUT/tests.cpio.gz"
+	echo "check-aarch64: booting $(cat "$KDIR/vmlinuz.pkg" 2>/dev/null || echo "$KDIR/vmlinuz") in qemu-system-aarch64 -smp 2 ($(wc -l <"$root/plan") runs, up to ${QEMU_TIMEOUT} s)"
 	log=$OUT/console.log
 	start=$(date +%s)
-	timeout -k 5 "$QEMU_TIMEOUT" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 2 -m 2048 \
-		-nographic -no-reboot -net none -kernel "$KDIR/vmlinuz" -initrd "$OUT/tests.cpio.gz" \
-		-append "console=ttyAMA0 panic=-1 quiet" </dev/null >"$log" 2>&1
+	guest_boot aarch64 "$KDIR/vmlinuz" "$OUT/tests.cpio.gz" 2:::1:1:2048 "$log" "$QEMU_TIMEOUT"
 	qrc=$?
 	end=$(date +%s)
-	tr -d '\r' <"$log" >"$log.txt"
 	# the programs' own output, without the kernel's
-	sed -n '/@@CLA64 START/,/@@CLA64 DONE/p' "$log.txt" | grep -v '^\[ *[0-9.]*\] ' |
-		grep -v '^@@CLA64 \(START\|TIME\)'
-	printf 'check-aarch64: seconds per run in the guest:'
-	sed -n 's/^@@CLA64 TIME \([^ ]*\) \(.*\)/ \1 \2/p' "$log.txt" | tr -d '\n'
-	echo
-	fails=0 passed=0
-	for n in $want; do
-		r=$(sed -n "s/^@@CLA64 END $n \(.*\)/\1/p" "$log.txt" | head -1)
-		if [ -z "$r" ]; then
-			echo "check-aarch64: $n: no result (boot or run cut short)"
-			fails=$((fails + 1))
-		elif [ "$r" != rc=0 ]; then
-			echo "check-aarch64: $n: FAILED ($r)"
-			fails=$((fails + 1))
-		else
-			passed=$((passed + 1))
-		fi
-	done
-	grep -q '^@@CLA64 DONE' "$log.txt" || {
-		echo "check-aarch64: the run did not finish (qemu exit $qrc after $((end - start)) s; console: $log)"
-		fails=$((fails + 1))
-	}
-	# aborts seen by the programs that ran critical sections
-	aborts=$(grep 'ops rseq' "$log.txt" | sed -n 's/.* \([0-9][0-9]*\) aborts.*/\1/p' |
-		awk '{ s += $1 } END { print s + 0 }')
+	sed -n '/@@CLG START/,/@@CLG DONE/p' "$log.txt" | grep -v '^\[ *[0-9.]*\] ' | grep -v '^@@CLG '
+	guest_report "$log" "check-aarch64:"
+	fails=$GUEST_FAILED passed=$GUEST_PASSED aborts=$GUEST_ABORTS
+	[ "$qrc" -eq 0 ] || echo "check-aarch64: qemu exit $qrc after $((end - start)) s (console: $log)"
 	rseq_lines=$(grep -c 'ops rseq' "$log.txt")
 	echo "check-aarch64: rseq aborts seen on the rseq path: $aborts (in $rseq_lines stress runs with ops rseq)"
 	if [ "$rseq_lines" -eq 0 ] || [ "$aborts" -eq 0 ]; then
@@ -168,6 +138,7 @@ case "${1:-}" in
 --setup)
 	install_urcu
 	fetch_kernel
+	guest_fetch_qemu
 	;;
 --run)
 	shift
