@@ -260,6 +260,23 @@ class Report(unittest.TestCase):
             self.assertIn("Usage", err.getvalue())
 
 
+class BenchReportSection(unittest.TestCase):
+    def test_report_copies_e3k_md_or_says_not_run(self):
+        import bench_report
+        with tempfile.TemporaryDirectory() as d:
+            md = os.path.join(d, "e3k.md")
+            L = []
+            bench_report.write_e3k_md(L, md)
+            self.assertEqual(L[-1], "not run: make check-smp")
+            with open(md, "w") as f:
+                f.write(e3k.markdown([e3k.analyse("B-6.12", parse(record(SWAP, 2, 3, CORE2,
+                                                                         LLC2))[0][0])], []))
+            L = []
+            bench_report.write_e3k_md(L, md)
+            self.assertEqual(L[1], "## E3k: T3 on the real kernel's mm_cid allocator")
+            self.assertTrue(any(x.startswith("| B-6.12 | 6.12.0-test | 200 ms |") for x in L))
+
+
 class Recorder(unittest.TestCase):
     BIN = os.path.join(ROOT, "build", "smp", "bin", "e3k_bursts")
 
