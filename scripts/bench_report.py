@@ -759,6 +759,18 @@ def write_peers_md(L, doc):
         L += ["", "![%s vs peers](%s)" % (structure, svg)]
 
 
+E3K_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "smp", "e3k.md")
+
+
+def write_e3k_md(L, path=E3K_MD):
+    """E3k's section as scripts/e3k.py wrote it (make check-smp), or that it did not run."""
+    try:
+        with open(path) as f:
+            L += [""] + f.read().rstrip("\n").split("\n")
+    except OSError:
+        L += ["", "## E3k: T3 on the real kernel's mm_cid allocator", "", "not run: make check-smp"]
+
+
 def write_md(path, doc, plots_note):
     m = doc["machine"]
     L = ["# cachelocal benchmark report", ""]
@@ -816,6 +828,7 @@ def write_md(path, doc, plots_note):
                     fmt(r["median"]), fmt(r["min"]), fmt(r["max"]), r["unit"]))
         if e.get("plot"):
             L += ["", "![%s](%s)" % (e["id"], e["plot"])]
+    write_e3k_md(L)
     write_cross_cpu_md(L, doc.get("cross_cpu"))
     write_peers_md(L, doc)
     with open(path, "w") as f:

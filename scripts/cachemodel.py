@@ -44,6 +44,12 @@ Indexing (the id each burst uses):
             first takes the lowest free cid last used in its domain (the
             order of cachelocal's CL_CID_LLC: recent, LLC, spread, lowest).
 
+Any sequence (fed by scripts/e3k.py with the cids a real kernel handed
+out): sequence_cost() prices a list of (cpu, item, time, counted) bursts
+with the same line costs; policy_items() gives the items a policy hands
+the same bursts. The topology may be any object with cpus, core(cpu) and
+domain(cpu).
+
 Calibration (fit()): the parameters are fitted to the seed's published T3
 table, SEED_T3 (eight rows, three columns). The schedules (which CPU used
 each burst's item last and how long ago) do not depend on the cache
@@ -196,8 +202,9 @@ class _Ids:
     """The cid state of one process. Only kept cids (used within expiry_ms)
     are tracked: an expired one acts as no cid at all, so it is dropped."""
 
-    def __init__(self, topo, policy, expiry_ms=EXPIRY_MS):
+    def __init__(self, topo, policy, expiry_ms=EXPIRY_MS, bound=None):
         self.topo, self.policy, self.expiry_ms = topo, policy, expiry_ms
+        self.bound = topo.cpus if bound is None else bound  # cids spread up to it
         self.live = OrderedDict()   # cpu -> (cid, time of last use), oldest first
         self.holder = {}            # kept cid -> its cpu
         self.recent = {}            # cpu -> cid used last
@@ -222,7 +229,7 @@ class _Ids:
             free = [c for c in self.by_dom.get(self.topo.domain(cpu), ()) if c not in self.holder]
             if free:
                 return min(free)
-        if smart and len(self.last_dom) < self.topo.cpus:
+        if smart and len(self.last_dom) < self.bound:
             while self.fresh in self.last_dom:
                 self.fresh += 1
             return self.fresh
@@ -252,25 +259,52 @@ class _Ids:
         return cid
 
 
+def policy_items(topo, policy, bursts, expiry_ms=EXPIRY_MS, bound=None):
+    """The item (index) a policy hands each burst of a sequence of
+    (cpu, time ms) bursts, in order: the CPU (per-cpu) or a cid (NAIVE,
+    RECENT, LLC; cids spread up to bound, default the CPU count)."""
+    ids = _Ids(topo, policy, expiry_ms, bound)
+    return [ids.get(cpu, now) for cpu, now in bursts]
+
+
+def sequence_events(topo, bursts):
+    """((relation, idle ms), bursts) of a sequence of (cpu, item, time ms,
+    counted) bursts in order: each counted burst whose item was used before,
+    by where and how long ago that was. Uncounted bursts (a warm-up) only
+    leave their item behind."""
+    last = {}  # item -> (cpu, time)
+    events = Counter()
+    for cpu, item, now, counted in bursts:
+        prev = last.get(item)
+        if counted and prev is not None:
+            events[(relation(topo, prev[0], cpu), now - prev[1])] += 1
+        last[item] = (cpu, now)
+    return tuple(sorted(events.items()))
+
+
+def sequence_cost(topo, bursts, params=None):
+    """The model's cost of a given sequence of (cpu, item, time ms, counted)
+    bursts (any source of items: a policy, or cids a kernel handed out):
+    mean cycles per counted burst, placement counts, bursts counted."""
+    events = sequence_events(topo, bursts)
+    place = placements(events)
+    return events_cost(events, params or FITTED), place, sum(place.values())
+
+
 @functools.lru_cache(maxsize=None)
 def _schedule(shape, policy, delay_ms, rounds, seed, expiry_ms):
     topo = Topology(*shape)
     rng = random.Random(seed)
     ids = _Ids(topo, policy, expiry_ms)
-    last = {}  # item -> (cpu, time)
+    bursts = []
     now = 0.0
-    events = Counter()
     for r in range(rounds):
         order = list(range(topo.cpus))
         rng.shuffle(order)
         for cpu in order:
-            item = ids.get(cpu, now)
-            prev = last.get(item)
-            if r > 0 and prev is not None:
-                events[(relation(topo, prev[0], cpu), now - prev[1])] += 1
-            last[item] = (cpu, now)
+            bursts.append((cpu, ids.get(cpu, now), now, r > 0))
             now += delay_ms
-    return tuple(sorted(events.items()))
+    return sequence_events(topo, bursts)
 
 
 def schedule(topo, policy, delay_ms, rounds, seed, expiry_ms=EXPIRY_MS):
@@ -287,14 +321,19 @@ def events_cost(events, p):
     return LINES * (p["compute"] + sum(c * relation_cost(rel, t, p) for (rel, t), c in events) / n)
 
 
+def placements(events):
+    """Bursts per relation (where the item was last used) of a schedule's events."""
+    place = {"same core": 0, "same domain": 0, "other domain": 0}
+    for (rel, _), c in events:
+        place[rel] += c
+    return place
+
+
 def simulate(topo, policy, delay_ms, rounds, seed, params=None):
     """Mean cycles per burst and placement counts, first round excluded."""
     p = params or FITTED
     events = schedule(topo, policy, delay_ms, rounds, seed, p["expiry_ms"])
-    place = {"same core": 0, "same domain": 0, "other domain": 0}
-    for (rel, _), c in events:
-        place[rel] += c
-    return events_cost(events, p), place
+    return events_cost(events, p), placements(events)
 
 
 def table(delays=(10, 200), rounds=FIT_ROUNDS, seeds=FIT_SEEDS, topologies=None, params=None):
