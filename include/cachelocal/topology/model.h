@@ -143,7 +143,10 @@ CL_INLINE int cl__topo_assign(struct cl_topology *t, long long *keys, unsigned h
 CL_INLINE int cl__topo_load_caches(struct cl_topology *t, const char *root)
 {
 	unsigned n = t->nr_cpu_ids, c, idx, have_core = 0, have_l2 = 0, have_llc = 0, nr_possible = 0;
-	long long *keys = (long long *)malloc(sizeof(long long) * n * 3);
+	/* calloc, not malloc: every key is set below, but gcc 12 at -O2 cannot
+	   see it once this is inlined into a larger function and warns that
+	   they may be used uninitialized (-Wmaybe-uninitialized) */
+	long long *keys = (long long *)calloc((size_t)n * 3, sizeof(long long));
 	int *ids = (int *)malloc(sizeof(int) * n);
 	long long *core_key, *l2_key, *llc_key;
 	int rc = -1;
