@@ -93,7 +93,22 @@ guest_newest() {
 	guest_apt apt-cache pkgnames 2>/dev/null | grep -E "^($1)\$" | sort -V | tail -1
 }
 
+# guest_locked FUNCTION ARGS...: FUNCTION under an exclusive lock of
+# CL_GUEST_DIR (two checks that fetch at once, as CI's background guests
+# on a fresh machine, would unpack into the same place).
+guest_locked() {
+	mkdir -p "$GUEST_DIR" || guest_die "cannot create $GUEST_DIR"
+	(
+		flock 9 || guest_die "cannot lock $GUEST_DIR/.lock"
+		"$@"
+	) 9>"$GUEST_DIR/.lock" || exit 1
+}
+
 guest_fetch_qemu() {
+	guest_locked guest_fetch_qemu_locked
+}
+
+guest_fetch_qemu_locked() {
 	q=$GUEST_DIR/qemu
 	[ -x "$q/usr/bin/qemu-system-x86_64" ] && [ -x "$q/usr/bin/qemu-system-aarch64" ] &&
 		[ -s "$q/usr/share/seabios/bios-256k.bin" ] && return 0
@@ -126,6 +141,10 @@ guest_qemu() {
 # guest_fetch_kernel ID: $GUEST_DIR/kernels/ID/vmlinuz (and .../pkg).
 # CL_GUEST_KERNEL_<ID with . and - as _>=PACKAGE picks another package.
 guest_fetch_kernel() {
+	guest_locked guest_fetch_kernel_locked "$1"
+}
+
+guest_fetch_kernel_locked() {
 	id=$1
 	k=$GUEST_DIR/kernels/$id
 	[ -s "$k/vmlinuz" ] && return 0

@@ -1,0 +1,195 @@
+#!/bin/sh
+# check-smp.sh - the test programs on many CPUs, several LLCs and nodes, with
+# CPUs that come and go, on real kernels in emulated machines (make check-smp).
+#
+# Usage: check-smp.sh --setup GUEST...   fetch QEMU 10 and the guests' kernels
+#        check-smp.sh GUEST...           boot each guest, run its share of
+#                                        tests/guest/smp.plan, report
+#
+# A GUEST is MACHINE-KERNEL: machines
+#   A  x86_64,  8 CPUs, 2 sockets x 4 cores,        2 LLCs, 1 node,  2 GiB
+#   B  x86_64, 32 CPUs, 4 sockets x 4 cores x SMT2, 4 LLCs, 2 nodes, 4 GiB
+#   C  x86_64, 64 CPUs, 8 sockets x 8 cores,        8 LLCs, 4 nodes, 4 GiB
+#   D  aarch64, 8 CPUs (virt, cortex-a57),                  1 node,  2 GiB
+# (each x86_64 socket is an LLC under -cpu EPYC; nodes take whole sockets),
+# kernels 6.1, 6.12 and 7.3 (x86_64) and 6.12 (aarch64; scripts/guest.sh).
+# What runs where, by the run's name in the plan:
+#   unit.* stress.* smp.*   every guest (C on 7.3: only e3k.*, for time)
+#   fault.* e3k.*           B and C (the faults and E3k need many CPUs)
+# SMP_QUICK=1 runs the quick form (CI): unit.rseq, unit.percpu_ops,
+# smp.topology, smp.cid, smp.structures, fault.structures.hotplug.
+#
+# Output: per guest "smp guest NAME: N cpus, L llcs, M nodes, smt S,
+# kernel K, mm_cid on|off", per run "smp NAME RUN: pass|fail (...)", per
+# guest with faults "smp NAME hotplug events: N" (a fault run with no
+# hotplug event fails: the fault was not tested), per extra program "smp
+# NAME extra FILE: exit N", and last "check-smp: P passed, F failed on G
+# guests". Each guest's console is kept in build/smp/NAME/console.log.txt.
+# A guest whose kernel oopses or panics (an emulator fault seen with QEMU
+# 7.2, not a test failure) is booted once more and the oops is counted.
+#
+# Environment (set by the Makefile): SMP_X64, SMP_A64 (the static build
+# directories: bin/ and init), SMP_SYSFS (the fake sysfs trees, packed as
+# /data for the unit tests that read them), SMP_EXTRA (names of the extra
+# programs, built as bin/extra_NAME), SMP_QUICK, SMP_OUT (default build/smp),
+# SMP_FILTER (an awk regex over the run names: only those runs, e.g.
+# '^smp\.runtime$' to run one program on the guests given).
+# TCG timing means nothing: timeouts are generous and scale with the CPUs.
+set -u
+here=$(dirname "$0")
+# shellcheck source=scripts/guest.sh
+. "$here/guest.sh"
+OUT=${SMP_OUT:-build/smp}
+PLAN=tests/guest/smp.plan
+
+die() {
+	echo "check-smp: $*" >&2
+	exit 1
+}
+
+# machine M: ARCH TOPO (guest_boot's) and the timeout scale
+machine() {
+	case $1 in
+	A) echo "x86_64 8:2:4:1:1:2048 1" ;;
+	B) echo "x86_64 32:4:4:2:2:4096 4" ;;
+	C) echo "x86_64 64:8:8:1:4:4096 8" ;;
+	D) echo "aarch64 8:::1:1:2048 2" ;;
+	*) die "no machine $1 (A, B, C, D)" ;;
+	esac
+}
+
+kernel_id() { # GUEST -> kernel id of guest_fetch_kernel
+	m=${1%%-*} k=${1#*-}
+	[ "$m" = D ] && echo "$k-arm64" || echo "$k-amd64"
+}
+
+# filter GUEST: the awk regex of the runs it does
+filter() {
+	if [ -n "${SMP_FILTER:-}" ]; then
+		echo "$SMP_FILTER"
+		return
+	fi
+	if [ "${SMP_QUICK:-0}" = 1 ]; then
+		echo '^(unit\.rseq|unit\.percpu_ops|smp\.topology|smp\.cid|smp\.structures|fault\.structures\.hotplug|extra\..*)$'
+		return
+	fi
+	case $1 in
+	C-7.3) echo '^(e3k\.|extra\.)' ;;
+	B-* | C-*) echo '^(unit|stress|smp|fault|e3k|extra)\.' ;;
+	*) echo '^(unit|stress|smp|extra)\.' ;;
+	esac
+}
+
+setup() {
+	guest_fetch_qemu
+	for g in "$@"; do
+		guest_fetch_kernel "$(kernel_id "$g")"
+	done
+}
+
+# one GUEST: boot (once more after an oops), report; adds to the totals
+run_guest() {
+	g=$1
+	set -- $(machine "${g%%-*}")
+	arch=$1 topo=$2 scale=$3
+	bin=${SMP_X64:-build/x86_64}
+	[ "$arch" = aarch64 ] && bin=${SMP_A64:-build/aarch64}
+	kid=$(kernel_id "$g")
+	kern=$GUEST_DIR/kernels/$kid/vmlinuz
+	[ -s "$kern" ] || die "kernel $kid not fetched (check-smp.sh --setup $g)"
+	d=$OUT/$g
+	rm -rf "$d" && mkdir -p "$d/root"
+	{
+		cat "$PLAN"
+		for x in ${SMP_EXTRA:-}; do
+			echo "extra.$x 300 extra_$x"
+		done
+	} >"$d/plan.all"
+	guest_plan "$d/plan.all" "$(filter "$g")" "$scale" >"$d/root/plan"
+	[ -s "$d/root/plan" ] || die "no runs for $g"
+	if [ -n "${SMP_SYSFS:-}" ] && [ -d "$SMP_SYSFS" ]; then
+		mkdir -p "$d/root/data"
+		for t in $(sh "$SMP_SYSFS/gen-sysfs.sh" --trees); do
+			[ -d "$SMP_SYSFS/$t" ] && cp -r "$SMP_SYSFS/$t" "$d/root/data/"
+		done
+	fi
+	guest_pack "$d/root" "$bin/init" "$bin/bin" "$d/tests.cpio.gz"
+	runs=$(wc -l <"$d/root/plan")
+	# the whole boot: the plan's timeouts added up, and 5 minutes to boot
+	tmo=$(awk '{ s += $2 } END { print s + 300 }' "$d/root/plan")
+	tries=0
+	while :; do
+		tries=$((tries + 1))
+		echo "check-smp: booting $g ($(cat "$GUEST_DIR/kernels/$kid/pkg"), $runs runs, up to $tmo s)"
+		start=$(date +%s)
+		guest_boot "$arch" "$kern" "$d/tests.cpio.gz" "$topo" "$d/console.log" "$tmo"
+		qrc=$?
+		end=$(date +%s)
+		info=$(sed -n 's/^@@CLG GUEST //p' "$d/console.log.txt" | head -1)
+		if [ -n "$info" ]; then
+			echo "$info" | awk -v g="$g" '{
+				for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+				printf "smp guest %s: %s cpus, %s llcs, %s nodes, smt %s, kernel %s, mm_cid %s\n",
+					g, v["cpus"], v["llcs"], v["nodes"], v["smt"], v["kernel"], v["mm_cid"] }'
+		fi
+		guest_report "$d/console.log" "smp $g"
+		if [ "$GUEST_OOPS" = 1 ] && [ "$GUEST_FAILED" -gt 0 ] && [ "$tries" -lt 2 ]; then
+			OOPSES=$((OOPSES + 1))
+			echo "check-smp: $g: guest oops, booting it once more"
+			continue
+		fi
+		break
+	done
+	[ "$GUEST_OOPS" = 1 ] && OOPSES=$((OOPSES + 1))
+	echo "check-smp: $g: $((end - start)) s in qemu (exit $qrc); console: $d/console.log.txt"
+	# the extras' exit codes, and their output is in the log above
+	for x in ${SMP_EXTRA:-}; do
+		r=$(sed -n "s/^@@CLG END extra\.$x //p" "$d/console.log.txt" | head -1)
+		echo "smp $g extra $x: ${r:-no result}" | sed 's/rc=\([0-9]*\)$/exit \1/'
+	done
+	# hotplug events in the fault runs
+	if grep -q '^@@CLG START fault\.' "$d/console.log.txt"; then
+		hp=$(sed -n 's/^fault: hotplug \([0-9]*\) .*/\1/p' "$d/console.log.txt" | awk '{ s += $1 } END { print s + 0 }')
+		cs=$(sed -n 's/^fault: hotplug .*, cpuset \([0-9]*\)$/\1/p' "$d/console.log.txt" | awk '{ s += $1 } END { print s + 0 }')
+		echo "smp $g hotplug events: $hp, cpuset changes: $cs"
+		if grep -q '^@@CLG START fault\..*hotplug' "$d/console.log.txt" && [ "$hp" -eq 0 ]; then
+			echo "smp $g: fail (no hotplug event while the fault runs ran: untested)"
+			GUEST_FAILED=$((GUEST_FAILED + 1))
+		fi
+	fi
+	PASSED=$((PASSED + GUEST_PASSED))
+	FAILED=$((FAILED + GUEST_FAILED))
+	GUESTS=$((GUESTS + 1))
+	grep -q '^@@E3K BEGIN' "$d/console.log.txt" && E3K="$E3K $g=$d/console.log.txt"
+}
+
+case "${1:-}" in
+--setup)
+	shift
+	setup "$@"
+	exit 0
+	;;
+-h | --help | "")
+	sed -n '2,36p' "$0"
+	exit 0
+	;;
+esac
+
+PASSED=0 FAILED=0 GUESTS=0 OOPSES=0 E3K=""
+mkdir -p "$OUT"
+t0=$(date +%s)
+for g in "$@"; do
+	run_guest "$g"
+done
+if [ -n "$E3K" ] && [ -f scripts/e3k.py ]; then
+	# shellcheck disable=SC2086
+	if python3 scripts/e3k.py --json "$OUT/e3k.json" $E3K >"$OUT/e3k.md"; then
+		cat "$OUT/e3k.md"
+	else
+		echo "check-smp: scripts/e3k.py failed"
+		FAILED=$((FAILED + 1))
+	fi
+fi
+echo "check-smp: $(($(date +%s) - t0)) s; guest oopses (emulator, retried): $OOPSES"
+echo "check-smp: $PASSED passed, $FAILED failed on $GUESTS guests"
+[ "$FAILED" -eq 0 ]
