@@ -136,7 +136,9 @@ BENCH_BIN += $(BENCH_LAYOUT_BIN)
 # (jemalloc, tcmalloc, Concurrency Kit; benchmark-only packages of
 # scripts/deps.txt). A peer is built only when its package is installed
 # (header found); otherwise `make bench` and `make bench-peers` say
-# "skipped: <package> not installed" and report nothing for it.
+# "skipped: <package> not installed" and report nothing for it. The headers
+# are looked up when make reads this file: `make bench` installs them in its
+# `deps` step, then builds and reports in a sub-make that reads it anew.
 PEERS := $(BUILD)/bench/peers
 HAVE_HEADER = $(shell printf '\043include <$(1)>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 PEER_HAVE_CK := $(call HAVE_HEADER,ck_spinlock.h)
@@ -223,6 +225,7 @@ help:
 	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
 	@echo "  bench          run the benchmark suite (quick, <= 5 min) and write report.md/report.json/plots"
 	@echo "  bench-long     the same with the long sizes (both E5 trees)"
+	@echo "  bench-run      bench after deps and librseq (bench-long-run: bench-long's); bench runs it as a sub-make"
 	@echo "  bench-peers    only the bench/peers/ comparisons (jemalloc, tcmalloc, ck, glibc), quick, as a table"
 	@echo "  check-bench-report  report tests + the suite in --smoke mode, report.json validated (part of check)"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
@@ -651,15 +654,17 @@ BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_rep
 BENCH_REPORT_RT = $(BENCH_REPORT) $(if $(RT_PEERS_GO),,--peer-skipped golang-go) \
 	$(if $(RT_PEERS_BOOST),,--peer-skipped libboost-fiber-dev)
 
-bench: deps librseq
+# The peers that `deps` installs are found by the sub-make (PEER_BIN,
+# PEER_SKIPPED are fixed when make reads the Makefile): one run reports them.
+bench bench-long: deps librseq
+	$(Q)$(MAKE) --no-print-directory $@-run
+.PHONY: bench-run bench-long-run
+bench-run: BENCH_RUN := quick $(BUILD)/bench/report
+bench-long-run: BENCH_RUN := long $(BUILD)/bench/report-long
+bench-run bench-long-run:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)$(MAKE) --no-print-directory runtime-peers-build
-	$(Q)$(BENCH_REPORT_RT) --mode quick --out $(BUILD)/bench/report $(BENCH_BIN)
-
-bench-long: deps librseq
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
-	$(Q)$(MAKE) --no-print-directory runtime-peers-build
-	$(Q)$(BENCH_REPORT_RT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
+	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) $(BENCH_BIN)
 
 # Only the peer comparisons (quick sizes), their table on stdout; the same
 # binaries `make bench` runs into report.json's "peers" array.
