@@ -133,7 +133,7 @@ BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sche
 BENCH_LAYOUT_BIN += $(BUILD)/bench/pipe_no_mru
 BENCH_BIN += $(BENCH_LAYOUT_BIN)
 # bench/peers/: cachelocal beside the libraries a user would pick instead
-# (jemalloc, tcmalloc, Concurrency Kit; benchmark-only packages of
+# (jemalloc, tcmalloc, mimalloc, Concurrency Kit; benchmark-only packages of
 # scripts/deps.txt). A peer is built only when its package is installed
 # (header found); otherwise `make bench` and `make bench-peers` say
 # "skipped: <package> not installed" and report nothing for it. The headers
@@ -144,14 +144,17 @@ HAVE_HEADER = $(shell printf '\043include <$(1)>\n' | $(CC) -E -x c - >/dev/null
 PEER_HAVE_CK := $(call HAVE_HEADER,ck_spinlock.h)
 PEER_HAVE_JEMALLOC := $(call HAVE_HEADER,jemalloc/jemalloc.h)
 PEER_HAVE_TCMALLOC := $(call HAVE_HEADER,gperftools/tcmalloc.h)
+PEER_HAVE_MIMALLOC := $(call HAVE_HEADER,mimalloc.h)
 # ck has no version macro: its Debian package's version, at build time.
 PEER_CK_VERSION := $(shell dpkg-query -W -f='$${Version}' libck-dev 2>/dev/null)
 PEER_BIN := $(PEERS)/peer_alloc_glibc \
 	$(if $(PEER_HAVE_JEMALLOC),$(PEERS)/peer_alloc_jemalloc) \
 	$(if $(PEER_HAVE_TCMALLOC),$(PEERS)/peer_alloc_tcmalloc) \
+	$(if $(PEER_HAVE_MIMALLOC),$(PEERS)/peer_alloc_mimalloc) \
 	$(if $(PEER_HAVE_CK),$(PEERS)/peer_locks $(PEERS)/peer_rwlock $(PEERS)/peer_counter)
 PEER_SKIPPED := $(if $(PEER_HAVE_JEMALLOC),,libjemalloc-dev) \
-	$(if $(PEER_HAVE_TCMALLOC),,libgoogle-perftools-dev) $(if $(PEER_HAVE_CK),,libck-dev)
+	$(if $(PEER_HAVE_TCMALLOC),,libgoogle-perftools-dev) $(if $(PEER_HAVE_MIMALLOC),,libmimalloc-dev) \
+	$(if $(PEER_HAVE_CK),,libck-dev)
 BENCH_BIN += $(PEER_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
@@ -226,7 +229,7 @@ help:
 	@echo "  bench          run the benchmark suite (quick, <= 5 min) and write report.md/report.json/plots"
 	@echo "  bench-long     the same with the long sizes (both E5 trees)"
 	@echo "  bench-run      bench after deps and librseq (bench-long-run: bench-long's); bench runs it as a sub-make"
-	@echo "  bench-peers    only the bench/peers/ comparisons (jemalloc, tcmalloc, ck, glibc), quick, as a table"
+	@echo "  bench-peers    only the bench/peers/ comparisons (jemalloc, tcmalloc, mimalloc, ck, glibc), quick, as a table"
 	@echo "  check-bench-report  report tests + the suite in --smoke mode, report.json validated (part of check)"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
@@ -345,7 +348,8 @@ $(PEERS)/peer_%: bench/peers/%.c bench/peers/peers.h bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PEER_CFLAGS) -o $@ $< -lck $(LDLIBS_PROG)
-$(PEERS)/peer_alloc_glibc $(PEERS)/peer_alloc_jemalloc $(PEERS)/peer_alloc_tcmalloc: \
+$(PEERS)/peer_alloc_glibc $(PEERS)/peer_alloc_jemalloc $(PEERS)/peer_alloc_tcmalloc \
+		$(PEERS)/peer_alloc_mimalloc: \
 		bench/peers/alloc.c bench/peers/peers.h bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
@@ -354,6 +358,8 @@ $(PEERS)/peer_alloc_jemalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_JEMALLOC
 $(PEERS)/peer_alloc_jemalloc: PEER_ALLOC_LIB := -ljemalloc
 $(PEERS)/peer_alloc_tcmalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_TCMALLOC
 $(PEERS)/peer_alloc_tcmalloc: PEER_ALLOC_LIB := -ltcmalloc_minimal
+$(PEERS)/peer_alloc_mimalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_MIMALLOC
+$(PEERS)/peer_alloc_mimalloc: PEER_ALLOC_LIB := -lmimalloc
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)

@@ -422,6 +422,14 @@ class Peers(unittest.TestCase):
         self.assertIs(got[4]["goal_met"], True)
         self.assertIsNone(got[5]["goal"])
 
+    def test_mimalloc_rows_have_the_goals_of_the_other_allocators(self):
+        got = bench_report.collect_peers([
+            peer("objcache", "mimalloc 2.0.9", "pair 64 B, 1 thread", 4.0, 6.4),
+            peer("objcache", "mimalloc 2.0.9", "burst 16 1 KiB, 2 threads", 4.0, 5.6),
+            peer("objcache", "mimalloc 2.0.9", "cross-CPU free 64 B", 10.0, 18.0)])
+        self.assertEqual([(p["goal"], p["goal_met"]) for p in got],
+                         [("gain >= 1.5x", True), ("gain >= 1.5x", False), ("gain >= 2x", False)])
+
     def test_runtime_goals_same_cpu_pingpong_3x_and_ahead_everywhere(self):
         got = bench_report.collect_peers([
             peer("runtime", "go 1.19.8", "pingpong same-cpu", 70.0, 224.0),
@@ -455,7 +463,7 @@ class Peers(unittest.TestCase):
         import tempfile
         doc = valid_doc()
         doc["peers"] = bench_report.collect_peers(self.RECS)
-        doc["peers_skipped"] = ["libck-dev"]
+        doc["peers_skipped"] = ["libck-dev", "libmimalloc-dev"]
         doc["experiments"] = []  # the Peers section alone
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "report.md")
@@ -464,6 +472,7 @@ class Peers(unittest.TestCase):
             md = open(path).read()
         self.assertIn("## Peers", md)
         self.assertIn("skipped: libck-dev not installed", md)
+        self.assertIn("skipped: libmimalloc-dev not installed", md)
         self.assertEqual(md.count("| objcache | "), 3)
         self.assertIn("met: gain >= 1.5x", md)
         self.assertIn("**missed**: gain >= 2x", md)

@@ -35,6 +35,7 @@ exec {real} "$@"
 # Makefile probes), with the binary `make bench` builds for it.
 PEERS = [("libjemalloc-dev", "jemalloc/jemalloc.h", "peer_alloc_jemalloc"),
          ("libgoogle-perftools-dev", "gperftools/tcmalloc.h", "peer_alloc_tcmalloc"),
+         ("libmimalloc-dev", "mimalloc.h", "peer_alloc_mimalloc"),
          ("libck-dev", "ck_spinlock.h", "peer_locks"),
          ("libboost-fiber-dev", "boost/fiber/all.hpp", "runtime_boost")]
 
