@@ -414,6 +414,49 @@ class BoundGoals(unittest.TestCase):
         self.assertIs(bad["goal_met"], False)
 
 
+class RandomSleeper(unittest.TestCase):
+    """rqscale's random sleeper: its step(100,000)/step(16), and the step at
+    100,000 against its memory floor (goal: at most 1.5x), from the lines of
+    the real experiments."""
+    EXP = {e["id"]: e for e in bench_report.EXPERIMENTS}
+
+    @staticmethod
+    def recs(step16, step, floor):
+        return [rec("rqscale", "N=16", 60.0, case="rq step"),
+                rec("rqscale", "N=100000", 150.0, case="rq step"),
+                rec("rqscale", "N=16", step16, case="random sleeper step"),
+                rec("rqscale", "N=16", 10.0, case="random sleeper floor"),
+                rec("rqscale", "N=100000", step, case="random sleeper step"),
+                rec("rqscale", "N=100000", floor, case="random sleeper floor")]
+
+    def test_floor_goal_is_met_within_1_5x_and_missed_above(self):
+        e = bench_report.evaluate(self.EXP["rqfloor"], self.recs(200.0, 1400.0, 1000.0))
+        self.assertEqual((e["before"], e["after"]), (1000.0, 1400.0))
+        self.assertAlmostEqual(e["gain"], 1000.0 / 1400.0)
+        self.assertEqual((e["goal"], e["goal_met"]), ("step(100,000) <= 1.5x its memory floor", True))
+        self.assertIn("step(100,000) / floor(100,000) 1.40x", e["reason"])
+        e = bench_report.evaluate(self.EXP["rqfloor"], self.recs(200.0, 1600.0, 1000.0))
+        self.assertIs(e["goal_met"], False)
+
+    def test_random_scaling_is_shown_without_a_goal_and_the_hot_goal_stays(self):
+        recs = self.recs(200.0, 1600.0, 1000.0)
+        e = bench_report.evaluate(self.EXP["rqrand"], recs)
+        self.assertEqual((e["before"], e["after"], e["goal"], e["goal_met"]), (200.0, 1600.0, None, None))
+        self.assertEqual(len(e["rows"]), 4)  # step and floor, 16 and 100,000
+        hot = bench_report.evaluate(self.EXP["rqscale"], recs)
+        self.assertEqual((hot["before"], hot["after"], hot["goal_met"]), (60.0, 150.0, True))
+        self.assertEqual(len(hot["rows"]), 2)  # the random sleeper's rows are not the hot step's
+        self.assertIn("step(100,000) / step(16) 8.00x", e["reason"])
+        self.assertIn("step(100,000) / step(16) 2.50x", hot["reason"])
+
+    def test_smoke_report_validates(self):
+        doc = valid_doc()
+        recs = self.recs(200.0, 1600.0, 1000.0)
+        doc["experiments"] = [bench_report.evaluate(self.EXP[i], recs) if i in ("rqrand", "rqfloor")
+                              else e for e, i in ((e, e["id"]) for e in doc["experiments"])]
+        self.assertEqual(check_report.check(doc), [])
+
+
 class CpuEvenness(unittest.TestCase):
     def md(self, before, after):
         import tempfile
