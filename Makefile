@@ -133,23 +133,28 @@ BENCH_LAYOUT_BIN := $(BUILD)/bench/sched_layout_rq_scattered $(BUILD)/bench/sche
 BENCH_LAYOUT_BIN += $(BUILD)/bench/pipe_no_mru
 BENCH_BIN += $(BENCH_LAYOUT_BIN)
 # bench/peers/: cachelocal beside the libraries a user would pick instead
-# (jemalloc, tcmalloc, Concurrency Kit; benchmark-only packages of
+# (jemalloc, tcmalloc, mimalloc, Concurrency Kit; benchmark-only packages of
 # scripts/deps.txt). A peer is built only when its package is installed
 # (header found); otherwise `make bench` and `make bench-peers` say
-# "skipped: <package> not installed" and report nothing for it.
+# "skipped: <package> not installed" and report nothing for it. The headers
+# are looked up when make reads this file: `make bench` installs them in its
+# `deps` step, then builds and reports in a sub-make that reads it anew.
 PEERS := $(BUILD)/bench/peers
 HAVE_HEADER = $(shell printf '\043include <$(1)>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 PEER_HAVE_CK := $(call HAVE_HEADER,ck_spinlock.h)
 PEER_HAVE_JEMALLOC := $(call HAVE_HEADER,jemalloc/jemalloc.h)
 PEER_HAVE_TCMALLOC := $(call HAVE_HEADER,gperftools/tcmalloc.h)
+PEER_HAVE_MIMALLOC := $(call HAVE_HEADER,mimalloc.h)
 # ck has no version macro: its Debian package's version, at build time.
 PEER_CK_VERSION := $(shell dpkg-query -W -f='$${Version}' libck-dev 2>/dev/null)
 PEER_BIN := $(PEERS)/peer_alloc_glibc \
 	$(if $(PEER_HAVE_JEMALLOC),$(PEERS)/peer_alloc_jemalloc) \
 	$(if $(PEER_HAVE_TCMALLOC),$(PEERS)/peer_alloc_tcmalloc) \
+	$(if $(PEER_HAVE_MIMALLOC),$(PEERS)/peer_alloc_mimalloc) \
 	$(if $(PEER_HAVE_CK),$(PEERS)/peer_locks $(PEERS)/peer_rwlock $(PEERS)/peer_counter)
 PEER_SKIPPED := $(if $(PEER_HAVE_JEMALLOC),,libjemalloc-dev) \
-	$(if $(PEER_HAVE_TCMALLOC),,libgoogle-perftools-dev) $(if $(PEER_HAVE_CK),,libck-dev)
+	$(if $(PEER_HAVE_TCMALLOC),,libgoogle-perftools-dev) $(if $(PEER_HAVE_MIMALLOC),,libmimalloc-dev) \
+	$(if $(PEER_HAVE_CK),,libck-dev)
 BENCH_BIN += $(PEER_BIN)
 NORSEQ := $(BUILD)/tools/norseq
 
@@ -223,7 +228,8 @@ help:
 	@echo "  bench-smoke    build the runtime benchmarks, run them tiny (not timed)"
 	@echo "  bench          run the benchmark suite (quick, <= 5 min) and write report.md/report.json/plots"
 	@echo "  bench-long     the same with the long sizes (both E5 trees)"
-	@echo "  bench-peers    only the bench/peers/ comparisons (jemalloc, tcmalloc, ck, glibc), quick, as a table"
+	@echo "  bench-run      bench after deps and librseq (bench-long-run: bench-long's); bench runs it as a sub-make"
+	@echo "  bench-peers    only the bench/peers/ comparisons (jemalloc, tcmalloc, mimalloc, ck, glibc), quick, as a table"
 	@echo "  check-bench-report  report tests + the suite in --smoke mode, report.json validated (part of check)"
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
@@ -345,7 +351,8 @@ $(PEERS)/peer_%: bench/peers/%.c bench/peers/peers.h bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PEER_CFLAGS) -o $@ $< -lck $(LDLIBS_PROG)
-$(PEERS)/peer_alloc_glibc $(PEERS)/peer_alloc_jemalloc $(PEERS)/peer_alloc_tcmalloc: \
+$(PEERS)/peer_alloc_glibc $(PEERS)/peer_alloc_jemalloc $(PEERS)/peer_alloc_tcmalloc \
+		$(PEERS)/peer_alloc_mimalloc: \
 		bench/peers/alloc.c bench/peers/peers.h bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
@@ -354,6 +361,8 @@ $(PEERS)/peer_alloc_jemalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_JEMALLOC
 $(PEERS)/peer_alloc_jemalloc: PEER_ALLOC_LIB := -ljemalloc
 $(PEERS)/peer_alloc_tcmalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_TCMALLOC
 $(PEERS)/peer_alloc_tcmalloc: PEER_ALLOC_LIB := -ltcmalloc_minimal
+$(PEERS)/peer_alloc_mimalloc: PEER_ALLOC_DEF := -DPEER_ALLOC_MIMALLOC
+$(PEERS)/peer_alloc_mimalloc: PEER_ALLOC_LIB := -lmimalloc
 
 $(NORSEQ): tests/tools/norseq.c
 	@mkdir -p $(dir $@)
@@ -654,15 +663,17 @@ BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_rep
 BENCH_REPORT_RT = $(BENCH_REPORT) $(if $(RT_PEERS_GO),,--peer-skipped golang-go) \
 	$(if $(RT_PEERS_BOOST),,--peer-skipped libboost-fiber-dev)
 
-bench: deps librseq
+# The peers that `deps` installs are found by the sub-make (PEER_BIN,
+# PEER_SKIPPED are fixed when make reads the Makefile): one run reports them.
+bench bench-long: deps librseq
+	$(Q)$(MAKE) --no-print-directory $@-run
+.PHONY: bench-run bench-long-run
+bench-run: BENCH_RUN := quick $(BUILD)/bench/report
+bench-long-run: BENCH_RUN := long $(BUILD)/bench/report-long
+bench-run bench-long-run:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)$(MAKE) --no-print-directory runtime-peers-build
-	$(Q)$(BENCH_REPORT_RT) --mode quick --out $(BUILD)/bench/report $(BENCH_BIN)
-
-bench-long: deps librseq
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
-	$(Q)$(MAKE) --no-print-directory runtime-peers-build
-	$(Q)$(BENCH_REPORT_RT) --mode long --out $(BUILD)/bench/report-long $(BENCH_BIN)
+	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) $(BENCH_BIN)
 
 # Only the peer comparisons (quick sizes), their table on stdout; the same
 # binaries `make bench` runs into report.json's "peers" array.

@@ -13,7 +13,22 @@
  * ns per step (400,000 steps; --quick 100,000; --smoke 2,000), median of
  * --runs runs, each after a warm-up of N steps;
  * the ratio of the step at the largest N to the step at 16 (the goal: at
- * most 3x at 100,000).
+ * most 3x at 100,000). The sleeper there is the task just picked: its lines
+ * are hot, and the tree paths the step walks stay near the leftmost end.
+ *
+ * Random sleeper: the same step, except that the task put to sleep is a
+ * random queued task (not the one just picked, which keeps running), so
+ * each step dequeues a random task and wakes it on the next: case "random
+ * sleeper step", N = 16 and 100,000. Beside it, run by run in the same
+ * process and with the same random sequence, its memory floor (case
+ * "random sleeper floor"): per step the same random choice of task, a walk
+ * from the root of an implicit balanced tree over the tasks (node k's
+ * children 2k+1 and 2k+2, each node a task-sized object) down to that task,
+ * each level's index depending on the line loaded at the level above, and a
+ * store into the task's line: the task's entity and a tree path's depth of
+ * lines, which any tree-based runqueue must touch to dequeue it, with no
+ * other work. Ratios: random step(100,000) / step(16), and random
+ * step(100,000) / floor(100,000) (the goal: at most 1.5x).
  *
  * fib: fib(22) on the M:N runtime (sched/runtime.h, default workers: one
  * per allowed CPU): each call with n >= 2 spawns fib(n - 1) as a task,
@@ -32,7 +47,23 @@
 
 /* ---- the rq step ---- */
 
-static double rq_step_ns(unsigned int n, unsigned long steps, const char **err)
+/* xorshift64*: one draw per step, the same sequence for both sides. */
+static inline uint64_t rand_next(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545f4914f6cdd1dULL;
+}
+
+#define RAND_SEED 0x9e3779b97f4a7c15ULL
+
+/*
+ * ns per step with n tasks runnable. The sleeper: the task just picked
+ * (hot), or with @rnd a random queued task other than the one picked
+ * (random sleeper; @rnd is the random state).
+ */
+static double rq_step_ns(unsigned int n, unsigned long steps, uint64_t *rnd, const char **err)
 {
 	struct cl_sched *s = cl_sched_create(1, NULL);
 	struct cl_rq *rq;
@@ -59,6 +90,8 @@ static double rq_step_ns(unsigned int n, unsigned long steps, const char **err)
 		cl_rq_enqueue(rq, &t[i], 0);
 	}
 	sleeper = cl_rq_pick_next(rq);
+	if (rnd) /* the picked task keeps running */
+		sleeper = &t[sleeper == &t[n] ? 0 : n];
 	cl_rq_dequeue(rq, sleeper, CL_DEQUEUE_SLEEP); /* n runnable from here on */
 	for (int pass = 0; pass < 2; pass++) {
 		unsigned long k = pass ? steps : n;
@@ -72,8 +105,10 @@ static double rq_step_ns(unsigned int n, unsigned long steps, const char **err)
 			cl_rq_update_clock(rq, now);
 			cl_rq_put_prev(rq);
 			p = cl_rq_pick_next(rq);
-			cl_rq_dequeue(rq, p, CL_DEQUEUE_SLEEP);
 			sleeper = p;
+			while (rnd && sleeper == p) /* a queued task other than the one running */
+				sleeper = &t[rand_next(rnd) % (n + 1)];
+			cl_rq_dequeue(rq, sleeper, CL_DEQUEUE_SLEEP);
 		}
 		ns = (double)(bench_now_ns() - t0) / (double)k;
 	}
@@ -86,6 +121,51 @@ static double rq_step_ns(unsigned int n, unsigned long steps, const char **err)
 	cl_rq_unlock(rq);
 	cl_sched_destroy(s);
 	free(t);
+	return ns;
+}
+
+/* ---- the random sleeper's memory floor ---- */
+
+
+/* One node of the floor's tree: a task's size, so as many lines apart. */
+struct floor_node {
+	uint64_t zero;  /* read on the walk: 0, but the next index depends on it */
+	uint64_t stores; /* the dequeued task's store */
+	char pad[sizeof(struct cl_task) - 2 * sizeof(uint64_t)];
+};
+
+static double floor_random_ns(unsigned int n, unsigned long steps, const char **err)
+{
+	struct floor_node *f;
+	uint64_t t0, x = RAND_SEED, sum = 0;
+	double ns = 0;
+
+	*err = NULL;
+	f = aligned_alloc(CL_CACHELINE_SIZE, ((size_t)n + 1) * sizeof(*f));
+	if (!f) {
+		*err = "out of memory";
+		return 0;
+	}
+	memset(f, 0, ((size_t)n + 1) * sizeof(*f));
+	for (int pass = 0; pass < 2; pass++) {
+		unsigned long k = pass ? steps : n;
+
+		t0 = bench_now_ns();
+		for (unsigned long i = 0; i < k; i++) {
+			uint64_t m = rand_next(&x) % (n + 1) + 1, node = 0;
+			int depth = 63 - __builtin_clzll(m); /* levels below the root */
+
+			for (int d = depth - 1; d >= 0; d--)
+				node = 2 * node + 1 + ((m >> d) & 1) + *(volatile uint64_t *)&f[node].zero;
+			f[node].stores++;
+		}
+		ns = (double)(bench_now_ns() - t0) / (double)k;
+	}
+	for (unsigned int i = 0; i <= n; i++)
+		sum += f[i].stores;
+	if (sum != n + steps)
+		*err = "floor: a store went astray";
+	free(f);
 	return ns;
 }
 
@@ -136,7 +216,7 @@ int main(int argc, char **argv)
 
 		bench_progress(&b, "rq step, %u tasks", n);
 		for (int r = 0; r < b.runs && !err; r++)
-			samples[r] = rq_step_ns(n, steps, &err);
+			samples[r] = rq_step_ns(n, steps, NULL, &err);
 		if (err) {
 			fprintf(stderr, "rqscale: %u tasks: %s\n", n, err);
 			rc = 1;
@@ -153,6 +233,46 @@ int main(int argc, char **argv)
 
 		snprintf(what, sizeof(what), "N=%u / N=16", last_n);
 		bench_ratio(&b, "rq step", what, last, first);
+	}
+
+	/* the random sleeper beside its memory floor, alternating which goes first */
+	if (!rc) {
+		static const unsigned int rsizes[] = { 16, 100000 };
+		double step[2] = { 0, 0 }, flo[2] = { 0, 0 };
+		double fsamples[BENCH_MAX_RUNS];
+
+		for (size_t i = 0; i < 2 && !rc; i++) {
+			unsigned int n = rsizes[i];
+			unsigned long steps = b.smoke ? 2000 : b.quick ? 100000 : 400000;
+			char variant[32];
+			const char *err = NULL;
+
+			bench_progress(&b, "random sleeper step and floor, %u tasks", n);
+			for (int r = 0; r < b.runs && !err; r++) {
+				for (int k = 0; k < 2 && !err; k++) {
+					uint64_t x = RAND_SEED;
+
+					if ((k == 0) == (r % 2 == 0))
+						samples[r] = rq_step_ns(n, steps, &x, &err);
+					else
+						fsamples[r] = floor_random_ns(n, steps, &err);
+				}
+			}
+			if (err) {
+				fprintf(stderr, "rqscale: random sleeper, %u tasks: %s\n", n, err);
+				rc = 1;
+				break;
+			}
+			snprintf(variant, sizeof(variant), "N=%u", n);
+			step[i] = bench_report(&b, "random sleeper step", variant, placement, 1, samples,
+					       b.runs, "ns/step");
+			flo[i] = bench_report(&b, "random sleeper floor", variant, placement, 1, fsamples,
+					      b.runs, "ns/step");
+		}
+		if (!rc) {
+			bench_ratio(&b, "random sleeper step", "N=100000 / N=16", step[1], step[0]);
+			bench_ratio(&b, "random sleeper", "step / floor, N=100000", step[1], flo[1]);
+		}
 	}
 
 	/* fib on the runtime: default workers, and one worker (no cross-CPU wakeups) */

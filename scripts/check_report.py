@@ -8,7 +8,8 @@ present once; each experiment's fields typed; a verdict from the rule's set;
 a measured experiment has before/after/gain numbers, min <= median <= max on
 each side, a gain that matches before/after in the stated direction and a
 verdict that agrees with it (reproduced: gain > 1, contrary: gain < 1);
-E3m's fit to the seed's T3 table (check_calibration()); the "cross_cpu"
+E3m's fit to the seed's T3 table (check_calibration()) and its verdict on
+the seed's 200 ms rows (check_model_headline()); the "cross_cpu"
 object (check_cross_cpu()); the "peers" array (check_peers()).
 Exit 0 when valid, 1 with one line per problem otherwise.
 """
@@ -85,6 +86,7 @@ def check(doc):
             errs.append("%s: gain %.2fx beside the verdict %s" % (name, e["gain"], e["verdict"]))
         if e["id"] == "E3m":
             errs += check_calibration(e.get("calibration"))
+            errs += check_model_headline(e)
     return errs + check_cross_cpu(doc.get("cross_cpu")) + check_peers(doc)
 
 
@@ -135,6 +137,45 @@ def check_calibration(cal):
                         % (cal.get("within_all"), truth))
     elif not errs:
         errs.append("E3m: calibration within missing")
+    return errs
+
+
+def check_model_headline(e):
+    """E3m judged on the seed's headline (bench_report.model_headline()):
+    a row per seed topology at 200 ms with the seed's speedup and the
+    direction its own speedup gives; the gain their geometric mean; the
+    verdict reproduced only when every row is; goal_met telling the truth."""
+    h = e.get("headline")
+    if not isinstance(h, dict) or not isinstance(h.get("rows"), list):
+        return ["E3m: headline (the rows at %d ms) missing" % bench_report.MODEL_HEADLINE_MS]
+    errs = []
+    ms = bench_report.MODEL_HEADLINE_MS
+    seed = {c: v[1] / v[2] for c, d, v in bench_report.cachemodel.SEED_T3 if d == ms}
+    rows = h["rows"]
+    if h.get("delay_ms") != ms or sorted(str(r.get("config")) for r in rows
+                                         if isinstance(r, dict)) != sorted(seed):
+        return ["E3m: headline rows are not the seed's %d rows at %d ms" % (len(seed), ms)]
+    for r in rows:
+        if not all(isinstance(r.get(k), NUM) and not isinstance(r.get(k), bool) and r.get(k) > 0
+                   for k in ("speedup", "seed_speedup")):
+            return ["E3m: headline row %s needs positive speedup and seed_speedup" % r["config"]]
+        if not math.isclose(r["seed_speedup"], seed[r["config"]], rel_tol=1e-6):
+            errs.append("E3m: headline row %s: seed_speedup is not the seed's" % r["config"])
+        if r.get("verdict") != bench_report.model_direction(r["speedup"]):
+            errs.append("E3m: headline row %s: verdict %r beside %.2fx" % (
+                r["config"], r.get("verdict"), r["speedup"]))
+    gm = bench_report.geomean(r["speedup"] for r in rows)
+    if not math.isclose(gm, e["gain"], rel_tol=1e-6):
+        errs.append("E3m: gain %.4g is not the geometric mean %.4g of the rows at %d ms"
+                    % (e["gain"], gm, ms))
+    want = bench_report.model_verdict(r["speedup"] for r in rows)
+    if e["verdict"] != want:
+        errs.append("E3m: verdict %s, the rows at %d ms say %s" % (e["verdict"], ms, want))
+    vs = gm / bench_report.geomean(seed.values())
+    truth = 1 / bench_report.MODEL_HEADLINE_WITHIN <= vs <= bench_report.MODEL_HEADLINE_WITHIN
+    if e.get("goal_met") not in (None, truth):
+        errs.append("E3m: goal_met %r beside %.2fx of the seed's geometric mean"
+                    % (e.get("goal_met"), vs))
     return errs
 
 

@@ -6,6 +6,8 @@
  *   peer_alloc_glibc      glibc malloc (its tcache)
  *   peer_alloc_jemalloc   -ljemalloc (PEER_ALLOC_JEMALLOC)
  *   peer_alloc_tcmalloc   -ltcmalloc_minimal, gperftools (PEER_ALLOC_TCMALLOC)
+ *   peer_alloc_mimalloc   -lmimalloc (PEER_ALLOC_MIMALLOC); it checks at start
+ *                         that malloc's memory is mimalloc's
  * objcache takes its slabs from that malloc too, off the measured path.
  *
  * Workloads, object sizes 64 B and 1 KiB (the object is written once, so
@@ -20,8 +22,8 @@
  * over its pairs); cross-CPU: ns per object, producer start to consumer end.
  * Every run measures ours and theirs back to back, the order alternating
  * run by run; median of --runs (>= 5). gain = theirs/ours (> 1: objcache
- * ahead). Goals: >= 1.5x jemalloc and tcmalloc on every pair and burst
- * workload, >= 2x on cross-CPU frees.
+ * ahead). Goals: >= 1.5x jemalloc, tcmalloc and mimalloc on every pair and
+ * burst workload, >= 2x on cross-CPU frees.
  */
 #include "peers.h"
 
@@ -39,6 +41,10 @@
 #include <gperftools/tcmalloc.h>
 #define PEER_ALLOCATOR "tcmalloc (" TC_VERSION_STRING ")"
 #define PEER_NAME "peer_alloc_tcmalloc"
+#elif defined(PEER_ALLOC_MIMALLOC)
+#include <mimalloc.h>
+#define PEER_ALLOCATOR NULL /* mimalloc: its version at run time */
+#define PEER_NAME "peer_alloc_mimalloc"
 #else
 #define PEER_ALLOCATOR NULL /* glibc: its version at run time */
 #define PEER_NAME "peer_alloc_glibc"
@@ -201,6 +207,28 @@ static void *job_thread(void *arg, int id)
 	return NULL;
 }
 
+/* The peer's name and version into @buf; -1 if malloc is not that peer's. */
+static int peer_allocator(char *buf, size_t len)
+{
+#if defined(PEER_ALLOC_MIMALLOC)
+	void *p = malloc(sizes[0]);
+	int v = mi_version(), ours = p && mi_is_in_heap_region(p);
+
+	free(p);
+	if (!ours) {
+		fprintf(stderr, "%s: malloc is not mimalloc's (not linked first?)\n", PEER_NAME);
+		return -1;
+	}
+	snprintf(buf, len, "mimalloc %d.%d.%d", v / 100, v % 100 / 10, v % 10);
+#else
+	if (PEER_ALLOCATOR)
+		snprintf(buf, len, "%s", PEER_ALLOCATOR ? PEER_ALLOCATOR : "");
+	else
+		snprintf(buf, len, "glibc malloc %s", gnu_get_libc_version());
+#endif
+	return 0;
+}
+
 /* One run: ns per pair (per object for cross-CPU), or -1 on failure. */
 static double run_job(int ours, int si, enum work w, int threads, long n)
 {
@@ -236,10 +264,8 @@ int main(int argc, char **argv)
 	bench_only_shared_args(PEER_NAME, argc, argv);
 	bench_init(&b, PEER_NAME, argc, argv);
 	n = b.smoke ? 4096 : b.quick ? 200000 : 2000000;
-	if (PEER_ALLOCATOR)
-		snprintf(peer, sizeof(peer), "%s", PEER_ALLOCATOR ? PEER_ALLOCATOR : "");
-	else
-		snprintf(peer, sizeof(peer), "glibc malloc %s", gnu_get_libc_version());
+	if (peer_allocator(peer, sizeof(peer)) != 0)
+		return 1;
 	for (int si = 0; si < 2; si++) {
 		struct cl_objcache_attr a = { sizes[si], 0, 0, 0 };
 
