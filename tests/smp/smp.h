@@ -74,6 +74,19 @@ static inline double smp_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Sleep @secs seconds (the programs' run time, never a rendezvous). */
+static inline void smp_sleep(double secs)
+{
+	struct timespec ts;
+
+	if (!(secs > 0))
+		return;
+	ts.tv_sec = (time_t)secs;
+	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 /* ---- sysfs ---- */
 
 /*
@@ -323,35 +336,42 @@ static inline int smp_finish(const char *name, const char *fmt, ...)
 	return n ? 1 : 0;
 }
 
+/* Print "<tag> <name>: <message>" as the last line; returns @rc. */
+static inline int smp__line(const char *tag, const char *name, int rc, const char *fmt, va_list ap)
+{
+	char why[1024];
+
+	vsnprintf(why, sizeof(why), fmt, ap);
+	printf("%s %s: %s\n", tag, name, why);
+	fflush(stdout);
+	return rc;
+}
+
 /* smp_fatal() - FAIL line for an error that stops the program; returns 1. */
 static inline int smp_fatal(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static inline int smp_fatal(const char *name, const char *fmt, ...)
 {
-	char why[1024];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	rc = smp__line("FAIL", name, 1, fmt, ap);
 	va_end(ap);
-	printf("FAIL %s: %s\n", name, why);
-	fflush(stdout);
-	return 1;
+	return rc;
 }
 
 /* smp_skip() - SKIP line; returns 77. */
 static inline int smp_skip(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int smp_skip(const char *name, const char *fmt, ...)
 {
-	char why[1024];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	rc = smp__line("SKIP", name, 77, fmt, ap);
 	va_end(ap);
-	printf("SKIP %s: %s\n", name, why);
-	fflush(stdout);
-	return 77;
+	return rc;
 }
 
 /* Print the environment a result depends on: kernel, CPUs, id modes. */
