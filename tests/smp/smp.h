@@ -399,4 +399,66 @@ static inline void smp_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 	}
 }
 
+/* ---- a timed run of worker threads ---- */
+
+/* The run in progress (one at a time per program). */
+struct smp__run {
+	pthread_barrier_t bar;
+	int stop;
+};
+
+static inline struct smp__run *smp__run(void)
+{
+	static struct smp__run run;
+
+	return &run;
+}
+
+/* Has the running smp_run() asked its workers to stop? */
+static inline int smp_stopping(void)
+{
+	return __atomic_load_n(&smp__run()->stop, __ATOMIC_RELAXED);
+}
+
+/*
+ * smp_barrier() - a rendezvous of the workers and smp_run(). Each worker
+ * calls it exactly @barriers times (smp_run()'s argument): the first when
+ * it is ready (smp_run() starts the clock once all are), the others after
+ * smp_stopping() turned true (e.g. to keep every worker a user of something
+ * until all are done).
+ */
+static inline void smp_barrier(void)
+{
+	pthread_barrier_wait(&smp__run()->bar);
+}
+
+/*
+ * smp_run() - start @nr threads of @fn(arg = worker index), let them work
+ * for @secs seconds after all reached their first smp_barrier(), then ask
+ * them to stop, meet them at their other @barriers - 1 barriers, and join.
+ */
+static inline void smp_run(int nr, void *(*fn)(void *), double secs, int barriers)
+{
+	struct smp__run *run = smp__run();
+	pthread_t *th = (pthread_t *)calloc((size_t)nr, sizeof(*th));
+
+	if (!th) {
+		printf("FAIL smp: out of memory\n");
+		exit(1);
+	}
+	pthread_barrier_init(&run->bar, NULL, (unsigned)nr + 1);
+	__atomic_store_n(&run->stop, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < nr; i++)
+		smp_thread(&th[i], fn, (void *)(uintptr_t)i);
+	smp_barrier();
+	smp_sleep(secs);
+	__atomic_store_n(&run->stop, 1, __ATOMIC_RELAXED);
+	for (int b = 1; b < barriers; b++)
+		smp_barrier();
+	for (int i = 0; i < nr; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&run->bar);
+	free(th);
+}
+
 #endif /* CL_SMP_H */

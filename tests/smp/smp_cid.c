@@ -71,8 +71,6 @@ static struct cl_cid_domain *dom;
 static struct slot *slots;
 static unsigned nr_slots;
 static struct smp_cpus cpus; /* online at the start: flip targets */
-static pthread_barrier_t bar;
-static int stop; /* set by main when the time is up (atomic) */
 
 /* per policy run, summed from the threads */
 static unsigned long r_n, r_same_llc, r_same_cid, r_acq;
@@ -99,13 +97,13 @@ static void *cid_thread(void *arg)
 	int prev = -1;
 
 	if (!smp_check(cl_cid_domain_join(dom) == 0, "join: %s", strerror(errno))) {
-		pthread_barrier_wait(&bar);
-		pthread_barrier_wait(&bar);
+		smp_barrier();
+		smp_barrier();
 		return NULL;
 	}
-	pthread_barrier_wait(&bar);
+	smp_barrier();
 	bound = cl_cid_domain_bound(dom);
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+	while (!smp_stopping()) {
 		int c0, c1, cid, last;
 		unsigned long was;
 
@@ -153,7 +151,7 @@ static void *cid_thread(void *arg)
 	__atomic_fetch_add(&r_same_llc, same_llc, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&r_same_cid, same_cid, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&r_acq, acq, __ATOMIC_RELAXED);
-	pthread_barrier_wait(&bar); /* nobody leaves before all are done: the bound holds */
+	smp_barrier(); /* nobody leaves before all are done: the bound holds */
 	smp_check(cl_cid_domain_leave(dom) == 0, "leave: %s", strerror(errno));
 	return NULL;
 }
@@ -164,8 +162,8 @@ static void *mmc_thread(void *arg)
 	unsigned long adds = 0, reads = 0;
 	int max = -1;
 
-	pthread_barrier_wait(&bar);
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+	smp_barrier();
+	while (!smp_stopping()) {
 		int r;
 
 		if (adds % 16 == 0)
@@ -194,30 +192,6 @@ static void *mmc_thread(void *arg)
 	return NULL;
 }
 
-/* Start nr threads of fn, let them run for @secs, join them. */
-static void run_threads(int nr, void *(*fn)(void *), double secs, int barriers)
-{
-	pthread_t *th = calloc((size_t)nr, sizeof(*th));
-
-	if (!th) {
-		smp_check(0, "out of memory");
-		return;
-	}
-	pthread_barrier_init(&bar, NULL, (unsigned)nr + 1);
-	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
-	for (int i = 0; i < nr; i++)
-		smp_thread(&th[i], fn, (void *)(uintptr_t)i);
-	pthread_barrier_wait(&bar); /* all started (and joined) */
-	smp_sleep(secs);
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int b = 1; b < barriers; b++)
-		pthread_barrier_wait(&bar);
-	for (int i = 0; i < nr; i++)
-		pthread_join(th[i], NULL);
-	pthread_barrier_destroy(&bar);
-	free(th);
-}
-
 struct locality {
 	unsigned long n;
 	double same_llc, same_cid;
@@ -239,7 +213,7 @@ static struct locality run_policy(enum cl_cid_policy pol, int nr, double secs)
 	}
 	memset(llc_seen, 0, topo.nr_llcs);
 	r_n = r_same_llc = r_same_cid = r_acq = 0;
-	run_threads(nr, cid_thread, secs, 2);
+	smp_run(nr, cid_thread, secs, 2);
 	res.n = r_n;
 	res.same_llc = r_n ? (double)r_same_llc / (double)r_n : 0;
 	res.same_cid = r_n ? (double)r_same_cid / (double)r_n : 0;
@@ -310,7 +284,7 @@ int main(void)
 		return smp_fatal(NAME, "per-CPU pool: %s", strerror(errno));
 	mmc_nr = cl_percpu_pool_nr_cpus(pool);
 	mmc_max = -1;
-	run_threads(nr, mmc_thread, secs, 1);
+	smp_run(nr, mmc_thread, secs, 1);
 	for (unsigned c = 0; c < mmc_nr; c++)
 		sum += *cl_percpu_ptr(mmc_ctr, c);
 	printf("mm_cid: mode=%s ops=%s adds=%lu sum=%ld max_index=%d reads=%lu possible=%u\n",
