@@ -125,7 +125,9 @@ static void *cid_thread(void *arg)
 						 __ATOMIC_RELAXED)) {
 			smp_check(0, "cid %d handed to thread %lu while thread %lu holds it", cid, me - 1,
 				  was - 1);
-			break; /* keep it: the owner table is wrong from here */
+			cl_cid_release(dom, cid); /* (so that nobody waits for it forever) */
+			prev = -1;
+			continue;
 		}
 		last = __atomic_load_n(&slots[cid].last_cpu, __ATOMIC_RELAXED);
 		if (c0 == c1 && prev >= 0 && last >= 0) {
