@@ -106,8 +106,12 @@ int main(void)
 			memset(p, (int)(c & 0x7f) + 1, i < objects ? (size_t)psz : 64);
 			pg[n++] = (void *)((uintptr_t)p & ~(uintptr_t)(psz - 1));
 		}
-		if (syscall(SYS_move_pages, 0, (unsigned long)n, pg, NULL, status, 0) != 0)
+		if (syscall(SYS_move_pages, 0, (unsigned long)n, pg, NULL, status, 0) != 0) {
+			if (errno == ENOSYS || errno == EPERM) /* no CONFIG_MIGRATION, or a filter */
+				return smp_skip(NAME, "move_pages unavailable (%s): cannot ask where pages are",
+						strerror(errno));
 			return smp_fatal(NAME, "move_pages (query): %s", strerror(errno));
+		}
 		for (unsigned i = 0; i < n; i++) {
 			pages++;
 			node_pages[want]++;
