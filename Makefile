@@ -255,6 +255,8 @@ help:
 	@echo "  check-smp      tests on emulated 8/32/64-CPU x86_64 (2-8 LLCs, 1-4 nodes, SMT) and 8-CPU aarch64 guests, kernels 6.12 and 7.3, with CPU hotplug, cpuset shrink and rseq denied (docs/testing.md; SMP_GUESTS=, SMP_FILTER=, SMP_EXTRA=\"file.c ...\")"
 	@echo "  check-smp-quick  guest A on 6.12 with one fault (what CI runs)"
 	@echo "  smp-setup      fetch QEMU 10 and the guests' kernels into CL_GUEST_DIR (once)"
+	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest (KERNELS=, SMP_EXTRA=)"
+	@echo "  check-kernels-quick  6.1 and 7.3, the rseq, cid, percpu_ops, counter, objcache and runtime programs (what CI runs)"
 	@echo "  check-cross    headers for riscv64, ppc64el, s390x, armhf, i386; fallback smoke test under qemu-user"
 	@echo "  clean          remove build/ and the generated trees"
 
@@ -949,6 +951,28 @@ check-smp:
 	$(Q)$(SMP_ENV) sh scripts/check-smp.sh $(SMP_GUESTS)
 check-smp-quick:
 	$(Q)$(MAKE) --no-print-directory check-smp SMP_GUESTS=A-6.12 SMP_QUICK=1
+
+# check-kernels: every unit-test program and stress program on the kernels
+# users run: Debian 12's own 6.1, 6.12 and 7.3, in an 8-CPU x86_64 guest
+# (scripts/check-kernels.sh, tests/guest/kernels.plan); SMP_EXTRA as in
+# check-smp. check-kernels-quick (CI): 6.1 and 7.3, the rseq, cid,
+# percpu_ops, counter, objcache and runtime programs.
+KERNELS ?= 6.1 6.12 7.3
+KERNELS_NAMES := $(filter-out test_faults,$(basename $(notdir $(wildcard tests/unit/test_*.c) \
+	$(wildcard tests/stress/*.c)))) \
+	$(addprefix extra_,$(SMP_EXTRA_NAMES))
+KERNELS_ENV = KERNELS_X64=$(X64_OUT) KERNELS_SYSFS=$(SYSFS_DIR) SMP_EXTRA="$(SMP_EXTRA_NAMES)"
+.PHONY: check-kernels check-kernels-quick kernels-build kernels-setup
+kernels-build: $(addprefix $(X64_OUT)/bin/,$(KERNELS_NAMES)) $(X64_OUT)/init | $(SYSFS_STAMP)
+kernels-setup:
+	$(Q)sh scripts/check-kernels.sh --setup $(KERNELS)
+check-kernels:
+	@echo "== kernels: $(KERNELS) (QEMU 10, TCG: correctness and counts, no timing)"
+	$(Q)$(MAKE) --no-print-directory kernels-setup
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) kernels-build
+	$(Q)$(KERNELS_ENV) sh scripts/check-kernels.sh $(KERNELS)
+check-kernels-quick:
+	$(Q)$(MAKE) --no-print-directory check-kernels KERNELS="6.1 7.3" KERNELS_QUICK=1
 
 # check-cross: the headers with Debian's cross compilers for riscv64, ppc64el,
 # s390x, armhf and i386, and a fallback smoke test under qemu-user

@@ -20,7 +20,8 @@
 # smp.topology, smp.cid, smp.structures, fault.structures.hotplug.
 #
 # Output: per guest "smp guest NAME: N cpus, L llcs, M nodes, smt S,
-# kernel K, mm_cid on|off", per run "smp NAME RUN: pass|fail (...)", per
+# kernel K, mm_cid on|off, guard markers on|off, io_uring on|off", per run
+# "smp NAME RUN: pass|fail (...)", per
 # guest with faults "smp NAME hotplug events: N" (a fault run with no
 # hotplug event fails: the fault was not tested), per extra program "smp
 # NAME extra FILE: exit N", and last "check-smp: P passed, F failed on G
@@ -87,62 +88,25 @@ setup() {
 	done
 }
 
-# one GUEST: boot (once more after an oops), report; adds to the totals
+# one GUEST: its share of the plan (and the extras), booted and reported
+# (guest_run), the faults' hotplug events checked; adds to the totals
 run_guest() {
 	g=$1
 	set -- $(machine "${g%%-*}")
-	arch=$1 topo=$2 scale=$3
 	bin=${SMP_X64:-build/x86_64}
-	[ "$arch" = aarch64 ] && bin=${SMP_A64:-build/aarch64}
-	kid=$(kernel_id "$g")
-	kern=$GUEST_DIR/kernels/$kid/vmlinuz
-	[ -s "$kern" ] || die "kernel $kid not fetched (check-smp.sh --setup $g)"
+	[ "$1" = aarch64 ] && bin=${SMP_A64:-build/aarch64}
 	d=$OUT/$g
-	rm -rf "$d" && mkdir -p "$d/root"
+	mkdir -p "$OUT"
 	{
 		cat "$PLAN"
 		for x in ${SMP_EXTRA:-}; do
 			echo "extra.$x 300 extra_$x"
 		done
-	} >"$d/plan.all"
-	guest_plan "$d/plan.all" "$(filter "$g")" "$scale" >"$d/root/plan"
-	[ -s "$d/root/plan" ] || die "no runs for $g"
-	if [ -n "${SMP_SYSFS:-}" ] && [ -d "$SMP_SYSFS" ]; then
-		mkdir -p "$d/root/data"
-		for t in $(sh "$SMP_SYSFS/gen-sysfs.sh" --trees); do
-			[ -d "$SMP_SYSFS/$t" ] && cp -r "$SMP_SYSFS/$t" "$d/root/data/"
-		done
-	fi
-	guest_pack "$d/root" "$bin/init" "$bin/bin" "$d/tests.cpio.gz"
-	runs=$(wc -l <"$d/root/plan")
-	# the whole boot: the plan's timeouts added up, and 5 minutes to boot
-	tmo=$(awk '{ s += $2 } END { print s + 300 }' "$d/root/plan")
-	tries=0
-	while :; do
-		tries=$((tries + 1))
-		echo "check-smp: booting $g ($(cat "$GUEST_DIR/kernels/$kid/pkg"), $runs runs, up to $tmo s)"
-		start=$(date +%s)
-		guest_boot "$arch" "$kern" "$d/tests.cpio.gz" "$topo" "$d/console.log" "$tmo"
-		qrc=$?
-		end=$(date +%s)
-		info=$(sed -n 's/^@@CLG GUEST //p' "$d/console.log.txt" | head -1)
-		if [ -n "$info" ]; then
-			echo "$info" | awk -v g="$g" '{
-				for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-				printf "smp guest %s: %s cpus, %s llcs, %s nodes, smt %s, kernel %s, mm_cid %s\n",
-					g, v["cpus"], v["llcs"], v["nodes"], v["smt"], v["kernel"], v["mm_cid"] }'
-		fi
-		guest_report "$d/console.log" "smp $g"
-		if [ "$GUEST_OOPS" = 1 ] && [ "$GUEST_FAILED" -gt 0 ] && [ "$tries" -lt 2 ]; then
-			OOPSES=$((OOPSES + 1))
-			echo "check-smp: $g: guest oops, booting it once more"
-			continue
-		fi
-		break
-	done
-	[ "$GUEST_OOPS" = 1 ] && OOPSES=$((OOPSES + 1))
-	echo "check-smp: $g: $((end - start)) s in qemu (exit $qrc); console: $d/console.log.txt"
-	# the extras' exit codes, and their output is in the log above
+	} >"$OUT/plan.$g"
+	guest_run smp "$g" "$1" "$2" "$3" "$(kernel_id "$g")" "$OUT/plan.$g" "$(filter "$g")" \
+		"$bin" "$d" "${SMP_SYSFS:-}"
+	OOPSES=$((OOPSES + GUEST_OOPSES))
+	# the extras' exit codes (their output is in the console log)
 	for x in ${SMP_EXTRA:-}; do
 		r=$(sed -n "s/^@@CLG END extra\.$x //p" "$d/console.log.txt" | head -1)
 		echo "smp $g extra $x: ${r:-no result}" | sed 's/rc=\([0-9]*\)$/exit \1/'

@@ -15,6 +15,9 @@
 #   guest_boot ARCH KERNEL INITRD TOPO LOG TIMEOUT   boot it, console to LOG
 #   guest_report LOG PREFIX     one line per run of the plan in LOG; sets
 #                               GUEST_PASSED, GUEST_FAILED, GUEST_ABORTS
+#   guest_run PREFIX NAME ARCH TOPO SCALE KERNEL_ID PLAN FILTER BUILD DIR [DATA]
+#                               all of the above for one guest, booted once
+#                               more after an oops
 #
 # Everything fetched is kept in CL_GUEST_DIR (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/cachelocal-guest), outside the tree: it
@@ -287,4 +290,63 @@ guest_report() {
 	else
 		GUEST_OOPS=0
 	fi
+}
+
+# guest_run PREFIX NAME ARCH TOPO SCALE KERNEL_ID PLAN FILTER BUILD DIR [DATA]:
+# the runs of PLAN whose names match FILTER (timeouts times SCALE), with the
+# programs of BUILD/bin and BUILD/init, in a guest ARCH/TOPO booted on
+# kernel KERNEL_ID; DIR keeps the initramfs and the console
+# (DIR/console.log.txt); DATA, when given, is packed as /data (the fake
+# sysfs trees some unit tests read). Prints "PREFIX guest NAME: ..." and
+# guest_report's lines (prefix "PREFIX NAME"); a guest whose kernel oopsed
+# with runs failed is booted once more. Sets guest_report's variables,
+# GUEST_OOPSES (0-2), GUEST_SECONDS and GUEST_INFO (the GUEST line's
+# key=value words).
+guest_run() {
+	prefix=$1 name=$2 garch=$3 gtopo=$4 gscale=$5 gkid=$6 gplan=$7 gfilter=$8 gbuild=$9
+	shift 9
+	gdir=$1 gdata=${2:-}
+	gkern=$GUEST_DIR/kernels/$gkid/vmlinuz
+	[ -s "$gkern" ] || guest_die "kernel $gkid not fetched"
+	rm -rf "$gdir" && mkdir -p "$gdir/root"
+	guest_plan "$gplan" "$gfilter" "$gscale" >"$gdir/root/plan"
+	[ -s "$gdir/root/plan" ] || guest_die "no runs for $name"
+	if [ -n "$gdata" ] && [ -d "$gdata" ]; then
+		mkdir -p "$gdir/root/data"
+		for t in $(sh "$gdata/gen-sysfs.sh" --trees); do
+			[ -d "$gdata/$t" ] && cp -r "$gdata/$t" "$gdir/root/data/"
+		done
+	fi
+	guest_pack "$gdir/root" "$gbuild/init" "$gbuild/bin" "$gdir/tests.cpio.gz"
+	gruns=$(wc -l <"$gdir/root/plan")
+	# the whole boot: the plan's timeouts added up, and 5 minutes to boot
+	gtmo=$(awk '{ s += $2 } END { print s + 300 }' "$gdir/root/plan")
+	GUEST_OOPSES=0
+	gtries=0
+	while :; do
+		gtries=$((gtries + 1))
+		echo "$prefix: booting $name ($(cat "$GUEST_DIR/kernels/$gkid/pkg"), $gruns runs, up to $gtmo s)"
+		gstart=$(date +%s)
+		guest_boot "$garch" "$gkern" "$gdir/tests.cpio.gz" "$gtopo" "$gdir/console.log" "$gtmo"
+		gqrc=$?
+		GUEST_SECONDS=$(($(date +%s) - gstart))
+		GUEST_INFO=$(sed -n 's/^@@CLG GUEST //p' "$gdir/console.log.txt" | head -1)
+		[ -n "$GUEST_INFO" ] && echo "$GUEST_INFO" | awk -v p="$prefix" -v g="$name" '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			printf "%s guest %s: %s cpus, %s llcs, %s nodes, smt %s, kernel %s, mm_cid %s, guard markers %s, io_uring %s\n",
+				p, g, v["cpus"], v["llcs"], v["nodes"], v["smt"], v["kernel"], v["mm_cid"], v["guard"], v["io_uring"] }'
+		guest_report "$gdir/console.log" "$prefix $name"
+		[ "$GUEST_OOPS" = 1 ] && GUEST_OOPSES=$((GUEST_OOPSES + 1))
+		if [ "$GUEST_OOPS" = 1 ] && [ "$GUEST_FAILED" -gt 0 ] && [ "$gtries" -lt 2 ]; then
+			echo "$prefix: $name: guest oops, booting it once more"
+			continue
+		fi
+		break
+	done
+	echo "$prefix: $name: $GUEST_SECONDS s in qemu (exit $gqrc); console: $gdir/console.log.txt"
+}
+
+# guest_info KEY: a value of the last guest's GUEST line (guest_run).
+guest_info() {
+	echo "$GUEST_INFO" | tr ' ' '\n' | sed -n "s/^$1=//p"
 }

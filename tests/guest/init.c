@@ -10,6 +10,7 @@
  * /plan, one program a line:  NAME TIMEOUT_S [VAR=VALUE ...] -- PATH [ARG ...]
  * Console lines written here (everything else is the programs' output):
  *   @@CLG GUEST cpus=N llcs=L nodes=M smt=S kernel=RELEASE mm_cid=on|off
+ *               guard=on|off io_uring=on|off
  *   @@CLG START NAME
  *   @@CLG END NAME rc=N | signal=N | timeout
  *   @@CLG TIME NAME SECONDS          (wall time of the run, in the guest)
@@ -18,7 +19,9 @@
  * shared_cpu_list of each CPU's last cache level (the LLCs), the node
  * directories, the size of CPU 0's thread_siblings_list; mm_cid is on when
  * the kernel's rseq feature size (AT_RSEQ_FEATURE_SIZE) covers the mm_cid
- * field (offset 24, 4 bytes: kernels from 6.3).
+ * field (offset 24, 4 bytes: kernels from 6.3); guard is on when
+ * madvise(MADV_GUARD_INSTALL) takes a page (6.13), io_uring when
+ * io_uring_setup() gives a ring (not disabled by kernel.io_uring_disabled).
  * A static binary, built with each guest's compiler like the tests.
  */
 #define _GNU_SOURCE
@@ -30,7 +33,9 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -104,6 +109,32 @@ static int list_count(const char *list)
 
 #define MAX_LLCS 256
 
+/* The kernel's guard markers: madvise(MADV_GUARD_INSTALL) on a page. */
+static int have_guard_markers(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ok;
+
+	if (p == MAP_FAILED)
+		return 0;
+	ok = madvise(p, (size_t)pg, 102 /* MADV_GUARD_INSTALL */) == 0;
+	munmap(p, (size_t)pg);
+	return ok;
+}
+
+/* io_uring: a ring of one entry (the parameters are 120 bytes, zeroed). */
+static int have_io_uring(void)
+{
+	unsigned char params[120] = { 0 };
+	long fd = syscall(425 /* __NR_io_uring_setup, the same on x86_64 and aarch64 */, 1, params);
+
+	if (fd < 0)
+		return 0;
+	close((int)fd);
+	return 1;
+}
+
 /* The @@CLG GUEST line (see the top of this file). */
 static void guest_line(void)
 {
@@ -141,8 +172,9 @@ static void guest_line(void)
 		smt = list_count(buf);
 	if (uname(&u) != 0)
 		strcpy(u.release, "unknown");
-	printf("@@CLG GUEST cpus=%d llcs=%d nodes=%d smt=%d kernel=%s mm_cid=%s\n", cpus, nllc,
-	       nodes ? nodes : 1, smt, u.release, getauxval(27) >= 28 ? "on" : "off");
+	printf("@@CLG GUEST cpus=%d llcs=%d nodes=%d smt=%d kernel=%s mm_cid=%s guard=%s io_uring=%s\n",
+	       cpus, nllc, nodes ? nodes : 1, smt, u.release, getauxval(27) >= 28 ? "on" : "off",
+	       have_guard_markers() ? "on" : "off", have_io_uring() ? "on" : "off");
 }
 
 /* Run one plan line (modified in place). */
