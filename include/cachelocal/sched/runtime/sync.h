@@ -24,10 +24,7 @@
  *   cl_cond_wait          any                              task only
  *   cl_cond_signal/broadcast any                           never (any thread)
  *   *_destroy             nothing on the same object       never
-
- *
- * A private piece of sched/runtime/core.h, which includes its pieces in
- * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * A private piece of sched/runtime/core.h (not API); included alone, it
  * includes the whole core first.
  */
 #include "core.h"
