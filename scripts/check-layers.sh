@@ -38,9 +38,11 @@
 # part); CL_LAYERS_SCHED=0 only counts their cross-module uses.
 #
 # 3. Arch macros: no header outside arch/ tests a compiler's architecture
-# macro (__x86_64__, __aarch64__, ...); arch/arch.h tests the target and
-# defines CL_ARCH_* and the capability macros the other headers test, and
-# arch/'s dispatchers pick the pieces. A file in ARCH_PENDING
+# macro (__x86_64__, __aarch64__, ...), nor, outside arch/ and config.h, the
+# target macros arch/arch.h defines (CL_ARCH_X86_64, CL_ARCH_AARCH64, ...);
+# arch/arch.h tests the target and defines those and the capability macros
+# the other headers test (CL_ARCH_HAVE_*, CL__ARCH_*), and arch/'s
+# dispatchers pick the pieces. A file in ARCH_PENDING
 # (check_modules.py; empty today) would be a known offender, reported but
 # not failed until fixed.
 set -u
@@ -222,7 +224,10 @@ arch|arch/x86_64.h|#if defined(__x86_64__)\n#endif||-
 arch|config.h|#if defined(__aarch64__)\n#endif||ARCH: cachelocal/config.h tests __aarch64__
 arch|sched/runtime/context.h|#ifdef __x86_64__\n#endif||ARCH: cachelocal/sched/runtime/context.h tests __x86_64__
 arch|percpu_ops/mode.h|#elif defined __x86_64__||ARCH: cachelocal/percpu_ops/mode.h tests __x86_64__
-arch|counter.h|#if defined(CL_ARCH_AARCH64) && defined(CL_ARCH_HAVE_RSEQ_SECTIONS)\n#endif||-
+arch|counter.h|#if defined(CL_ARCH_HAVE_RSEQ_SECTIONS) && defined(CL__ARCH_UC_PC)\n#endif||-
+arch|counter.h|#if defined(CL_ARCH_AARCH64) && defined(CL_ARCH_HAVE_RSEQ_SECTIONS)\n#endif||ARCH: cachelocal/counter.h tests CL_ARCH_AARCH64
+arch|sched/runtime/types.h|#  elif defined CL_ARCH_X86_64 && defined(CL_ARCH_GENERIC)||ARCH: cachelocal/sched/runtime/types.h tests CL_ARCH_GENERIC CL_ARCH_X86_64
+arch|config.h|#ifdef CL_ARCH_X86_64\n#endif||-
 arch|counter.h|/* on __x86_64__ the pause instruction */||-
 EOF2
 	while IFS='|' read -r rule file line opts want; do

@@ -22,6 +22,11 @@ ARCH_MACROS = re.compile(
     r"\b(__x86_64__|__amd64__|__i386__|__aarch64__|__arm__|__riscv|__powerpc__|"
     r"__powerpc64__|__PPC64__|__ppc64__|__s390__|__s390x__|__mips__|__loongarch__|"
     r"__sparc__|_M_X64|_M_AMD64|_M_IX86|_M_ARM64|_M_ARM)\b")
+# The target macros arch/arch.h defines: tested only in arch/ and config.h
+# (the capability macros, CL_ARCH_HAVE_*, are for every header to test).
+ARCH_TARGETS = re.compile(
+    r"\b(CL_ARCH_X86_64|CL_ARCH_AARCH64|CL_ARCH_PPC64|CL_ARCH_S390X|CL_ARCH_RISCV|"
+    r"CL_ARCH_GENERIC)\b")
 SHARED_L0 = {"version.h", "config.h", "compiler.h", "sys.h"}
 PRIVATE = re.compile(r"\b(?:cl__|CL__)[A-Za-z0-9_]*")
 CONDITIONAL = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b")
@@ -155,6 +160,8 @@ def check_arch(root, quiet_pending):
         for line in text.splitlines():
             if CONDITIONAL.match(line):
                 hits.update(ARCH_MACROS.findall(line))
+                if f != "config.h":
+                    hits.update(ARCH_TARGETS.findall(line))
         if not hits:
             continue
         names = " ".join(sorted(hits))
@@ -162,8 +169,8 @@ def check_arch(root, quiet_pending):
             if not quiet_pending:
                 print(f"arch check: cachelocal/{f} tests {names} (known offender, not failed yet)")
         else:
-            print(f"ARCH: cachelocal/{f} tests {names} outside arch/: test CL_ARCH_* "
-                  f"(arch/arch.h) or move the code to arch/")
+            print(f"ARCH: cachelocal/{f} tests {names} outside arch/: test a capability "
+                  f"macro (CL_ARCH_HAVE_*, CL__ARCH_*: arch/arch.h) or move the code to arch/")
             bad = 1
     return bad
 

@@ -17,6 +17,12 @@
  *   CL__ARCH_FALSE_SHARING_SIZE default of CL_FALSE_SHARING_SIZE (config.h)
  *   CL__ARCH_MAP_NORESERVE      MAP_NORESERVE where libc lacks it (sys.h)
  *   CL__ARCH_CPU_RELAX()        the spin-wait hint (CL_CPU_RELAX(), compiler.h)
+ *   CL__ARCH_PREFETCHW(p)       start taking p's line for writing (x86's
+ *                               PREFETCHW, else the compiler's write prefetch)
+ *   CL__ARCH_UC_PC(uc)          the interrupted PC in a signal handler's
+ *                               ucontext_t *uc, as a uintptr_t (x86-64,
+ *                               aarch64; undefined elsewhere: the runtime's
+ *                               preemption then marks only)
  * The pieces themselves are chosen by the dispatchers of this directory,
  * which test only the macros above: arch/rseq_abi.h (rseq signature,
  * syscall number, thread pointer), arch/percpu_ops.h (critical sections) and
@@ -34,6 +40,8 @@
 #define CL_ARCH_HAVE_CONTEXT 1
 #define CL__ARCH_FALSE_SHARING_SIZE 128 /* adjacent-line prefetch pairs lines */
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("pause" ::: "memory")
+#define CL__ARCH_PREFETCHW(p) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
+#define CL__ARCH_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.gregs[16]) /* REG_RIP */
 #elif defined(__aarch64__)
 #define CL_ARCH_AARCH64 1
 #define CL_ARCH_NAME "aarch64"
@@ -41,6 +49,7 @@
 #define CL_ARCH_HAVE_CONTEXT 1
 #define CL__ARCH_FALSE_SHARING_SIZE 128 /* 128-byte lines on some cores */
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
+#define CL__ARCH_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.pc)
 #elif defined(__powerpc64__)
 #define CL_ARCH_PPC64 1
 #define CL_ARCH_NAME "ppc64"
@@ -66,6 +75,9 @@
 #endif
 #ifndef CL__ARCH_CPU_RELAX
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
+#endif
+#ifndef CL__ARCH_PREFETCHW
+#define CL__ARCH_PREFETCHW(p) __builtin_prefetch((p), 1, 3)
 #endif
 
 /* The default false-sharing distance is a power of two of at least a line. */

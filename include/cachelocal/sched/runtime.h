@@ -13,7 +13,7 @@
  * Model. Worker n runs the tasks of rq n. A task runs until it blocks
  * (channel, mutex, condvar, wait queue, join), yields, returns, or has run
  * a whole slice (CL_RUNTIME_SLICE_NS): then a tick preempts it at a safe
- * point or at its next runtime call (see "preemption" in runtime/core.h); the switch saves its callee-saved registers on its stack and
+ * point or at its next runtime call (see runtime/preempt.h); the switch saves its callee-saved registers on its stack and
  * resumes the next task the fair class picks (cl_rq_pick_next()) directly,
  * or the worker's idle loop when the rq is empty. The idle loop balances
  * (balance.h: pull from the busiest rq, coldest tasks first), spins for
@@ -83,6 +83,5 @@
 #define CACHELOCAL_SCHED_RUNTIME_H
 
 #include "runtime/core.h"
-#include "runtime/sync.h"
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_H */

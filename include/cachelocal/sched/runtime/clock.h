@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/runtime/clock.h - the runtime's clock and live-task count.
+ * cachelocal/sched/runtime/clock.h - the runtime's clock.
  *
  * cl__rt_now() (the architecture's tick counter when it runs at a constant
  * rate, calibrated against CLOCK_MONOTONIC; through the CL_RUNTIME_CLOCK()
- * test hook), the coarse tick clock, and the count of live tasks that
- * cl_runtime_shutdown() waits on.
+ * test hook) and the coarse tick clock.
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -103,23 +102,6 @@ CL_INLINE int cl__rt_clock_sampling_ok(void)
 	if (clock_getres(CL__CLOCK_MONOTONIC_COARSE, &res) != 0)
 		return 0;
 	return res.tv_sec == 0 && res.tv_nsec > 0 && res.tv_nsec <= 10000000L;
-}
-
-/* ---- live tasks (shutdown) ---- */
-
-/* Tell a waiting cl_runtime_shutdown() to look again. */
-CL_INLINE void cl__rt_poke_shutdown(struct cl_runtime *rt)
-{
-	if (CL_ATOMIC_LOAD(&rt->shutdown_waiting, CL_SEQ_CST)) {
-		CL_ATOMIC_FETCH_ADD(&rt->quiesce_seq, 1, CL_SEQ_CST);
-		cl__futex_wake(&rt->quiesce_seq, INT_MAX);
-	}
-}
-
-CL_INLINE void cl__rt_live_add(struct cl_runtime *rt, long delta)
-{
-	if (CL_ATOMIC_FETCH_ADD(&rt->live, (unsigned long)delta, CL_SEQ_CST) + (unsigned long)delta == 0)
-		cl__rt_poke_shutdown(rt);
 }
 
 CL_END_DECLS

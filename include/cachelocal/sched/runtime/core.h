@@ -1,28 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/runtime/core.h - the M:N runtime's core: workers, tasks,
- * context switches, and the wake-to-run protocol. Included by
- * <cachelocal/sched/runtime.h> (which adds the blocking primitives); the
- * model and the protocol are described there and in docs/runtime.md.
+ * cachelocal/sched/runtime/core.h - the M:N runtime, in pieces: workers,
+ * tasks, context switches, the wake-to-run protocol and the blocking
+ * primitives. Included by <cachelocal/sched/runtime.h>; the model and the
+ * protocol are described there and in docs/runtime.md.
  *
- * The core is in pieces, one job each, listed below in the order they
- * build on each other. Every call into the runqueue core (rq.h, fair.h,
- * group.h, balance.h) is in four places: cl__rt_enqueue_wake() (wake and
- * spawn) and cl__rt_schedule() (block, yield, exit) in switch.h,
- * cl__rt_balance() (periodic and idle balancing) in task.h and
- * cl__rt_worker_pick() (the idle loop) in worker.h.
+ * One job per piece, included below in one direction: a piece calls only
+ * what it or an earlier piece defines (no forward declaration; checked by
+ * the hooks' backcalls.py), so each can be read knowing only those above
+ * it. A new piece (timers, I/O) goes after the ones it calls.
  */
 #ifndef CACHELOCAL_SCHED_RUNTIME_CORE_H
 #define CACHELOCAL_SCHED_RUNTIME_CORE_H
 
-/* Its pieces, in the order they build on each other: */
-#include "types.h" /* the M:N runtime's knobs and types */
-#include "clock.h" /* the runtime's clock and live-task count */
-#include "stack.h" /* task stacks */
-#include "switch.h" /* switching and the wake-to-run protocol */
-#include "task.h" /* balancing and the task API */
-#include "signals.h" /* the runtime's signal handlers */
-#include "worker.h" /* worker threads */
-#include "lifecycle.h" /* the runtime's lifecycle */
+/* Its pieces, each calling only the ones above it: */
+#include "types.h" /* knobs, types and constants (no code) */
+#include "current.h" /* the calling task, errno, entering the non-preemptible count */
+#include "clock.h" /* the runtime's clock */
+#include "stack.h" /* task stacks, handles, the live-task count */
+#include "overflow.h" /* the stack-overflow report */
+#include "wakeq.h" /* the wake side: remote and local wake lists, kicks, wake entry points */
+#include "watch.h" /* watched waiter records (an idle worker's claims) */
+#include "switch.h" /* the switch, buddies, balancing, cl__rt_schedule(), np exit, blocking */
+#include "preempt.h" /* the tick thread and the preemption signal */
+#include "worker.h" /* worker threads: the idle pick and loop */
+#include "task.h" /* the task API */
+#include "waitq.h" /* waiter records, wake-affine, the wait queue */
+#include "sync.h" /* channel, mutex, condition variable */
+#include "lifecycle.h" /* create, shutdown, destroy */
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_CORE_H */

@@ -5,7 +5,9 @@
  * Task stacks come in batches of slots, each a guard region
  * (CL_RUNTIME_GUARD_SIZE, never committed) and a stack, one mapping per
  * batch; a slot stays with its task descriptor in the cache and is
- * registered with valgrind and ASan (the layout is described below).
+ * registered with valgrind and ASan (the layout is described below). A
+ * descriptor's lifetime: handles, references, and the count of live tasks
+ * that cl_runtime_shutdown() waits on.
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -202,6 +204,23 @@ CL_INLINE void cl__rt_task_put(struct cl_rt_task *t)
 {
 	if (CL_ATOMIC_FETCH_SUB(&t->refs, 1, CL_ACQ_REL) == 1)
 		cl__rt_task_release(t);
+}
+
+/* ---- live tasks (shutdown) ---- */
+
+/* Tell a waiting cl_runtime_shutdown() to look again. */
+CL_INLINE void cl__rt_poke_shutdown(struct cl_runtime *rt)
+{
+	if (CL_ATOMIC_LOAD(&rt->shutdown_waiting, CL_SEQ_CST)) {
+		CL_ATOMIC_FETCH_ADD(&rt->quiesce_seq, 1, CL_SEQ_CST);
+		cl__futex_wake(&rt->quiesce_seq, INT_MAX);
+	}
+}
+
+CL_INLINE void cl__rt_live_add(struct cl_runtime *rt, long delta)
+{
+	if (CL_ATOMIC_FETCH_ADD(&rt->live, (unsigned long)delta, CL_SEQ_CST) + (unsigned long)delta == 0)
+		cl__rt_poke_shutdown(rt);
 }
 
 CL_END_DECLS

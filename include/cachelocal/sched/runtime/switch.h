@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/runtime/switch.h - switching and the wake-to-run protocol.
+ * cachelocal/sched/runtime/switch.h - the switch and the pick.
  *
- * cl__rt_switch() and the hand-off to the next task, blocking (cl__rt_block()),
- * waking (cl__rt_enqueue_wake(): the local rq, or the target's remote wake
- * list), and cl__rt_schedule(), the pick after a block, a yield or an exit.
+ * cl__rt_switch() and the direct hand-off to the next task, balancing and
+ * next buddies (what a switch consults), cl__rt_schedule() (the pick after
+ * a block, a yield, a preemption or an exit), the wakeup-preemption check,
+ * the exit of the non-preemptible count (cl__rt_np_exit(): it acts on a
+ * preemption mark), the runtime locks, and blocking (cl__rt_block()).
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -41,10 +43,6 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 #endif
 	return (struct cl__rt_worker *)r;
 }
-
-CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list);
-CL_INLINE void cl__rt_watch_idle(struct cl__rt_worker *w, struct cl_ticketlock *unlock);
-CL_INLINE void cl__rt_watch_drop(struct cl__rt_worker *w);
 
 /* cl__rt_finish() - run first by whatever context a switch resumes, on @w:
  * release what the previous context held across the switch (the rq lock,
@@ -97,166 +95,93 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 		CL_ATOMIC_STORE(&w->preempt_pending, 0, CL_RELAXED);
 }
 
-CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now);
+/* ---- balancing and next buddies ---- */
 
 /*
- * Remote wake list (the kernel's TTWU_QUEUE). A waker on another worker,
- * or outside the runtime, takes no lock of @w: it pushes a node naming the
- * task (in its waiter record, else in its descriptor) on @w->remote_wakes,
- * a lock-free stack on the line of @w's `sleeping` word, and kicks @w only
- * if it sleeps (cl__rt_wake_push()). @w takes the whole stack with one
- * exchange at its next switch or idle pick, under its rq lock, into its
- * local wake list in wake order (docs/runtime.md). No lost wakeup: the
- * waker pushes, then reads `sleeping`; the worker sets it, then reads the
- * stack (all seq_cst): one of them sees the other.
+ * cl__rt_balance() - one balancing pass for @w (pull from the busiest rq);
+ * a busy worker with tasks waiting also kicks a sleeping worker, which
+ * then pulls in its own idle balance.
  */
-/* @t is queued on @w from elsewhere (a remote wakeup, a spawn): until it runs,
- * @w makes no hand-off chain beside queued tasks. Context: @w's rq lock. */
-CL_INLINE void cl__rt_ext_mark(struct cl__rt_worker *w, struct cl_rt_task *t)
+CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now)
 {
-	if (!t->ext_cpu) {
-		t->ext_cpu = w->cpu + 1;
-		CL_ATOMIC_FETCH_ADD(&w->nr_ext_waiting, 1u, CL_RELAXED);
-	}
-}
-
-CL_INLINE int cl__rt_remote_pending(struct cl__rt_worker *w)
-{
-	return CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED) != 0;
-}
-
-/* Append @t, woken from elsewhere, to @w's wake list. Context: @w, rq lock. */
-CL_INLINE void cl__rt_queue_ext(struct cl__rt_worker *w, struct cl_rt_task *t)
-{
-	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
-	cl__rt_ext_mark(w, t);
-	t->wake_next = NULL;
-	*w->wake_tail = t;
-	w->wake_tail = &t->wake_next;
-	w->nr_wakes++;
-}
-
-/* Move @w's remote wakeups to its local wake list, marked runnable; nodes
- * only read, a lone wakee's record fetched for it. Context: @w, rq lock. */
-CL_INLINE void cl__rt_drain_remote(struct cl__rt_worker *w)
-{
-	uintptr_t e;
-	struct cl_rt_task *t, *fifo = NULL;
-
-	if (CL_LIKELY(!cl__rt_remote_pending(w)))
+	w->last_balance_ns = now;
+	if (w->rt->nr_workers < 2)
 		return;
-	e = CL_ATOMIC_XCHG(&w->remote_wakes, (uintptr_t)0, CL_ACQUIRE);
-	w->nr_remote_drains++;
-	while (e) { /* the stack is newest first; a tagged task ends it */
-		if (e & 1u) {
-			t = (struct cl_rt_task *)(e & ~(uintptr_t)1);
-			e = 0;
-			cl__rt_prefetchw(&t->wait); /* read once it runs: fetched meanwhile */
-		} else {
-			const struct cl__rt_wnode *n = (const struct cl__rt_wnode *)e;
-
-			e = n->next;
-			t = n->t; /* @n is not read again: its task may run once queued */
-		}
-		t->wake_next = fifo;
-		fifo = t;
-	}
-	while (fifo) {
-		t = fifo;
-		fifo = t->wake_next;
-		cl__rt_queue_ext(w, t);
-	}
+	cl_balance_run(w->rt->sched, w->cpu, now, NULL);
+	if (CL_READ_ONCE(w->rq->nr_running) >= 2)
+		cl__rt_kick_idle(w->rt, w->cpu);
 }
 
 /*
- * Enqueue the local wakeups @w deferred (cl__rt_wake()). @check: the rq has
- * a running task; return 1 if one of the wakees should preempt it (EEVDF's
- * wakeup rule, cl_rq_check_preempt_wakeup()), else 0. Context: @w's rq lock.
+ * Next buddies (cl_rq_set_next_buddy(), the kernel's yield_to()). A task
+ * that blocks in cl_join() names the task it waits for, and a task that
+ * exits names the joiner it woke: the switch that follows runs that one
+ * next if it is queued there and eligible (w->buddy, used by that switch
+ * under the rq lock). The named task may be queued on, moving to or
+ * running at another worker: the switch reads its queue state with
+ * cl__task_queued_here(), which reads only the task's atomically stored
+ * on_rq and cpu until they say it is queued on this worker's rq, whose
+ * lock orders everything else it reads.
+ *
+ * A spawn/join tree then runs depth-first, as a work-first runtime runs
+ * it: the joinee runs as soon as its parent waits,
+ * the parent as soon as its joinee is done, and the queue holds about one
+ * task per level of the tree instead of a breadth of spawned, not yet
+ * started tasks (each with its stack).
+ *
+ * Hints (w->hint, the buddy when there is none and no task queued from
+ * elsewhere waits to run: see cl__rt_chain_beside()): a task that blocks on a
+ * full channel names the task that last received from it, one that blocks
+ * on an empty channel the task that last sent to it (cl__chan_hint()).
+ * The receiver of a full channel then drains it while its messages are
+ * still in this CPU's cache, instead of the fair class running first the
+ * receivers that have less to do (and so are owed more time) one message
+ * each while the sender waits (the kernel's NEXT_BUDDY reasoning: the task
+ * that will consume what was just written). A hint is a bare pointer: the
+ * task may have exited since and its descriptor may be in the cache or
+ * reused, so it is tested as described above before anything else of it is
+ * read (cl_task_init() stores on_rq and cpu atomically for that).
+ *
+ * Fairness. Outside a chain a buddy must be eligible (cl_rq_set_next_buddy()).
+ * Within the protected slice of the fair-class pick that started the chain
+ * (wake_preempt_ns not reached), a buddy may be up to one of its slices
+ * ahead of its share (a woken joiner ran a little before it blocked, and
+ * among many queued tasks V moves too slowly to repay that before the
+ * joinee is done), and the switch to it keeps that slice's end instead of
+ * protecting a new one: the chain runs for one slice as one task would
+ * (RUN_TO_PARITY), each of its tasks within the lag bound of two slices,
+ * and then the fair class picks among all queued tasks again.
+ * Return: 1 if the buddy (*@bp, or @hint: *@bp is set to the one named, or
+ * NULL) was named within the chain's slice (its end stays).
  */
-CL_INLINE int cl__rt_flush_wakes(struct cl__rt_worker *w, int check)
+CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task **bp, struct cl_rt_task *hint,
+			       uint64_t now)
 {
-	struct cl_rt_task *t = w->wake_head;
-	int resched = 0;
+	struct cl_rq *rq = w->rq;
+	struct cl_rt_task *t = *bp;
+	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
 
-	if (CL_LIKELY(!t))
+	/* the rt test first: cl__task_queued_here() wants a task of this instance */
+	if (t && (t->rt != w->rt || rq->curr == &t->task || !cl__task_queued_here(rq, &t->task)))
+		t = NULL;
+	/* a hint is of this instance (cl__chan_hint()) but may have exited:
+	 * nothing of it but on_rq and cpu (atomic) is read until they say it
+	 * is queued here, which our rq lock then orders after its spawn; not
+	 * while a task queued from elsewhere waits to run (as a hand-off
+	 * chain, cl__rt_chain_beside(): the fair class picks until it ran) */
+	if (!t && hint && !CL_ATOMIC_LOAD(&w->nr_ext_waiting, CL_RELAXED) && rq->curr != &hint->task &&
+	    cl__task_queued_here(rq, &hint->task))
+		t = hint;
+	*bp = t;
+	if (!t)
 		return 0;
-	w->wake_head = NULL;
-	w->wake_tail = &w->wake_head;
-	w->nr_wakes = 0;
-	while (t) {
-		struct cl_rt_task *n = t->wake_next;
-
-		t->wake_next = NULL;
-		if (!t->task.on_rq) { /* else: the rq's stale curr of a hand-off chain, still queued */
-			cl_rq_enqueue(w->rq, &t->task, CL_ENQUEUE_WAKEUP);
-			if (check && !resched)
-				resched = cl_rq_check_preempt_wakeup(w->rq, &t->task) == 1;
-		}
-		t = n;
-	}
-	return resched;
+	if (end && now < end && cl__set_next_buddy(rq, &t->task, 1))
+		return 1;
+	(void)cl__set_next_buddy(rq, &t->task, 0);
+	return 0;
 }
 
-/*
- * Wakeup preemption. The kernel preempts the running task when a woken
- * one is eligible and has an earlier virtual deadline (and the running
- * one's slice is no longer protected: RUN_TO_PARITY). Here the rule needs
- * the rq lock and a clock reading, which a wakeup must not cost on every
- * switch, so the decision is split:
- *  - each pick publishes when the picked task's protected slice ends
- *    (wake_preempt_ns, an estimate from its deadline; 0 while the worker
- *    is idle). Before that no wakee can preempt it, whatever it is;
- *  - a remote waker (another worker, or a thread outside the runtime) that
- *    finds the worker busy past that time sets CL__RT_PP_WAKE and sends the
- *    preemption signal (once: only if it set the bit); the tick does the
- *    same for a wakee still waiting on the remote list when the protection
- *    ends. A local waker past it (with other tasks runnable, so not in a
- *    lone ping-pong) sets the bit on its own worker;
- *  - the running task then runs the exact check, cl__rt_wake_check(), at a
- *    safe point: in the signal handler, or when it leaves its runtime call
- *    (cl__rt_np_exit()). If the check says so, it is preempted: requeued
- *    with its deadline, and the fair class picks (CL__RT_PREEMPT).
- * A check that finds no reason to preempt pushes wake_preempt_ns one slice
- * on, so a busy worker gets at most one signal per slice from wakers.
- */
-CL_INLINE void cl__rt_preempt_kick(struct cl__rt_worker *w);
-
-/* Publish when a wakee may preempt @p, just picked on @w at @now: the rest
- * of its virtual slice (to its deadline) in ns at its weight. Never with
- * CL_RUNTIME_NO_PREEMPT (0 stays: no wakeup preemption either). */
-CL_INLINE void cl__rt_set_protect(struct cl__rt_worker *w, const struct cl_task *p, uint64_t now)
-{
-	int64_t rem = cl__vdiff(p->se.deadline, p->se.vruntime);
-	uint64_t end = now | 1; /* never 0 (idle) */
-
-	if (!w->rt->slice_ns)
-		return;
-	if (rem > 0)
-		end = now + (uint64_t)rem * p->se.load.weight / CL_NICE_0_LOAD;
-	CL_ATOMIC_STORE(&w->wake_preempt_ns, end, CL_RELAXED);
-}
-
-/* Ask @w's running task for a wakeup-preemption check if its protected
- * slice is over: a mark, and the signal if the mark is new. */
-CL_INLINE void cl__rt_wake_kick_busy(struct cl__rt_worker *w)
-{
-	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
-
-	if (!end || cl__rt_now(w->rt) < end)
-		return; /* idle, or still protected: the tick looks again */
-	if (!(CL_ATOMIC_FETCH_OR(&w->preempt_pending, CL__RT_PP_WAKE, CL_RELAXED) & CL__RT_PP_WAKE))
-		cl__rt_preempt_kick(w);
-}
-
-/* The same for a local waker on its own worker @w (no signal: the waker
- * is the running task, and its next runtime call looks). */
-CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
-{
-	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
-
-	if (end && cl__rt_now(w->rt) >= end)
-		CL_ATOMIC_FETCH_OR(&w->preempt_pending, CL__RT_PP_WAKE, CL_RELAXED);
-}
+/* ---- the switch ---- */
 
 /*
  * Direct hand-off. An uncontended hand-off within the same tick (see
@@ -297,7 +222,7 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
  * task would: the tick marks the worker once that slice is over
  * (cl__rt_tick_main()), and the next switch then takes the full path and
  * the fair class picks, charging the chain's time to the task switching
- * out there (the sampled clock, above). Only with preemption on (the tick
+ * out there (the sampled clock, cl__rt_schedule()). Only with preemption on (the tick
  * enforces the bound) and no mark pending.
  * A task queued from elsewhere meanwhile (a remote wakeup, also of the
  * rq's stale curr, or a spawn: cl__rt_ext_mark()) must not wait for that
@@ -548,6 +473,85 @@ CL_INLINE int cl__rt_wake_check(struct cl__rt_worker *w, struct cl_rt_task *self
 	return resched;
 }
 
+/* ---- preemption at a runtime call, runtime locks, blocking ---- */
+
+/*
+ * Should @t, running on @w with a mark set, be preempted now? A slice mark
+ * says yes; a wake mark runs the check. Context: @t non-preemptible.
+ */
+CL_INLINE int cl__rt_preempt_due(struct cl__rt_worker *w, struct cl_rt_task *t)
+{
+	int pp = CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
+
+	if (pp & CL__RT_PP_SLICE)
+		return 1;
+	if ((pp & CL__RT_PP_WAKE) && cl__rt_wake_check(w, t)) {
+		w->nr_wake_preempts++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Act on a mark at a runtime call (cl__rt_np_exit()): preempt if due. Keeps errno. */
+CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t)
+{
+	int e = errno;
+
+	cl__rt_np_inc(t);
+	if (cl__rt_preempt_due(t->w, t)) {
+		t->w->nr_preempt_marks++;
+		cl__rt_schedule(t->w, t, CL__RT_PREEMPT, NULL);
+	}
+	CL_BARRIER();
+	CL_WRITE_ONCE(t->np, t->np - 1);
+	cl__rt_set_errno(e);
+}
+
+CL_INLINE void cl__rt_np_exit(struct cl_rt_task *t)
+{
+	CL_BARRIER();
+	CL_WRITE_ONCE(t->np, t->np - 1);
+	if (CL_UNLIKELY(!t->np && CL_ATOMIC_LOAD(&t->w->preempt_pending, CL_RELAXED)))
+		cl__rt_preempt_yield(t);
+}
+
+/* cl__rt_np_exit() of @t if it is a task (NULL: a thread outside them). */
+CL_ALWAYS_INLINE void cl__rt_np_put(struct cl_rt_task *t)
+{
+	if (t)
+		cl__rt_np_exit(t);
+}
+
+/*
+ * A runtime lock: the holder is not preempted until it releases it. The
+ * _as forms take the caller's task (cl__rt_current(), read once per call
+ * by a caller that takes several: a task stays the same task across a
+ * switch, only its worker changes); NULL outside tasks.
+ */
+CL_ALWAYS_INLINE void cl__rt_lock_as(struct cl_rt_task *t, struct cl_ticketlock *l)
+{
+	if (t)
+		cl__rt_np_inc(t);
+	cl_ticket_lock(l);
+}
+
+CL_ALWAYS_INLINE void cl__rt_unlock_as(struct cl_rt_task *t, struct cl_ticketlock *l)
+{
+	(void)cl_ticket_unlock(l);
+	cl__rt_np_put(t);
+}
+
+CL_INLINE void cl__rt_lock(struct cl_ticketlock *l)
+{
+	cl__rt_lock_as(cl__rt_current(), l);
+}
+
+CL_INLINE void cl__rt_unlock(struct cl_ticketlock *l)
+{
+	(void)cl_ticket_unlock(l);
+	cl__rt_np_put(cl__rt_current());
+}
+
 /*
  * cl__rt_block() - the current task @self waits. The caller has put it on a
  * wait list (with a waiter record) under @lock and holds @lock; it is
@@ -559,140 +563,6 @@ CL_INLINE void cl__rt_block(struct cl_rt_task *self, struct cl_ticketlock *lock)
 	CL_WRITE_ONCE(self->state, CL__RT_BLOCKED);
 	cl__rt_schedule(self->w, self, CL__RT_BLOCK, lock);
 	cl__rt_np_exit(self); /* @lock, taken with cl__rt_lock(), was released for us */
-}
-
-/*
- * cl__rt_kick() - wake @w's thread out of its futex sleep (the protocol:
- * cl__rt_enqueue_wake(), cl__rt_wake_push()). The swap to 0 makes one
- * waker do the FUTEX_WAKE; one that lands before the worker's FUTEX_WAIT
- * makes that wait return at once (the word is no longer 1).
- */
-CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
-{
-	if (CL_ATOMIC_XCHG(&w->sleeping, 0, CL_ACQ_REL) == 1)
-		cl__futex_wake(&w->sleeping, 1);
-}
-
-/* Some other worker that sleeps, to pull work from a queue that grew; kick it. */
-CL_INLINE void cl__rt_kick_idle(struct cl_runtime *rt, unsigned int from)
-{
-	for (unsigned int i = 1; i < rt->nr_workers; i++) {
-		struct cl__rt_worker *o = &rt->workers[(from + i) % rt->nr_workers];
-
-		if (CL_ATOMIC_LOAD(&o->sleeping, CL_RELAXED)) { /* a hint: it may be waking already */
-			cl__rt_kick(o);
-			return;
-		}
-	}
-}
-
-/*
- * cl__rt_enqueue_wake() - queue @t (new, or taken off a wait list by the
- * caller) on worker @cpu's rq and notify that worker (it decides to sleep
- * under the rq lock, under which this reads `sleeping` after the enqueue).
- * @cur: the caller's worker (NULL outside the runtime).
- */
-CL_INLINE void cl__rt_enqueue_wake(struct cl_runtime *rt, struct cl_rt_task *t, unsigned int cpu,
-				   struct cl__rt_worker *cur, int flags)
-{
-	struct cl__rt_worker *tw = &rt->workers[cpu];
-	struct cl_rq *rq = tw->rq;
-	unsigned int nr;
-	int sleeping;
-
-	cl__rq_lock(rq);
-	CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
-	cl__rt_ext_mark(tw, t);
-	if (CL_UNLIKELY(t->task.on_rq)) {
-		/* the rq's stale curr after a direct hand-off: see cl__rt_handoff_sync() */
-		t->stale_woken = 1;
-		CL_WRITE_ONCE(tw->resched, 1);
-		tw->nr_stale_wakes++;
-	} else {
-		cl_rq_enqueue(rq, &t->task, flags);
-		CL_WRITE_ONCE(tw->resched, 1); /* ends a hand-off chain there (cl__rt_ext_mark()) */
-	}
-	nr = rq->nr_running;
-	sleeping = CL_ATOMIC_LOAD(&tw->sleeping, CL_RELAXED); /* under the lock: see cl__rt_kick() */
-	cl__rq_unlock(rq);
-	if (sleeping)
-		cl__rt_kick(tw);
-	else if (tw != cur)
-		cl__rt_wake_kick_busy(tw); /* wakeup preemption (a spawn there) */
-	else if (!(flags & CL_ENQUEUE_WAKEUP) && nr >= 2 && rt->nr_workers > 1)
-		cl__rt_kick_idle(rt, cpu); /* a spawn burst: let a sleeping worker pull */
-}
-
-/* Push @t on @w's remote wake list; kick @w if it sleeps. An empty list
- * takes @t itself, tagged (guessed first: the CAS takes the line for
- * writing at once, no read before it), else the list links node @n. @t
- * and @n are @w's once pushed. */
-CL_INLINE void cl__rt_wake_push(struct cl__rt_worker *w, struct cl_rt_task *t, struct cl__rt_wnode *n)
-{
-	uintptr_t old = 0, v = (uintptr_t)t | 1u;
-
-	while (!CL_ATOMIC_CAS(&w->remote_wakes, &old, v, CL_SEQ_CST, CL_RELAXED)) {
-		n->next = old;
-		n->t = t;
-		v = (uintptr_t)n;
-	}
-	if (CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST))
-		cl__rt_kick(w);
-	else
-		cl__rt_wake_kick_busy(w); /* wakeup preemption */
-}
-
-/* Wake @t (record or descriptor node @n) blocked on worker @tw, from @self
- * (the caller's task, non-preemptible; NULL outside tasks). */
-CL_ALWAYS_INLINE void cl__rt_wake_from(struct cl_rt_task *self, struct cl__rt_worker *tw,
-				       struct cl_rt_task *t, struct cl__rt_wnode *n)
-{
-	if (!self || self->w != tw) {
-		cl__rt_wake_push(tw, t, n);
-	} else {
-		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
-		*tw->wake_tail = t;
-		tw->wake_tail = &t->wake_next;
-		tw->nr_wakes++;
-		/* wakeup preemption beside other runnable tasks (not in a lone pair) */
-		if (CL_UNLIKELY(CL_READ_ONCE(tw->rq->nr_running) >= 2))
-			cl__rt_wake_mark_local(tw);
-	}
-}
-
-/* Wake @t (record or descriptor node @n) blocked on worker @tw. */
-CL_INLINE void cl__rt_wake_to(struct cl__rt_worker *tw, struct cl_rt_task *t, struct cl__rt_wnode *n)
-{
-	struct cl_rt_task *self = cl__rt_np_enter(); /* the wake list, the worker: ours until done */
-
-	cl__rt_wake_from(self, tw, t, n);
-	if (self) { /* no yield here: this may run in cl__rt_finish() */
-		CL_BARRIER();
-		CL_WRITE_ONCE(self->np, self->np - 1);
-	}
-}
-
-/* cl__rt_wake() - make @t, blocked and off its wait list, runnable on its last
- * worker: its local wake list (the caller runs there: enqueued at the next
- * switch), else its remote wake list. Context: any thread, no rq lock held. */
-CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
-{
-	cl__rt_wake_to(t->w, t, &t->rnode);
-}
-
-/* Wake every waiter of a list the caller detached (join waiters). */
-CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list)
-{
-	struct cds_list_head *pos, *n;
-
-	cds_list_for_each_safe(pos, n, list) {
-		struct cl__rt_waiter *wt = cl_container_of(pos, struct cl__rt_waiter, node);
-		struct cl_rt_task *t = wt->t;
-
-		cds_list_del(pos);
-		wt->status = 0;
-		cl__rt_wake(t);
-	}
 }
 
 CL_END_DECLS

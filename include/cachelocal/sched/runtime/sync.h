@@ -24,12 +24,13 @@
  *   cl_cond_wait          any                              task only
  *   cl_cond_signal/broadcast any                           never (any thread)
  *   *_destroy             nothing on the same object       never
+ * A private piece of sched/runtime/core.h (not API); included alone, it
+ * includes the whole core first.
  */
+#include "core.h"
+
 #ifndef CACHELOCAL_SCHED_RUNTIME_SYNC_H
 #define CACHELOCAL_SCHED_RUNTIME_SYNC_H
-
-#include "core.h"
-#include "waitq.h"
 
 CL_BEGIN_DECLS
 

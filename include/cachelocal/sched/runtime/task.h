@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cachelocal/sched/runtime/task.h - balancing and the task API.
+ * cachelocal/sched/runtime/task.h - the task API.
  *
- * cl__rt_balance() (periodic and idle balancing between the workers' rqs),
- * and the task API: cl_spawn() with the spawn-versus-shutdown admission
- * protocol, cl_self(), cl_worker_id(), cl_yield(), cl_join().
+ * The task API: cl_spawn() with the spawn-versus-shutdown admission
+ * protocol, cl_self(), cl_worker_id(), cl_yield(), cl_join(),
+ * cl_preempt_disable()/cl_preempt_enable().
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -16,23 +16,6 @@
 #define CACHELOCAL_SCHED_RUNTIME_TASK_H
 
 CL_BEGIN_DECLS
-
-/* ---- balancing ---- */
-
-/*
- * cl__rt_balance() - one balancing pass for @w (pull from the busiest rq);
- * a busy worker with tasks waiting also kicks a sleeping worker, which
- * then pulls in its own idle balance.
- */
-CL_INLINE void cl__rt_balance(struct cl__rt_worker *w, uint64_t now)
-{
-	w->last_balance_ns = now;
-	if (w->rt->nr_workers < 2)
-		return;
-	cl_balance_run(w->rt->sched, w->cpu, now, NULL);
-	if (CL_READ_ONCE(w->rq->nr_running) >= 2)
-		cl__rt_kick_idle(w->rt, w->cpu);
-}
 
 /* ---- tasks ---- */
 
@@ -70,75 +53,6 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn_fail(struct cl_runtime *rt, struct cl_
 		cl__rt_spawn_done(rt);
 	errno = err;
 	return NULL;
-}
-
-/*
- * Next buddies (cl_rq_set_next_buddy(), the kernel's yield_to()). A task
- * that blocks in cl_join() names the task it waits for, and a task that
- * exits names the joiner it woke: the switch that follows runs that one
- * next if it is queued there and eligible (w->buddy, used by that switch
- * under the rq lock). The named task may be queued on, moving to or
- * running at another worker: the switch reads its queue state with
- * cl__task_queued_here(), which reads only the task's atomically stored
- * on_rq and cpu until they say it is queued on this worker's rq, whose
- * lock orders everything else it reads.
- *
- * A spawn/join tree then runs depth-first, as a work-first runtime runs
- * it: the joinee runs as soon as its parent waits,
- * the parent as soon as its joinee is done, and the queue holds about one
- * task per level of the tree instead of a breadth of spawned, not yet
- * started tasks (each with its stack).
- *
- * Hints (w->hint, the buddy when there is none and no task queued from
- * elsewhere waits to run: see cl__rt_chain_beside()): a task that blocks on a
- * full channel names the task that last received from it, one that blocks
- * on an empty channel the task that last sent to it (cl__chan_hint()).
- * The receiver of a full channel then drains it while its messages are
- * still in this CPU's cache, instead of the fair class running first the
- * receivers that have less to do (and so are owed more time) one message
- * each while the sender waits (the kernel's NEXT_BUDDY reasoning: the task
- * that will consume what was just written). A hint is a bare pointer: the
- * task may have exited since and its descriptor may be in the cache or
- * reused, so it is tested as described above before anything else of it is
- * read (cl_task_init() stores on_rq and cpu atomically for that).
- *
- * Fairness. Outside a chain a buddy must be eligible (cl_rq_set_next_buddy()).
- * Within the protected slice of the fair-class pick that started the chain
- * (wake_preempt_ns not reached), a buddy may be up to one of its slices
- * ahead of its share (a woken joiner ran a little before it blocked, and
- * among many queued tasks V moves too slowly to repay that before the
- * joinee is done), and the switch to it keeps that slice's end instead of
- * protecting a new one: the chain runs for one slice as one task would
- * (RUN_TO_PARITY), each of its tasks within the lag bound of two slices,
- * and then the fair class picks among all queued tasks again.
- * Return: 1 if the buddy (*@bp, or @hint: *@bp is set to the one named, or
- * NULL) was named within the chain's slice (its end stays).
- */
-CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task **bp, struct cl_rt_task *hint,
-			       uint64_t now)
-{
-	struct cl_rq *rq = w->rq;
-	struct cl_rt_task *t = *bp;
-	uint64_t end = CL_ATOMIC_LOAD(&w->wake_preempt_ns, CL_RELAXED);
-
-	/* the rt test first: cl__task_queued_here() wants a task of this instance */
-	if (t && (t->rt != w->rt || rq->curr == &t->task || !cl__task_queued_here(rq, &t->task)))
-		t = NULL;
-	/* a hint is of this instance (cl__chan_hint()) but may have exited:
-	 * nothing of it but on_rq and cpu (atomic) is read until they say it
-	 * is queued here, which our rq lock then orders after its spawn; not
-	 * while a task queued from elsewhere waits to run (as a hand-off
-	 * chain, cl__rt_chain_beside(): the fair class picks until it ran) */
-	if (!t && hint && !CL_ATOMIC_LOAD(&w->nr_ext_waiting, CL_RELAXED) && rq->curr != &hint->task &&
-	    cl__task_queued_here(rq, &hint->task))
-		t = hint;
-	*bp = t;
-	if (!t)
-		return 0;
-	if (end && now < end && cl__set_next_buddy(rq, &t->task, 1))
-		return 1;
-	(void)cl__set_next_buddy(rq, &t->task, 0);
-	return 0;
 }
 
 /*
@@ -405,6 +319,36 @@ CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 	if (self)
 		cl__rt_np_exit(self);
 	return 0;
+}
+
+/**
+ * cl_preempt_disable() - keep the calling task from being preempted until
+ * the matching cl_preempt_enable(). Calls nest.
+ *
+ * For code the runtime cannot see into: a spinlock of the application's
+ * own or of the runqueue API (cl_task_group_*()) held by a task, a
+ * flockfile() region, code whose thread-local state must not be shared
+ * with the next task on the worker. Blocking calls still switch.
+ *
+ * Context: a runtime task (no effect elsewhere).
+ */
+CL_INLINE void cl_preempt_disable(void)
+{
+	(void)cl__rt_np_enter();
+}
+
+/**
+ * cl_preempt_enable() - end a cl_preempt_disable() section; if the slice
+ * ran out meanwhile, yield now.
+ *
+ * Context: a runtime task, after cl_preempt_disable() (no effect elsewhere).
+ */
+CL_INLINE void cl_preempt_enable(void)
+{
+	struct cl_rt_task *t = cl__rt_current();
+
+	if (t && t->np > 0)
+		cl__rt_np_exit(t);
 }
 
 CL_END_DECLS

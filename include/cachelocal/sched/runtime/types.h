@@ -3,9 +3,8 @@
  * cachelocal/sched/runtime/types.h - the M:N runtime's knobs and types.
  *
  * The tunables (stack, guard, slice, signal, spin and balance constants),
- * struct cl_runtime, its workers and tasks, the thread-local current-task
- * state, the sanitizer fiber declarations, and the non-preemptible count
- * of a task (cl__rt_np_enter()/exit()).
+ * struct cl_runtime, its workers and tasks, and the sanitizer fiber
+ * declarations: types and constants only (the code starts in current.h).
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -447,127 +446,6 @@ struct cl_runtime {
 	int tick_started;
 	pthread_t tick_thread;
 };
-
-/* The task running on this thread, NULL outside the runtime's tasks. */
-CL_WEAK __thread struct cl_rt_task *cl__rt_tls_current;
-
-/*
- * Read the current task through a call the compiler cannot see through:
- * a task may resume on another worker thread, and a TLS address computed
- * before a switch must not be reused after it.
- */
-CL_NOINLINE CL_UNUSED static struct cl_rt_task *cl__rt_current(void)
-{
-	struct cl_rt_task *t = cl__rt_tls_current;
-
-	CL_BARRIER();
-	return t;
-}
-
-/* The last struct cl_runtime.serial handed out. */
-CL_WEAK uint64_t cl__rt_serials;
-
-/* One byte per thread: its address identifies a thread outside the tasks. */
-CL_WEAK __thread char cl__rt_tls_thread_id;
-
-/* Who is calling (a mutex owner): the task, or the thread outside tasks. */
-CL_INLINE const void *cl__rt_caller_id(void)
-{
-	const struct cl_rt_task *self = cl__rt_current();
-
-	return self ? (const void *)self : (const void *)&cl__rt_tls_thread_id;
-}
-
-/*
- * cl__rt_prefetchw() - start taking @p's line for writing. A line another
- * CPU last wrote that is read first and then written moves twice (shared,
- * then the upgrade); fetched for writing it moves once. x86's PREFETCHW
- * (a no-op on CPUs without it); elsewhere the compiler's write prefetch.
- */
-CL_INLINE void cl__rt_prefetchw(const void *p)
-{
-#if defined(CL_ARCH_X86_64)
-	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-	__builtin_prefetch(p, 1, 3);
-#endif
-}
-
-/* ---- preemption: the non-preemptible count ---- */
-
-/*
- * struct cl_rt_task.np counts why the task may not be preempted now: a
- * runtime lock it holds (cl__rt_lock()), a runtime call under way, or
- * cl_preempt_disable(). Only the task itself changes it (from its code or
- * from the preemption signal handler on its thread), so plain accesses
- * with compiler barriers suffice. A preemption found not safe leaves the
- * worker's preempt_pending set, and the task yields when its count next
- * drops to 0 (cl__rt_np_exit()): "the next runtime call yields".
- */
-CL_INLINE void cl__rt_np_inc(struct cl_rt_task *t)
-{
-	CL_WRITE_ONCE(t->np, t->np + 1);
-	CL_BARRIER();
-}
-
-CL_INLINE void cl__rt_preempt_yield(struct cl_rt_task *t);
-CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task **t, struct cl_rt_task *hint,
-			       uint64_t now);
-
-CL_INLINE void cl__rt_np_exit(struct cl_rt_task *t)
-{
-	CL_BARRIER();
-	CL_WRITE_ONCE(t->np, t->np - 1);
-	if (CL_UNLIKELY(!t->np && CL_ATOMIC_LOAD(&t->w->preempt_pending, CL_RELAXED)))
-		cl__rt_preempt_yield(t);
-}
-
-/* The calling task, made non-preemptible; NULL outside tasks. */
-CL_INLINE struct cl_rt_task *cl__rt_np_enter(void)
-{
-	struct cl_rt_task *t = cl__rt_current();
-
-	if (t)
-		cl__rt_np_inc(t);
-	return t;
-}
-
-/* cl__rt_np_exit() of @t if it is a task (NULL: a thread outside them). */
-CL_ALWAYS_INLINE void cl__rt_np_put(struct cl_rt_task *t)
-{
-	if (t)
-		cl__rt_np_exit(t);
-}
-
-/*
- * A runtime lock: the holder is not preempted until it releases it. The
- * _as forms take the caller's task (cl__rt_current(), read once per call
- * by a caller that takes several: a task stays the same task across a
- * switch, only its worker changes); NULL outside tasks.
- */
-CL_ALWAYS_INLINE void cl__rt_lock_as(struct cl_rt_task *t, struct cl_ticketlock *l)
-{
-	if (t)
-		cl__rt_np_inc(t);
-	cl_ticket_lock(l);
-}
-
-CL_ALWAYS_INLINE void cl__rt_unlock_as(struct cl_rt_task *t, struct cl_ticketlock *l)
-{
-	(void)cl_ticket_unlock(l);
-	cl__rt_np_put(t);
-}
-
-CL_INLINE void cl__rt_lock(struct cl_ticketlock *l)
-{
-	cl__rt_lock_as(cl__rt_current(), l);
-}
-
-CL_INLINE void cl__rt_unlock(struct cl_ticketlock *l)
-{
-	(void)cl_ticket_unlock(l);
-	cl__rt_np_put(cl__rt_current());
-}
 
 CL_END_DECLS
 

@@ -2,12 +2,16 @@
 /*
  * cachelocal/sched/runtime/waitq.h - the wait queue of the M:N runtime and
  * the waiter-record helpers every blocking primitive of sync.h shares (the
- * pattern and the synchronization table: sync.h). Included by sync.h.
+ * pattern and the synchronization table: sync.h).
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
  */
+#include "core.h"
+
 #ifndef CACHELOCAL_SCHED_RUNTIME_WAITQ_H
 #define CACHELOCAL_SCHED_RUNTIME_WAITQ_H
-
-#include "core.h"
 
 CL_BEGIN_DECLS
 
