@@ -959,7 +959,7 @@ check-smp-quick:
 # percpu_ops, counter, objcache and runtime programs.
 KERNELS ?= 6.1 6.12 7.3
 KERNELS_NAMES := $(filter-out test_faults,$(basename $(notdir $(wildcard tests/unit/test_*.c) \
-	$(wildcard tests/stress/*.c)))) \
+	$(wildcard tests/stress/*.c)))) fault \
 	$(addprefix extra_,$(SMP_EXTRA_NAMES))
 KERNELS_ENV = KERNELS_X64=$(X64_OUT) KERNELS_SYSFS=$(SYSFS_DIR) SMP_EXTRA="$(SMP_EXTRA_NAMES)"
 .PHONY: check-kernels check-kernels-quick kernels-build kernels-setup

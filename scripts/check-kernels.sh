@@ -41,7 +41,7 @@ filter() {
 	if [ -n "${KERNELS_FILTER:-}" ]; then
 		echo "$KERNELS_FILTER"
 	elif [ "${KERNELS_QUICK:-0}" = 1 ]; then
-		echo '^(unit\.(rseq|cid|percpu_ops|counter|objcache|runtime|runtime_stacks)|stress\.(counter|objcache|runtime)|extra\..*)$'
+		echo '^(unit\.(rseq|cid|percpu_ops|counter|objcache|runtime|runtime_stacks)|stress\.(counter|objcache|runtime)|fault\.percpu_ops\.deny-rseq|extra\..*)$'
 	else
 		echo '.'
 	fi

@@ -81,13 +81,18 @@ guest_apt_update() {
 }
 
 # guest_download DIR PKG...: the .debs of PKGs into DIR (emptied first).
+# GUEST_HOST_APT=1: through the host's own apt lists (Debian 12's own
+# packages, with its security updates), else the private state.
 guest_download() {
 	d=$1
 	shift
 	rm -rf "$d" && mkdir -p "$d" || guest_die "cannot create $d"
 	# apt's sandbox user cannot write here: download as root, quietly
-	(cd "$d" && guest_apt apt-get -q -o APT::Sandbox::User=root download "$@" >/dev/null 2>&1) ||
-		guest_die "apt-get download $* failed"
+	if [ "${GUEST_HOST_APT:-0}" = 1 ]; then
+		(cd "$d" && apt-get -q -o APT::Sandbox::User=root download "$@" >/dev/null 2>&1)
+	else
+		(cd "$d" && guest_apt apt-get -q -o APT::Sandbox::User=root download "$@" >/dev/null 2>&1)
+	fi || guest_die "apt-get download $* failed"
 }
 
 # guest_newest PATTERN: the newest package whose name matches PATTERN (a
@@ -156,8 +161,17 @@ guest_fetch_kernel_locked() {
 	eval "pkg=\${$var:-}"
 	if [ -z "$pkg" ]; then
 		case $id in
-		6.1-amd64) pkg=$(guest_apt apt-cache depends linux-image-cloud-amd64 2>/dev/null |
-			sed -n 's/^ *Depends: \(linux-image-6\.1\.[^ ]*-cloud-amd64\)$/\1/p' | head -1) ;;
+		6.1-amd64)
+			# Debian 12's own kernel: the host's lists (security updates too)
+			GUEST_HOST_APT=1
+			pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+				sed -n 's/^ *Depends: \(linux-image-6\.1\.[^ ]*-cloud-amd64\)$/\1/p' | head -1)
+			if [ -z "$pkg" ]; then
+				apt-get update -qq >/dev/null 2>&1 || guest_die "apt-get update failed"
+				pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+					sed -n 's/^ *Depends: \(linux-image-6\.1\.[^ ]*-cloud-amd64\)$/\1/p' | head -1)
+			fi
+			;;
 		6.12-amd64) pkg=$(guest_newest 'linux-image-6\.12\.[0-9]+\+deb12-cloud-amd64-unsigned') ;;
 		6.12-arm64) pkg=$(guest_newest 'linux-image-6\.12\.[0-9]+\+deb12-cloud-arm64'):arm64 ;;
 		7.3-amd64) pkg=$(guest_newest 'linux-binary-unsigned-7\.3\.[0-9]+\+deb13-cloud-amd64') ;;
@@ -167,6 +181,7 @@ guest_fetch_kernel_locked() {
 	case $pkg in "" | :*) guest_die "no package for kernel $id in the apt lists" ;; esac
 	echo "guest: fetching kernel $id ($pkg) into $k"
 	guest_download "$k.debs" "$pkg"
+	GUEST_HOST_APT=0
 	rm -rf "$k.x" && mkdir -p "$k.x"
 	dpkg-deb -x "$k".debs/*.deb "$k.x" || guest_die "dpkg-deb -x $pkg failed"
 	img=$(ls "$k".x/boot/vmlinuz-* "$k".x/usr/lib/modules/*/vmlinuz* 2>/dev/null | head -1)
@@ -179,10 +194,10 @@ guest_fetch_kernel_locked() {
 # guest_plan PLAN FILTER SCALE [EXTRA_ENV]: /plan lines (NAME
 # TIMEOUT [VAR=VALUE ...] -- /bin/PROGRAM [ARG ...]) of PLAN (NAME TIMEOUT
 # PROGRAM [VAR=VALUE ...] [-- ARG ...]) whose NAME matches FILTER, with the
-# timeouts multiplied by SCALE.
+# timeouts multiplied by SCALE; GUEST_EXCLUDE (an awk regex) drops runs.
 guest_plan() {
-	awk -v filter="$2" -v scale="$3" -v extra="${4:-}" '
-		$1 !~ /^#/ && NF >= 3 && $1 ~ filter {
+	awk -v filter="$2" -v scale="$3" -v extra="${4:-}" -v excl="${GUEST_EXCLUDE:-}" '
+		$1 !~ /^#/ && NF >= 3 && $1 ~ filter && (excl == "" || $1 !~ excl) {
 			env = ""; args = ""; dd = 0
 			for (i = 4; i <= NF; i++) {
 				if ($i == "--" && !dd) { dd = 1; continue }
