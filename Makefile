@@ -928,7 +928,8 @@ check-aarch64-quick:
 # check-smp: many CPUs, several LLCs and nodes, CPUs that come and go
 # (scripts/check-smp.sh, tests/guest/smp.plan): guests A (8 CPUs, 2 LLCs,
 # 1 node), B (32 CPUs, SMT2, 4 LLCs, 2 nodes), C (64 CPUs, 8 LLCs,
-# 4 nodes) on 6.12 and 7.3, D (aarch64, 8 CPUs) on 6.12. The programs: the
+# 4 nodes) on 6.12 and 7.3, D (aarch64, 8 CPUs) on 6.12, E (96 CPUs, SMT2,
+# 4 LLCs, 4 nodes: the runtime past 64 workers) on 7.3. The programs: the
 # unit tests that make sense there, the stress programs, tests/smp (sized
 # to the guest), the faults (tests/guest/fault.c: hotplug, cpuset shrink,
 # rseq and membarrier denied) and E3k's bursts. SMP_GUESTS picks guests
@@ -939,7 +940,7 @@ SMP_UNIT := test_rseq test_cid test_percpu test_percpu_ops test_counter test_obj
 SMP_STRESS := counter_stress list_stress buffer_stress objcache_stress rseq_param_stress brlock_stress
 SMP_PROGS := $(basename $(notdir $(wildcard tests/smp/*.c)))
 SMP_NAMES := $(SMP_UNIT) $(SMP_STRESS) $(SMP_PROGS) fault $(addprefix extra_,$(SMP_EXTRA_NAMES))
-SMP_GUESTS ?= A-6.12 A-7.3 B-6.12 B-7.3 C-6.12 C-7.3 D-6.12
+SMP_GUESTS ?= A-6.12 A-7.3 B-6.12 B-7.3 C-6.12 C-7.3 D-6.12 E-7.3
 SMP_ENV = SMP_X64=$(X64_OUT) SMP_A64=$(A64_OUT) SMP_SYSFS=$(SYSFS_DIR) SMP_EXTRA="$(SMP_EXTRA_NAMES)"
 
 .PHONY: check-smp check-smp-quick smp-build smp-build-x64 smp-build-a64 smp-setup

@@ -11,6 +11,9 @@
 #   B  x86_64, 32 CPUs, 4 sockets x 4 cores x SMT2, 4 LLCs, 2 nodes, 4 GiB
 #   C  x86_64, 64 CPUs, 8 sockets x 8 cores,        8 LLCs, 4 nodes, 4 GiB
 #   D  aarch64, 8 CPUs (virt, cortex-a57),                  1 node,  2 GiB
+#   E  x86_64, 96 CPUs, 4 sockets x 12 cores x SMT2, 4 LLCs, 4 nodes, 6 GiB
+#      (the runtime with one worker per CPU past 64: every per-CPU mask
+#      crosses a word boundary)
 # (each x86_64 socket is an LLC under -cpu EPYC; nodes take whole sockets),
 # kernels 6.1, 6.12 and 7.3 (x86_64) and 6.12 (aarch64; scripts/guest.sh).
 # What runs where, by the run's name in the plan:
@@ -19,6 +22,7 @@
 #                           one worker per CPU, only in A and D: smp.runtime
 #                           covers the runtime at B's and C's scale)
 #   fault.* e3k.*           B and C (the faults and E3k need many CPUs)
+#   E: the runtime's unit tests but unit.runtime, smp.topology, smp.runtime
 # SMP_QUICK=1 runs the quick form (CI): unit.rseq, unit.percpu_ops,
 # smp.topology, smp.cid, smp.structures, fault.structures.hotplug.
 #
@@ -58,7 +62,8 @@ machine() {
 	B) echo "x86_64 32:4:4:2:2:4096 4" ;;
 	C) echo "x86_64 64:8:8:1:4:4096 8" ;;
 	D) echo "aarch64 8:::1:1:2048 2" ;;
-	*) die "no machine $1 (A, B, C, D)" ;;
+	E) echo "x86_64 96:4:12:2:4:6144 12" ;;
+	*) die "no machine $1 (A, B, C, D, E)" ;;
 	esac
 }
 
@@ -79,6 +84,7 @@ filter() {
 	fi
 	case $1 in
 	C-7.3) echo '^(e3k\.|extra\.)' ;;
+	E-*) echo '^(unit\.runtime_[a-z]*|smp\.(topology|runtime)|extra\.)' ;;
 	B-* | C-*) echo '^(unit|stress|smp|fault|e3k|extra)\.' ;;
 	*) echo '^(unit|stress|smp|extra)\.' ;;
 	esac

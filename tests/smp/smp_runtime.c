@@ -36,10 +36,13 @@
  * default 10000: a guest with enough memory may take 100000, each task has
  * a default stack of 64 KiB reserved, a few KiB touched), FIB (default
  * 14), PINGS (default 1000), STORM_MSGS (default 200).
+ * IDLE_MS (default 1000): the idle window measured after the rounds (0: none).
  * Output: `runtime: ...` setup line, one `runtime round:` line per round,
- * `runtime workers: ...` (nr_switches per worker, min..max), then
+ * `runtime workers: ...` (nr_switches per worker, min..max), `runtime idle:
+ * ...` (context switches and CPU per second of the idle runtime), then
  * PASS/FAIL.
  */
+#include <sys/resource.h>
 #include "smp.h"
 
 #include <cachelocal/sched/runtime.h>
@@ -381,6 +384,35 @@ static void round_workers(struct totals *tot)
 	free(h);
 }
 
+/*
+ * The runtime idle, every task done: the process's context switches and CPU
+ * time over a window of @secs (after 0.2 s for the workers' spins to end),
+ * per second of the guest's time. Printed, not asserted: TCG's time is no
+ * measure, but the counts are real (docs/runtime.md, Idle: an idle runtime
+ * wakes on no timer, whatever its worker count).
+ */
+static void idle_window(double secs)
+{
+	struct rusage a, b;
+	double t0, t;
+
+	if (secs <= 0)
+		return;
+	smp_sleep(0.2);
+	getrusage(RUSAGE_SELF, &a);
+	t0 = smp_now();
+	smp_sleep(secs);
+	getrusage(RUSAGE_SELF, &b);
+	t = smp_now() - t0;
+	printf("runtime idle: %u workers, %.1f context switches/s, %.1f ms CPU/s over %.2f s "
+	       "(the waiting main thread included)\n",
+	       nw, (double)(b.ru_nvcsw + b.ru_nivcsw - a.ru_nvcsw - a.ru_nivcsw) / t,
+	       ((double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec - a.ru_stime.tv_sec) * 1e3 +
+		(double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1e3) / t,
+	       t);
+	fflush(stdout);
+}
+
 int main(void)
 {
 	long n_parked = smp_env_long("TASKS", 10000), n_fib = smp_env_long("FIB", 14);
@@ -425,6 +457,7 @@ int main(void)
 	}
 	printf("runtime workers: %u, each ran its pinned task in each of %ld rounds; nr_switches "
 	       "%llu..%llu\n", nw, rounds, (unsigned long long)sw_min, (unsigned long long)sw_max);
+	idle_window((double)smp_env_long("IDLE_MS", 1000) / 1e3);
 	smp_check(cl_runtime_destroy(rt) == 0, "cl_runtime_destroy: %s", strerror(errno));
 	return smp_finish(NAME, "%ld rounds on %u workers: %lu tasks joined, %lu messages delivered once",
 			  rounds, nw, tot.tasks, tot.messages);
