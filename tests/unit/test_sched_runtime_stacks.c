@@ -5,7 +5,8 @@
  * the guard region (not in a neighbour's stack) and the report names the
  * task and its stack bounds before the process dies of SIGSEGV (in a
  * forked child); an overflow in a checked guard is reported at the next
- * switch, or at the task's exit, and the process aborts; the guard modes
+ * switch, by the preemption signal, or at the task's exit, and the process
+ * aborts; the guard modes
  * (what cl_runtime_guard_mode() says against what the kernel takes);
  * 100,000 parked tasks at once at default attributes with the mappings
  * bounded (none per task with guard markers; within the mprotect budget
@@ -220,23 +221,35 @@ Test(sched_runtime_stacks, overflow_dies_of_sigsegv_and_names_the_task, .timeout
  * which takes them); then a switch (joining a new task blocks), or none
  * before the task returns.
  */
-static CL_NOINLINE unsigned long shallow_frames(unsigned long n, int do_switch)
+static volatile unsigned long spins;
+
+/* At the bottom: 1 switch, 2 spin until preempted, 0 return. */
+static CL_NOINLINE unsigned long shallow_frames(unsigned long n, int at_bottom)
 {
 	volatile char frame[1024];
 
 	memset((char *)frame, (int)(n | 1), sizeof(frame));
 	if (!n) {
-		if (do_switch)
+		if (at_bottom == 1)
 			cl_join(cl_spawn(checked_rt, NULL, idle_neighbour, NULL), NULL);
+		while (at_bottom == 2)
+			spins++; /* the tick's signal interrupts it after a slice */
 		return frame[0];
 	}
-	return shallow_frames(n - 1, do_switch) + (unsigned long)frame[n % sizeof(frame)];
+	return shallow_frames(n - 1, at_bottom) + (unsigned long)frame[n % sizeof(frame)];
 }
 
 static void *overflow_then_switch(void *p)
 {
 	return (void *)(uintptr_t)shallow_frames((uintptr_t)p, 1);
 }
+
+#ifdef CL__RT_ASYNC_PREEMPT
+static void *overflow_then_spin(void *p)
+{
+	return (void *)(uintptr_t)shallow_frames((uintptr_t)p, 2);
+}
+#endif
 
 static void *overflow_and_return(void *p)
 {
@@ -256,6 +269,16 @@ static void checked_switch_child(void)
 	cl_join(cl_spawn(rt, NULL, idle_neighbour, NULL), NULL);
 	cl_join(cl_spawn(rt, NULL, overflow_then_switch, (void *)past_the_end(rt)), NULL);
 }
+
+#ifdef CL__RT_ASYNC_PREEMPT
+static void checked_preempt_child(void)
+{
+	struct cl_runtime *rt = one_worker(CL_RUNTIME_GUARD_CHECKED, 0);
+
+	cl_join(cl_spawn(rt, NULL, idle_neighbour, NULL), NULL);
+	cl_join(cl_spawn(rt, NULL, overflow_then_spin, (void *)past_the_end(rt)), NULL);
+}
+#endif
 
 static void checked_exit_child(void)
 {
@@ -282,6 +305,19 @@ Test(sched_runtime_stacks, checked_guard_overflow_is_reported_at_the_switch, .ti
 	assert_aborted_with_report(status, msg, "stack pointer 0x");
 	cr_assert_not_null(strstr(msg, "seen at a switch"), "\"%s\"", msg);
 }
+
+#ifdef CL__RT_ASYNC_PREEMPT /* the tick signals (not under TSan) */
+/* A task that overflowed and runs on without a switch: the preemption
+ * signal's handler sees it (the tick signals a task that ran a slice). */
+Test(sched_runtime_stacks, checked_guard_overflow_is_reported_by_the_preemption_signal, .timeout = 60)
+{
+	char msg[1024];
+	int status = in_child(checked_preempt_child, msg, sizeof(msg));
+
+	assert_aborted_with_report(status, msg, "stack pointer 0x");
+	cr_assert_not_null(strstr(msg, "seen by the preemption signal"), "\"%s\"", msg);
+}
+#endif
 
 Test(sched_runtime_stacks, checked_guard_overflow_is_reported_at_exit, .timeout = 60)
 {
