@@ -379,7 +379,7 @@ enum cl_runtime_guard_mode {
 	CL_RUNTIME_GUARD_AUTO = 0,     /* markers, else mprotect within a mapping budget, then checked */
 	CL_RUNTIME_GUARD_MARKERS = 1,  /* MADV_GUARD_INSTALL only (ENOSYS at create without it) */
 	CL_RUNTIME_GUARD_MPROTECT = 2, /* mprotect(PROT_NONE) always (spawn: ENOMEM at the map limit) */
-	CL_RUNTIME_GUARD_CHECKED = 3   /* no inaccessible guard: stack pointer checks only */
+	CL_RUNTIME_GUARD_CHECKED = 3   /* a writable reserve: stack pointer checks, an exit probe */
 };
 
 #define CL_RUNTIME_UNPINNED 0x1u
