@@ -1,24 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * examples/parked_tasks.c - many live tasks at once: N tasks (default
- * 100,000) each park on one wait queue; the program reports the resident
- * memory and the mappings they added (per task), then releases and joins
- * them all.
+ * 10,000) each park on one wait queue; the program prints the stack guard
+ * mode in force, the resident memory and the mappings they added (per
+ * task), then releases and joins them all.
  *
  *	cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags liburcu-memb) \
  *	   examples/parked_tasks.c -o parked_tasks -pthread -lurcu-memb -lurcu-common
- *	./parked_tasks [N]
+ *	./parked_tasks [--mprotect|--checked|--markers] [N]
+ *	./parked_tasks 100000
+ *	./parked_tasks 1000000
  *
  * Each task costs its descriptor and the stack pages it touched; the rest
- * of its stack and its guard region are address space only. 1,000,000
- * tasks need no system setting on Linux >= 6.13 (see docs/runtime.md,
- * "Pitfalls", for older kernels). Exits 0 when every task was joined.
+ * of its stack and its guard region are address space only. The guard
+ * mode (docs/runtime.md, "Stack guards") is the default's unless an
+ * option names one: with guard markers (Linux >= 6.13) or on an older
+ * kernel (mprotect guards within a mapping budget, then checked ones),
+ * 1,000,000 tasks need no system setting; --mprotect guards every stack
+ * by mprotect (two mappings per task: spawns fail with ENOMEM near
+ * vm.max_map_count / 2 tasks). Exits 0 when every task was joined.
  */
 #include "example_args.h"
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cachelocal/sched/runtime.h>
 
@@ -82,9 +89,14 @@ static long mappings(void)
 
 int main(int argc, char **argv)
 {
-	static const char usage[] = "usage: parked_tasks [N]   (N tasks parked at once, default 100000)\n";
-	int arg = example_args(argc, argv, usage, NULL, 1);
-	long n = arg ? atol(argv[arg]) : 100000, rss0, map0, rss1, map1;
+	static const char usage[] =
+		"usage: parked_tasks [--mprotect|--checked|--markers] [N]\n"
+		"  N tasks parked at once (default 10000), stack guards as the option says\n"
+		"  (default: markers where the kernel has them, else mprotect+checked)\n";
+	static const char *const opts[] = { "--mprotect", "--checked", "--markers", NULL };
+	int arg = example_args(argc, argv, usage, opts, 1);
+	long n = arg ? atol(argv[arg]) : 10000, rss0, map0, rss1, map1;
+	struct cl_runtime_attr a;
 	struct cl_rt_task **t;
 	struct cl_runtime *rt;
 	struct parked pk;
@@ -93,8 +105,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
+	memset(&a, 0, sizeof(a));
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mprotect"))
+			a.guard_mode = CL_RUNTIME_GUARD_MPROTECT;
+		else if (!strcmp(argv[i], "--checked"))
+			a.guard_mode = CL_RUNTIME_GUARD_CHECKED;
+		else if (!strcmp(argv[i], "--markers"))
+			a.guard_mode = CL_RUNTIME_GUARD_MARKERS;
+	}
 	t = (struct cl_rt_task **)calloc((size_t)n, sizeof(*t));
-	rt = cl_runtime_create(NULL);
+	rt = cl_runtime_create(&a);
 	if (!t || !rt) {
 		perror("parked_tasks");
 		return 1;
@@ -116,12 +137,13 @@ int main(int argc, char **argv)
 		sched_yield();
 	rss1 = rss_kib();
 	map1 = mappings();
-	printf("%ld parked tasks (%s context, %zu KiB stacks, %zu KiB guards)\n", n,
-	       cl_runtime_context_kind(), rt->stack_size / 1024, rt->guard_size / 1024);
-	printf("  resident memory: +%ld KiB, %.0f bytes per task\n", rss1 - rss0,
+	printf("%ld parked tasks (%s context, %zu KiB stacks, %zu KiB guards, guard mode %s)\n", n,
+	       cl_runtime_context_kind(), rt->stack_size / 1024, rt->guard_size / 1024,
+	       cl_runtime_guard_mode(rt));
+	printf("  resident memory: +%ld KiB, %.0f bytes per parked task\n", rss1 - rss0,
 	       (double)(rss1 - rss0) * 1024.0 / (double)n);
-	printf("  mappings: %ld -> %ld (%s guards)\n", map0, map1,
-	       rt->guard_mprotect ? "mprotect" : "MADV_GUARD_INSTALL");
+	printf("  mappings: %ld -> %ld (%.3f per task)\n", map0, map1,
+	       (double)(map1 - map0) / (double)n);
 	cl_waitq_lock(&pk.wq);
 	pk.released = 1;
 	cl_waitq_unlock(&pk.wq);

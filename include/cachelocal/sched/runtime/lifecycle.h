@@ -75,8 +75,9 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
  * Context: any thread registered with liburcu-memb if it creates task
  * groups later (the runtime's workers register themselves).
  * Return: the runtime, or NULL with errno EINVAL (more workers than
- * CL_MAX_CPUS, @attr->stack_size or @attr->guard_size out of bounds), ENOMEM, or
- * pthread_create's error.
+ * CL_MAX_CPUS, @attr->stack_size or @attr->guard_size out of bounds, an
+ * unknown @attr->guard_mode), ENOSYS (CL_RUNTIME_GUARD_MARKERS on a kernel
+ * without guard markers), ENOMEM, or pthread_create's error.
  */
 CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *attr)
 {
@@ -104,6 +105,12 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	rt->stack_size = (rt->stack_size + 15u) & ~(size_t)15u;
 	rt->guard_size = attr && attr->guard_size ? attr->guard_size : CL_RUNTIME_GUARD_SIZE;
 	rt->guard_size = (rt->guard_size + cl__rt_page() - 1) & ~(cl__rt_page() - 1);
+	if (cl__rt_guard_init(rt, attr ? attr->guard_mode : CL_RUNTIME_GUARD_AUTO) != 0) {
+		e = errno; /* EINVAL, ENOSYS (stack.h) */
+		free(rt);
+		errno = e;
+		return NULL;
+	}
 	rt->no_overflow_report = attr && (attr->flags & CL_RUNTIME_NO_OVERFLOW_REPORT);
 	rt->wake_affine = !(attr && (attr->flags & CL_RUNTIME_NO_WAKE_AFFINE));
 	rt->slice_ns = attr && (attr->flags & CL_RUNTIME_NO_PREEMPT) ? 0

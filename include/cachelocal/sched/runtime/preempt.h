@@ -80,6 +80,7 @@ CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
 	(void)si;
 	if (!t || t->np || !uc)
 		return;
+	cl__rt_stack_check(&t->rc, cl__rt_sp(), ", seen by the preemption signal"); /* overflow.h */
 	pc = CL__ARCH_UC_PC(uc);
 	if (pc < (uintptr_t)__executable_start || pc >= (uintptr_t)etext)
 		return; /* in a library: the mark stays */

@@ -4,7 +4,8 @@
  *
  * Task stacks come in batches of slots, each a guard region
  * (CL_RUNTIME_GUARD_SIZE, never committed) and a stack, one mapping per
- * batch; a slot stays with its task descriptor in the cache and is
+ * batch; the guard modes (markers, mprotect, checked) and
+ * cl_runtime_guard_mode(); a slot stays with its task descriptor in the cache and is
  * registered with valgrind and ASan (the layout is described below). A
  * descriptor's lifetime: handles, references, and the count of live tasks
  * that cl_runtime_shutdown() waits on.
@@ -33,17 +34,58 @@ CL_INLINE size_t cl__rt_page(void)
  * Stacks come in batches: one mapping of at most CL__RT_BATCH_SLOTS slots
  * (and CL__RT_BATCH_BYTES; at least one slot), each slot a guard region
  * then a stack, mapped MAP_NORESERVE and untouched until a task runs on
- * it, so a slot costs address space, not memory. The guard is made
- * inaccessible with MADV_GUARD_INSTALL (Linux >= 6.13: page-table markers,
- * no new mapping), so a batch stays one mapping whatever its slot count;
- * older kernels refuse it, and the guard is then mprotect(PROT_NONE)ed,
- * which splits the batch into two mappings per slot (the live-task limit is
- * then about vm.max_map_count / 2). A slot stays with its descriptor in
- * the cache; the batches are unmapped at destroy.
+ * it, so a slot costs address space, not memory. A slot stays with its
+ * descriptor in the cache; the batches are unmapped at destroy.
+ *
+ * Guards (struct cl_runtime_attr.guard_mode, chosen at create; see
+ * docs/runtime.md, "Stack guards"). A slot's guard region is one of:
+ *  - markers: made inaccessible with MADV_GUARD_INSTALL (Linux >= 6.13:
+ *    page-table markers, no new mapping), so a batch stays one mapping
+ *    whatever its slot count. Any access to it faults (precise).
+ *  - mprotect: mprotect(PROT_NONE)ed, which splits the batch into two
+ *    mappings per slot (precise; the live tasks are then bounded by about
+ *    vm.max_map_count / 2).
+ *  - checked: left readable and writable, no system call and no mapping.
+ *    The region is a reserve that an overflow lands in instead of the
+ *    neighbour's stack below it, and the runtime looks for an overflow
+ *    where it has the stack pointer at hand: at each switch out of a task,
+ *    in the preemption signal's handler (a task running long), and at a
+ *    task's exit (any nonzero word in the top CL__RT_GUARD_PROBE bytes of
+ *    the region: what a call chain that went past the stack's end and
+ *    returned leaves behind). What it finds is reported as a fault in a
+ *    guard is, and the process aborts (overflow.h).
+ * CL_RUNTIME_GUARD_AUTO takes markers where the kernel does, else mprotect
+ * guards while they fit a mapping budget (cl__rt_guard_budget()), then
+ * checked ones: "mprotect+checked".
  */
 #define CL__RT_BATCH_SLOTS 64u
 #define CL__RT_BATCH_BYTES ((size_t)256 << 20)
 #define CL__MADV_GUARD_INSTALL 102
+#define CL__RT_GUARD_PROBE 256u
+
+/* Guard modes in force (struct cl_runtime.guard_mode). */
+#define CL__RT_GUARD_MARKERS 0
+#define CL__RT_GUARD_MPROTECT 1
+#define CL__RT_GUARD_MIXED 2   /* mprotect within the budget, then checked */
+#define CL__RT_GUARD_CHECKED 3
+
+/* The stack pointer (an address in the caller's frame without asm). */
+CL_ALWAYS_INLINE uintptr_t cl__rt_sp(void)
+{
+#if defined(__x86_64__)
+	uintptr_t sp;
+
+	__asm__ __volatile__("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+#elif defined(__aarch64__)
+	uintptr_t sp;
+
+	__asm__ __volatile__("mov %0, sp" : "=r"(sp));
+	return sp;
+#else
+	return (uintptr_t)__builtin_frame_address(0);
+#endif
+}
 
 /* Slot size: guard + page-rounded stack (both bounded at create). */
 CL_INLINE size_t cl__rt_slot_size(const struct cl_runtime *rt)
@@ -98,15 +140,172 @@ CL_INLINE char *cl__rt_slot_take(struct cl_runtime *rt)
 	return m;
 }
 
-/* Make [@lo, @lo + @len) inaccessible: guard markers, else PROT_NONE. */
-CL_INLINE int cl__rt_guard(struct cl_runtime *rt, void *lo, size_t len)
+/* The decimal value of environment variable @name in *@v: 1, or 0 if unset
+ * or malformed (test knobs). */
+CL_INLINE int cl__rt_env_ulong(const char *name, unsigned long *v)
 {
-	if (!CL_ATOMIC_LOAD(&rt->guard_mprotect, CL_RELAXED)) {
-		if (madvise(lo, len, CL__MADV_GUARD_INSTALL) == 0)
-			return 0;
-		CL_ATOMIC_STORE(&rt->guard_mprotect, 1, CL_RELAXED); /* EINVAL: kernel < 6.13 */
+	const char *e = getenv(name);
+
+	if (!e || *e < '0' || *e > '9')
+		return 0;
+	for (*v = 0; *e >= '0' && *e <= '9' && *v < ULONG_MAX / 10 - 9; e++)
+		*v = *v * 10 + (unsigned long)(*e - '0');
+	return !*e;
+}
+
+/* Does the kernel take guard markers? (Test knob CL_TEST_GUARD_MARKERS=0:
+ * answer no, as a kernel < 6.13 does.) */
+CL_INLINE int cl__rt_markers_ok(void)
+{
+	size_t pg = cl__rt_page();
+	unsigned long knob;
+	void *m;
+	int ok;
+
+	if (cl__rt_env_ulong("CL_TEST_GUARD_MARKERS", &knob) && knob == 0)
+		return 0;
+	m = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | CL__MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 0;
+	ok = madvise(m, pg, CL__MADV_GUARD_INSTALL) == 0;
+	munmap(m, pg);
+	return ok;
+}
+
+/* Lines of /proc file @path (its mappings for /proc/self/maps), or -1. */
+CL_INLINE long cl__rt_count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * cl__rt_guard_budget() - how many mprotect guards (two mappings each) a
+ * "mprotect+checked" runtime makes before its slots get checked guards:
+ * half of vm.max_map_count stays for the program itself (its libraries,
+ * heap arenas, thread stacks, its own mmap()s), the rest of the mappings
+ * below that half go to guards: (max_map_count / 2 - mappings now) / 2.
+ * 65530 (the default) and a small program give about 16,000 precise
+ * guards. A second runtime counts the first one's guards among the
+ * mappings it finds, so all of them together stay within the half. Test
+ * knob CL_TEST_MAX_MAP_COUNT: a smaller limit to assume (never a larger).
+ */
+CL_INLINE long cl__rt_guard_budget(void)
+{
+	long max = -1, now;
+	unsigned long knob;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1)
+			max = -1;
+		fclose(f);
 	}
-	return mprotect(lo, len, PROT_NONE);
+	if (max <= 0)
+		max = 65530; /* the kernel's default (DEFAULT_MAX_MAP_COUNT) */
+	if (cl__rt_env_ulong("CL_TEST_MAX_MAP_COUNT", &knob) && knob < (unsigned long)max)
+		max = (long)knob;
+	now = cl__rt_count_lines("/proc/self/maps");
+	if (now < 0)
+		now = max / 4;
+	return max / 2 > now ? (max / 2 - now) / 2 : 0;
+}
+
+/*
+ * cl__rt_guard_init() - fix @rt's guard mode at create from @mode (struct
+ * cl_runtime_attr.guard_mode). Returns 0, or -1 with errno EINVAL (no such
+ * mode) or ENOSYS (CL_RUNTIME_GUARD_MARKERS on a kernel without them).
+ */
+CL_INLINE int cl__rt_guard_init(struct cl_runtime *rt, int mode)
+{
+	switch (mode) {
+	case CL_RUNTIME_GUARD_AUTO:
+		if (cl__rt_markers_ok()) {
+			rt->guard_mode = CL__RT_GUARD_MARKERS;
+		} else {
+			rt->guard_mode = CL__RT_GUARD_MIXED;
+			rt->guard_budget = cl__rt_guard_budget();
+		}
+		return 0;
+	case CL_RUNTIME_GUARD_MARKERS:
+		if (!cl__rt_markers_ok()) {
+			errno = ENOSYS;
+			return -1;
+		}
+		rt->guard_mode = CL__RT_GUARD_MARKERS;
+		return 0;
+	case CL_RUNTIME_GUARD_MPROTECT:
+		rt->guard_mode = CL__RT_GUARD_MPROTECT;
+		return 0;
+	case CL_RUNTIME_GUARD_CHECKED:
+		rt->guard_mode = CL__RT_GUARD_CHECKED;
+		return 0;
+	default:
+		errno = EINVAL;
+		return -1;
+	}
+}
+
+/**
+ * cl_runtime_guard_mode() - how @rt's stack guards are made (see
+ * docs/runtime.md, "Stack guards").
+ * @rt: the runtime.
+ *
+ * Context: any.
+ * Return: "markers" (MADV_GUARD_INSTALL), "mprotect" (mprotect(PROT_NONE),
+ * two mappings per task), "mprotect+checked" (mprotect within a mapping
+ * budget, then checked guards: CL_RUNTIME_GUARD_AUTO on a kernel without
+ * guard markers) or "checked" (no inaccessible guard; stack pointer
+ * checks); NULL with errno EINVAL for a NULL @rt.
+ */
+CL_INLINE const char *cl_runtime_guard_mode(const struct cl_runtime *rt)
+{
+	if (CL__BAD_ARG(rt == NULL))
+		return NULL;
+	switch (rt->guard_mode) {
+	case CL__RT_GUARD_MARKERS:
+		return "markers";
+	case CL__RT_GUARD_MPROTECT:
+		return "mprotect";
+	case CL__RT_GUARD_MIXED:
+		return "mprotect+checked";
+	default:
+		return "checked";
+	}
+}
+
+/* Make @t's guard region [@lo, @lo + @len) a guard as @rt's mode says: 0,
+ * or -1 (errno from madvise or mprotect). */
+CL_INLINE int cl__rt_guard(struct cl_runtime *rt, struct cl_rt_task *t, void *lo, size_t len)
+{
+	t->keep.checked = 0;
+	switch (rt->guard_mode) {
+	case CL__RT_GUARD_MARKERS:
+		return madvise(lo, len, CL__MADV_GUARD_INSTALL);
+	case CL__RT_GUARD_MIXED:
+		if (CL_ATOMIC_LOAD(&rt->guard_budget, CL_RELAXED) > 0 &&
+		    CL_ATOMIC_FETCH_SUB(&rt->guard_budget, 1, CL_RELAXED) > 0) {
+			if (mprotect(lo, len, PROT_NONE) == 0)
+				return 0;
+			/* ENOMEM: the map limit came first (the program mapped more) */
+			CL_ATOMIC_STORE(&rt->guard_budget, 0, CL_RELAXED);
+		}
+		t->keep.checked = 1;
+		return 0;
+	case CL__RT_GUARD_CHECKED:
+		t->keep.checked = 1;
+		return 0;
+	default:
+		return mprotect(lo, len, PROT_NONE);
+	}
 }
 
 /* Give @t (a new cache object) its stack slot, the guard region below it. */
@@ -115,7 +314,7 @@ CL_INLINE int cl__rt_stack_map(struct cl_runtime *rt, struct cl_rt_task *t)
 	size_t size = cl__rt_slot_size(rt);
 	char *m = cl__rt_slot_take(rt);
 
-	if (!m || cl__rt_guard(rt, m, rt->guard_size) != 0)
+	if (!m || cl__rt_guard(rt, t, m, rt->guard_size) != 0)
 		return -1; /* (a slot without its guard is left unused) */
 	t->keep.map = m;
 	t->keep.map_size = size;

@@ -37,6 +37,7 @@ CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl
 #else
 	(void)exiting;
 #endif
+	cl__rt_stack_check(from, cl__rt_sp(), ", seen at a switch"); /* overflow.h */
 	r = cl__ctx_switch(&from->ctx, &to->ctx, w);
 #ifdef CL__RT_ASAN
 	__sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
@@ -62,6 +63,7 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 	if (prev && mode == CL__RT_EXIT) {
 		struct cds_list_head waiters;
 
+		cl__rt_guard_check_exit(prev); /* a checked guard written to: abort (overflow.h) */
 		CDS_INIT_LIST_HEAD(&waiters);
 		cl__rt_task_detach(prev); /* before a joiner can see it exited */
 		cl_ticket_lock(&prev->join_lock);

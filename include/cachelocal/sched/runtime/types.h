@@ -255,6 +255,7 @@ struct cl_rt_task {
 		void *map;                 /* guard page + stack, or NULL for a new object */
 		size_t map_size;
 		unsigned int jgen;         /* generation << 1 | joined: see cl__rt_handle() */
+		int checked;               /* its guard is a checked one (see stack.h) */
 		struct cds_list_head all;  /* in rt->all: every object that got a stack */
 #ifdef CL__RT_VALGRIND
 		unsigned vg_stack;         /* valgrind's id of the stack */
@@ -357,6 +358,9 @@ struct cl__rt_worker {
  *              Address space only: it is never committed.
  * @slice_ns: a task running this long without a switch is preempted (0:
  *              CL_RUNTIME_SLICE_NS; CL_RUNTIME_NO_PREEMPT in @flags: never).
+ * @guard_mode: how the guard regions are made (enum cl_runtime_guard_mode;
+ *              0: CL_RUNTIME_GUARD_AUTO; see stack.h and docs/runtime.md,
+ *              "Stack guards"; cl_runtime_guard_mode() names the one in force).
  */
 struct cl_runtime_attr {
 	unsigned int nr_workers;
@@ -367,6 +371,15 @@ struct cl_runtime_attr {
 	uint64_t migration_cost_ns;
 	size_t guard_size;
 	uint64_t slice_ns;
+	int guard_mode;
+};
+
+/* struct cl_runtime_attr.guard_mode (see cl__rt_guard_init() in stack.h). */
+enum cl_runtime_guard_mode {
+	CL_RUNTIME_GUARD_AUTO = 0,     /* markers, else mprotect within a mapping budget, then checked */
+	CL_RUNTIME_GUARD_MARKERS = 1,  /* MADV_GUARD_INSTALL only (ENOSYS at create without it) */
+	CL_RUNTIME_GUARD_MPROTECT = 2, /* mprotect(PROT_NONE) always (spawn: ENOMEM at the map limit) */
+	CL_RUNTIME_GUARD_CHECKED = 3   /* a writable reserve: stack pointer checks, an exit probe */
 };
 
 #define CL_RUNTIME_UNPINNED 0x1u
@@ -433,7 +446,8 @@ struct cl_runtime {
 	struct cl_spinlock all_lock;       /* protects all and the batches */
 	struct cds_list_head all;          /* every descriptor that has a stack slot */
 	size_t guard_size;                 /* below each stack, page-rounded */
-	int guard_mprotect;                /* MADV_GUARD_INSTALL refused: guards by mprotect */
+	int guard_mode;                    /* CL__RT_GUARD_*: how slots get their guard (stack.h) */
+	long guard_budget;                 /* mprotect guards left before checked ones (atomic) */
 	int no_overflow_report;            /* CL_RUNTIME_NO_OVERFLOW_REPORT */
 	int wake_affine;                   /* not CL_RUNTIME_NO_WAKE_AFFINE */
 	char *batch_next;                  /* next free slot of the newest batch */
