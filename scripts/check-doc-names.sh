@@ -5,7 +5,8 @@
 # cl_chan_*) must start at least one name in the headers. Test-only knobs
 # the Makefile passes to the tests (CL_TEST_DATA_DIR, CL_TEST_MODE) and its
 # own variables (CL_AARCH64_KERNEL_DIR) are looked up in the Makefile and
-# scripts/ instead.
+# scripts/ instead, the emulated machines' (CL_GUEST_DIR, CL_GUEST_KERNEL_*)
+# in scripts/guest.sh.
 # Then the retired names: a cl_/CL_ name that CHANGES.md mentions and the
 # headers no longer define (a rename's "old" column) must not appear in any
 # tracked file but CHANGES.md, so code merged from an older branch cannot
@@ -23,6 +24,7 @@ for name in $names; do
 	case "$name" in
 	CL_TEST_DATA_DIR | CL_TEST_MODE) grep -q -- "$name" Makefile scripts/run-tests.sh && continue ;;
 	CL_AARCH64_KERNEL_DIR) grep -q -- "$name" Makefile scripts/check-aarch64.sh && continue ;;
+	CL_GUEST_*) grep -q -- "${name%%_[0-9]*}" scripts/guest.sh && continue ;;
 	*_) grep -rq -- "$name" $where && continue ;;
 	*) grep -rqw -- "$name" $where && continue ;;
 	esac
