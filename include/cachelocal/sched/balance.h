@@ -126,28 +126,6 @@ CL_INLINE void cl_balance_set_nr_migrate(struct cl_sched *s, unsigned int n)
 		CL_WRITE_ONCE(s->nr_migrate, n ? n : 1U);
 }
 
-/*
- * cl__balance_set_domains() - build the table for @t (NULL: none) and put
- * it in place of the old one.
- */
-CL_INLINE int cl__balance_set_domains(struct cl_sched *s, const struct cl_topology *t, const int *cpu_ids)
-{
-	struct cl__bal_dom *d = NULL;
-
-	if (!s) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (t) {
-		d = cl__bal_dom_build(s->nr_cpus, t, cpu_ids);
-		if (!d)
-			return -1;
-	}
-	free(s->balance_domains);
-	s->balance_domains = d;
-	return 0;
-}
-
 /**
  * cl_balance_set_topology() - balance by the scheduling domains of @t: rq
  * i stands for CPU id i of @t.

@@ -160,6 +160,28 @@ CL_INLINE struct cl__bal_dom *cl__bal_dom_build(unsigned int nr, const struct cl
 	return d;
 }
 
+/*
+ * cl__balance_set_domains() - build the table for @t (NULL: none) and put
+ * it in place of the old one.
+ */
+CL_INLINE int cl__balance_set_domains(struct cl_sched *s, const struct cl_topology *t, const int *cpu_ids)
+{
+	struct cl__bal_dom *d = NULL;
+
+	if (!s) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (t) {
+		d = cl__bal_dom_build(s->nr_cpus, t, cpu_ids);
+		if (!d)
+			return -1;
+	}
+	free(s->balance_domains);
+	s->balance_domains = d;
+	return 0;
+}
+
 /* cl__bal_level() - the level a move between rqs @a and @b crosses. */
 CL_INLINE int cl__bal_level(const struct cl__bal_dom *d, unsigned int a, unsigned int b)
 {
