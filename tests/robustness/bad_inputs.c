@@ -1862,6 +1862,43 @@ static void l5_sched_cases(void)
 	{
 		RB_VOID(cl_balance_set_nr_migrate(NIL, 1), EINVAL);
 	}
+	CASE("cl_balance_set_topology", "s NULL")
+	{
+		struct cl_topology t;
+		memset(&t, 0, sizeof(t));
+		RB_INT(cl_balance_set_topology(NIL, &t), -1, EINVAL);
+	}
+	CASE("cl_balance_set_topology", "topology without the rqs' CPUs")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_topology t;
+		memset(&t, 0, sizeof(t));
+		RB_INT(cl_balance_set_topology(s, &t), -1, EINVAL);
+	}
+	CASE("cl_balance_set_topology_cpus", "cpu_ids NULL")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_topology t;
+		memset(&t, 0, sizeof(t));
+		RB_INT(cl_balance_set_topology_cpus(s, &t, NIL), -1, EINVAL);
+	}
+	CASE("cl_balance_set_topology_cpus", "negative CPU id")
+	{
+		struct cl_sched *s = sched2();
+		struct cl_topology t;
+		int ids[2] = { -1, 0 };
+		memset(&t, 0, sizeof(t));
+		RB_INT(cl_balance_set_topology_cpus(s, &t, ids), -1, EINVAL);
+	}
+	CASE("cl_balance_set_imbalance_pct", "pct below 100")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_balance_set_imbalance_pct(s, 99, 0), -1, EINVAL);
+	}
+	CASE("cl_balance_set_numa_imbalance_nr", "s NULL")
+	{
+		RB_INT(cl_balance_set_numa_imbalance_nr(NIL, 0), -1, EINVAL);
+	}
 	CASE("cl_balance_find_busiest", "s NULL")
 	{
 		RB_INT(cl_balance_find_busiest(NIL, 0), -1, EINVAL);

@@ -485,3 +485,355 @@ Test(sched_balance, threads_balance_concurrently, .init = rcu_init, .fini = rcu_
 	sim_drain(d.s, t, N, 0);
 	cl_sched_destroy(d.s);
 }
+
+/* ------------------------------------------------------------ scheduling domains */
+
+/*
+ * The domain tests load the fake sysfs trees of tests/data (`make sysfs`):
+ * epyc9654-2s (384 CPUs, SMT2, 24 LLCs of 16 CPUs, 2 nodes), 24core-24l3
+ * (one node, an LLC per CPU), 8core-1l3 (8 cores SMT2, one LLC), sparse
+ * (CPUs 0-3,8-11 on node 0, 300 on node 2). One rq per CPU id.
+ */
+struct dom {
+	struct cl_topology t;
+	struct cl_sched *s;
+	struct cl_task *tasks;
+	unsigned int nr_tasks;
+	int *home;  /* the CPU each task started on */
+	uint64_t now;
+	struct cl_balance_stats st;
+};
+
+/* Load @tree (skip the test if it is absent), one rq per CPU id, the domains attached. */
+static void dom_init(struct dom *w, const char *tree)
+{
+	char root[4096];
+
+	memset(w, 0, sizeof(*w));
+	snprintf(root, sizeof(root), "%s/%s", CL_TEST_DATA_DIR, tree);
+	if (access(root, R_OK) != 0)
+		cr_skip_test("no fake sysfs tree %s (make sysfs)", root);
+	cr_assert_eq(cl_topology_load(&w->t, root), 0, "%s: %s", root, strerror(errno));
+	w->s = cl_sched_create(w->t.nr_cpu_ids, NULL);
+	cr_assert_not_null(w->s);
+	cl_balance_set_migration_cost(w->s, 0);
+	cr_assert_eq(cl_balance_set_topology(w->s, &w->t), 0, "%s", strerror(errno));
+	w->now = 1000000000ULL;
+}
+
+/* Queue @per[c] new tasks on each CPU c. */
+static void dom_fill(struct dom *w, const unsigned int *per)
+{
+	unsigned int n = 0, k = 0;
+
+	for (unsigned int c = 0; c < w->t.nr_cpu_ids; c++)
+		n += per[c];
+	w->tasks = aligned_alloc(CL_CACHELINE_SIZE, sizeof(*w->tasks) * (n ? n : 1));
+	w->home = calloc(n ? n : 1, sizeof(*w->home));
+	cr_assert(w->tasks && w->home);
+	w->nr_tasks = n;
+	for (unsigned int c = 0; c < w->t.nr_cpu_ids; c++)
+		for (unsigned int i = 0; i < per[c]; i++, k++) {
+			cl_task_init(&w->tasks[k], 0);
+			w->home[k] = (int)c;
+			sim_enqueue(w->s, c, &w->tasks[k], w->now);
+		}
+}
+
+/* Queue @n tasks on CPU @cpu, none elsewhere. */
+static void dom_fill_one(struct dom *w, unsigned int cpu, unsigned int n)
+{
+	unsigned int *per = calloc(w->t.nr_cpu_ids, sizeof(*per));
+
+	cr_assert_not_null(per);
+	per[cpu] = n;
+	dom_fill(w, per);
+	free(per);
+}
+
+/* Passes for every CPU (ascending, or descending if @down) until a round moves nothing. */
+static unsigned int dom_settle(struct dom *w, int down)
+{
+	unsigned int nr = cl_sched_nr_cpus(w->s), rounds = 0;
+	int moved;
+
+	do {
+		moved = 0;
+		for (unsigned int i = 0; i < nr; i++) {
+			int m = cl_balance_run(w->s, down ? nr - 1 - i : i, w->now += 1000, &w->st);
+
+			cr_assert_geq(m, 0, "cl_balance_run: %s", strerror(errno));
+			moved += m;
+		}
+		cr_assert_lt(++rounds, 1000u, "no fixpoint after 1000 rounds");
+	} while (moved);
+	return rounds;
+}
+
+static unsigned int nr_on(const struct dom *w, unsigned int c)
+{
+	return cl_sched_rq(w->s, c)->nr_running;
+}
+
+/* max - min nr_running over the CPUs of each LLC; the largest. */
+static unsigned int llc_spread(const struct dom *w)
+{
+	unsigned int worst = 0;
+
+	for (unsigned int l = 0; l < w->t.nr_llcs; l++) {
+		unsigned int mx = 0, mn = ~0u;
+
+		for (unsigned int c = 0; c < w->t.nr_cpu_ids; c++)
+			if (w->t.cpu[c].possible && w->t.cpu[c].llc == (int)l) {
+				mx = nr_on(w, c) > mx ? nr_on(w, c) : mx;
+				mn = nr_on(w, c) < mn ? nr_on(w, c) : mn;
+			}
+		if (mn != ~0u && mx - mn > worst)
+			worst = mx - mn;
+	}
+	return worst;
+}
+
+static unsigned long node_sum(const struct dom *w, int node)
+{
+	unsigned long sum = 0;
+
+	for (unsigned int c = 0; c < w->t.nr_cpu_ids; c++)
+		if (w->t.cpu[c].possible && w->t.cpu[c].node == node)
+			sum += nr_on(w, c);
+	return sum;
+}
+
+/* Every rq valid, every task on exactly one rq: then take them down and free. */
+static void dom_fini(struct dom *w)
+{
+	unsigned long sum = 0;
+
+	sim_validate(w->s);
+	for (unsigned int c = 0; c < cl_sched_nr_cpus(w->s); c++)
+		sum += nr_on(w, c);
+	cr_assert_eq(sum, w->nr_tasks, "tasks lost or duplicated");
+	for (unsigned int i = 0; i < w->nr_tasks; i++)
+		cr_assert(w->tasks[i].se.on_rq && w->tasks[i].cpu >= 0, "task %u not queued", i);
+	cr_assert_eq(w->st.moved_smt + w->st.moved_llc + w->st.moved_node + w->st.moved_numa, w->st.moved);
+	sim_drain(w->s, w->tasks, w->nr_tasks, w->now);
+	cr_assert_eq(cl_sched_destroy(w->s), 0);
+	cl_topology_free(&w->t);
+	free(w->tasks);
+	free(w->home);
+}
+
+/*
+ * A skew inside one LLC is evened inside it: CPU 0 holds 16 tasks, the
+ * other 15 CPUs of its LLC none, every other CPU one. Every LLC and node
+ * then has the same average, so nothing crosses an LLC; the flat balancer
+ * lets the first far CPU to pass (descending order: 383, node 1) pull
+ * from CPU 0.
+ */
+Test(sched_balance, domains_llc_skew_stays_in_llc, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+	unsigned int *per;
+
+	dom_init(&w, "epyc9654-2s");
+	per = calloc(w.t.nr_cpu_ids, sizeof(*per));
+	for (unsigned int c = 0; c < w.t.nr_cpu_ids; c++)
+		per[c] = w.t.cpu[c].llc == w.t.cpu[0].llc ? 0 : 1;
+	per[0] = 16;
+	dom_fill(&w, per);
+	dom_settle(&w, 1);
+	for (unsigned int c = 0; c < w.t.nr_cpu_ids; c++)
+		cr_assert_eq(nr_on(&w, c), 1u, "cpu %u: %u tasks", c, nr_on(&w, c));
+	for (unsigned int i = 0; i < w.nr_tasks; i++) {
+		int c = w.tasks[i].cpu;
+
+		if (w.home[i] == 0)
+			cr_assert_eq(w.t.cpu[c].llc, w.t.cpu[0].llc, "a task of CPU 0 went to CPU %d", c);
+		else
+			cr_assert_eq(c, w.home[i], "a task of CPU %d moved to %d", w.home[i], c);
+	}
+	cr_assert_geq(w.st.moved, 15ul); /* a task may move twice */
+	cr_assert_eq(w.st.moved_node + w.st.moved_numa, 0ul);
+	cr_assert_gt(w.st.moved_smt, 0ul); /* CPU 192, 0's sibling, pulls first */
+	free(per);
+	dom_fini(&w);
+}
+
+/*
+ * A small cross-node imbalance stays: 4 tasks on CPU 96 (node 1), the
+ * rest idle. Evening the nodes would move 2 tasks, not more than the
+ * NUMA allowance (12: node 1's LLCs), so they spread inside node 1 only;
+ * the flat balancer lets CPU 0 pull 2 at once.
+ */
+Test(sched_balance, domains_small_numa_imbalance_stays, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+
+	dom_init(&w, "epyc9654-2s");
+	dom_fill_one(&w, 96, 4);
+	dom_settle(&w, 0);
+	cr_assert_eq(node_sum(&w, w.t.cpu[96].node), 4ul, "tasks left node %d", w.t.cpu[96].node);
+	cr_assert_eq(w.st.moved_numa, 0ul);
+	for (unsigned int c = 0; c < w.t.nr_cpu_ids; c++)
+		cr_assert_leq(nr_on(&w, c), 1u, "cpu %u: %u tasks", c, nr_on(&w, c));
+	cr_assert_geq(w.st.moved, 3ul);
+	dom_fini(&w);
+}
+
+/* The allowance is the NUMA knob: with none, the same 2 tasks' imbalance crosses. */
+Test(sched_balance, domains_numa_allowance_knob, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+
+	dom_init(&w, "epyc9654-2s");
+	cr_assert_eq(cl_balance_set_numa_imbalance_nr(w.s, 0), 0);
+	dom_fill_one(&w, 96, 4);
+	dom_settle(&w, 0);
+	cr_assert_eq(node_sum(&w, w.t.cpu[0].node), 2ul); /* CPU 0 pulls the 2 at once */
+	cr_assert_eq(w.st.moved_numa, 2ul);
+	dom_fini(&w);
+}
+
+/*
+ * A large one moves: 2 tasks on every CPU of node 1, node 0 idle. Node 0
+ * pulls until the averages are within 125% (or within the allowance); every
+ * LLC ends within 1.
+ */
+Test(sched_balance, domains_large_numa_imbalance_moves, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+	unsigned int *per;
+	unsigned long n0, n1;
+
+	dom_init(&w, "epyc9654-2s");
+	per = calloc(w.t.nr_cpu_ids, sizeof(*per));
+	for (unsigned int c = 0; c < w.t.nr_cpu_ids; c++)
+		per[c] = w.t.cpu[c].node == w.t.cpu[96].node ? 2 : 0;
+	dom_fill(&w, per);
+	dom_settle(&w, 0);
+	n0 = node_sum(&w, w.t.cpu[0].node);
+	n1 = node_sum(&w, w.t.cpu[96].node);
+	cr_assert_eq(n0 + n1, 384ul);
+	/* the fixpoint: n1 <= 1.25 n0 (equal node sizes), or evening would move <= 12 */
+	cr_assert(n1 * 100 <= n0 * 125 || (n1 - n0) / 2 <= 12, "nodes %lu and %lu", n0, n1);
+	cr_assert_gt(w.st.moved_numa, 0ul);
+	cr_assert_eq(w.st.moved_numa, n0);
+	cr_assert_leq(llc_spread(&w), 1u);
+	free(per);
+	dom_fini(&w);
+}
+
+/*
+ * Across the LLCs of a node, the LLC percentage: CPU 0 with 20 tasks and
+ * 23 others (each its own LLC) with 18 differ by 111%, under 117: nothing
+ * moves (the flat balancer moves one: 20 >= 18 + 2). At 110% one moves.
+ */
+Test(sched_balance, domains_llc_imbalance_pct, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+	unsigned int *per;
+
+	dom_init(&w, "24core-24l3");
+	per = calloc(w.t.nr_cpu_ids, sizeof(*per));
+	for (unsigned int c = 0; c < w.t.nr_cpu_ids; c++)
+		per[c] = c ? 18 : 20;
+	dom_fill(&w, per);
+	dom_settle(&w, 0);
+	cr_assert_eq(w.st.moved, 0ul);
+	cr_assert_eq(nr_on(&w, 0), 20u);
+	cr_assert_eq(cl_balance_set_imbalance_pct(w.s, 110, 0), 0);
+	dom_settle(&w, 0);
+	cr_assert_eq(w.st.moved, 1ul);
+	cr_assert_eq(w.st.moved_node, 1ul);
+	cr_assert_eq(nr_on(&w, 0), 19u);
+	free(per);
+	dom_fini(&w);
+}
+
+/* Inside one LLC the flat rule still converges to max - min <= 1, SMT siblings first. */
+Test(sched_balance, domains_converge_within_llc, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+	unsigned int *per, x = 12345;
+
+	dom_init(&w, "8core-1l3");
+	per = calloc(w.t.nr_cpu_ids, sizeof(*per));
+	for (unsigned int i = 0; i < 200; i++) {
+		x = x * 1103515245u + 12345u;
+		per[(x >> 16) % 5]++; /* CPUs 0-4 only */
+	}
+	dom_fill(&w, per);
+	dom_settle(&w, 0);
+	cr_assert_leq(llc_spread(&w), 1u);
+	cr_assert_gt(w.st.moved, 0ul);
+	cr_assert_gt(w.st.moved_smt, 0ul);
+	cr_assert_eq(w.st.moved_smt + w.st.moved_llc, w.st.moved);
+	free(per);
+	dom_fini(&w);
+}
+
+/* Detached (NULL topology), the flat balancer is back: CPU 0 pulls across nodes. */
+Test(sched_balance, domains_detach_is_flat, .init = rcu_init, .fini = rcu_fini)
+{
+	struct dom w;
+
+	dom_init(&w, "epyc9654-2s");
+	cr_assert_eq(cl_balance_set_topology(w.s, NULL), 0);
+	dom_fill_one(&w, 96, 4);
+	cr_assert_eq(cl_balance_run(w.s, 0, w.now, &w.st), 2);
+	cr_assert_eq(nr_on(&w, 0), 2u);
+	cr_assert_eq(w.st.moved_numa, 0ul); /* no levels without a topology */
+	w.st.moved = 0;
+	dom_fini(&w);
+}
+
+/* rq i standing for another CPU id (the online CPUs of a sparse tree); bad input. */
+Test(sched_balance, domains_cpu_map_and_bad_input, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_topology t;
+	struct cl_sched *s;
+	struct cl_task tk[6];
+	int ids[9], bad[9], n = 0;
+	char root[4096];
+	struct cl_balance_stats st;
+	uint64_t now = 1000000;
+
+	snprintf(root, sizeof(root), "%s/sparse", CL_TEST_DATA_DIR);
+	if (access(root, R_OK) != 0)
+		cr_skip_test("no fake sysfs tree %s (make sysfs)", root);
+	cr_assert_eq(cl_topology_load(&t, root), 0);
+	for (unsigned int c = 0; c < t.nr_cpu_ids && n < 9; c++)
+		if (t.cpu[c].online)
+			ids[n++] = (int)c;
+	cr_assert_eq(n, 9);
+	cr_assert_eq(ids[8], 300);
+	s = cl_sched_create(9, NULL);
+	cl_balance_set_migration_cost(s, 0);
+	memcpy(bad, ids, sizeof(bad));
+	bad[3] = 5; /* not a possible CPU */
+	errno = 0;
+	cr_assert_eq(cl_balance_set_topology_cpus(s, &t, bad), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_balance_set_topology(s, &t), -1); /* rq 4 would be CPU 4: not possible */
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_balance_set_topology_cpus(s, &t, NULL), -1);
+	cr_assert_eq(cl_balance_set_topology_cpus(NULL, &t, ids), -1);
+	cr_assert_eq(cl_balance_set_imbalance_pct(s, 99, 0), -1);
+	cr_assert_eq(cl_balance_set_imbalance_pct(s, 0, 1001), -1);
+	cr_assert_eq(cl_balance_set_imbalance_pct(NULL, 0, 0), -1);
+	cr_assert_eq(cl_balance_set_numa_imbalance_nr(s, -2), -1);
+	cr_assert_eq(cl_balance_set_numa_imbalance_nr(NULL, -1), -1);
+	cr_assert_eq(cl_balance_set_topology_cpus(s, &t, ids), 0);
+	cl_topology_free(&t); /* copied */
+	/* 6 tasks on rq 8 (CPU 300, node 2, alone): node 0 (8 rqs) pulls past the allowance (1) */
+	for (int i = 0; i < 6; i++) {
+		cl_task_init(&tk[i], 0);
+		sim_enqueue(s, 8, &tk[i], now);
+	}
+	memset(&st, 0, sizeof(st));
+	cr_assert_eq(cl_balance_run(s, 0, now, &st), 3);
+	cr_assert_eq(st.moved_numa, 3ul);
+	sim_validate(s);
+	sim_drain(s, tk, 6, now);
+	cr_assert_eq(cl_sched_destroy(s), 0);
+}

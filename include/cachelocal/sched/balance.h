@@ -24,6 +24,27 @@
  *
  * -DCL_DETACH_FROM_HEAD builds the "before": the same walk from the head
  * (the most recently run, cache-hot end).
+ *
+ * Scheduling domains (cl_balance_set_topology()): without a topology step 1
+ * picks the busiest online rq anywhere (the flat rule). With one, a pass
+ * for CPU d goes bottom-up, as the kernel's fair class, and stops at the
+ * first level that moves:
+ *
+ *	SMT/LLC  the busiest rq among d's SMT siblings, then in d's LLC, if it
+ *	         has >= 2 more tasks than d (the flat rule, inside the LLC);
+ *	node     the LLC of d's node with the highest average nr_running, if
+ *	         that average exceeds d's LLC's by more than the LLC imbalance
+ *	         percentage (default 117), pulling from its busiest rq at most
+ *	         the tasks that even the two averages;
+ *	NUMA     the node with the highest average, if it exceeds d's node's
+ *	         by more than the NUMA percentage (default 125) AND the tasks
+ *	         that would even the two nodes' averages are more than the
+ *	         allowance (default: the kernel's imb_numa_nr, the node's LLC
+ *	         count, or 1/8 of its CPUs with one LLC).
+ *
+ * The group loads are nr_running sums read once per pass (O(CPUs), no
+ * O(CPUs^2)); docs/sched.md has the fixpoint this converges to. The table
+ * is private: balance/domains.h.
  */
 #ifndef CACHELOCAL_SCHED_BALANCE_H
 #define CACHELOCAL_SCHED_BALANCE_H
@@ -34,6 +55,7 @@
 #include <urcu/list.h>
 
 #include "../compiler.h"
+#include "../topology.h"
 #include "fair.h"
 #include "group.h"
 #include "internal.h"
@@ -60,7 +82,23 @@ struct cl_balance_stats {
 	unsigned long skipped_affinity;  /* destination not allowed */
 	unsigned long skipped_throttled; /* in a throttled group */
 	unsigned long skipped_home;      /* first pass: its partners run on the source */
+	/* tasks migrated by the level the two CPUs share (with a topology only) */
+	unsigned long moved_smt;         /* same SMT core */
+	unsigned long moved_llc;         /* same LLC, another core */
+	unsigned long moved_node;        /* same node, another LLC */
+	unsigned long moved_numa;        /* another node */
 };
+
+/* Default imbalance percentages of the domains (the kernel's MC and NUMA levels). */
+#define CL_BALANCE_LLC_IMBALANCE_PCT 117U
+#define CL_BALANCE_NUMA_IMBALANCE_PCT 125U
+
+CL_END_DECLS
+
+/* The domains' table and pass (private piece). */
+#include "balance/domains.h"
+
+CL_BEGIN_DECLS
 
 /**
  * cl_balance_set_migration_cost() - set the cache-hot window.
@@ -86,6 +124,97 @@ CL_INLINE void cl_balance_set_nr_migrate(struct cl_sched *s, unsigned int n)
 {
 	if (!CL__BAD_ARG(s == NULL))
 		CL_WRITE_ONCE(s->nr_migrate, n ? n : 1U);
+}
+
+/**
+ * cl_balance_set_topology() - balance by the scheduling domains of @t: rq
+ * i stands for CPU id i of @t.
+ * @s: the instance.
+ * @t: a loaded topology (copied: it may be freed after the call), or NULL
+ *     for the flat balancer (the default: busiest rq anywhere).
+ *
+ * With a topology, cl_balance_run() evens out SMT siblings and LLCs first
+ * and moves tasks across LLCs and nodes only past the imbalance thresholds
+ * (see the top of this file, cl_balance_set_imbalance_pct() and
+ * cl_balance_set_numa_imbalance_nr()).
+ *
+ * Context: no balancing pass on @s runs concurrently (set it before the
+ * balancing threads start, or while they are stopped); allocates.
+ * Return: 0, or -1 with errno EINVAL (@s NULL, or an rq id that is not a
+ * possible CPU of @t) or ENOMEM; on error the previous setting stays.
+ */
+CL_INLINE int cl_balance_set_topology(struct cl_sched *s, const struct cl_topology *t)
+{
+	return cl__balance_set_domains(s, t, NULL);
+}
+
+/**
+ * cl_balance_set_topology_cpus() - as cl_balance_set_topology(), rq i
+ * standing for CPU @cpu_ids[i] of @t (rqs of a runtime's workers pinned to
+ * those CPUs, or one rq per online CPU of a sparse machine).
+ * @s: the instance.
+ * @t: a loaded topology (copied), or NULL for the flat balancer.
+ * @cpu_ids: @s's nr_cpus CPU ids of @t (copied; several rqs may share one).
+ *
+ * Context: as cl_balance_set_topology().
+ * Return: 0, or -1 with errno EINVAL (@s NULL, @t without @cpu_ids, or an
+ * id that is not a possible CPU of @t) or ENOMEM.
+ */
+CL_INLINE int cl_balance_set_topology_cpus(struct cl_sched *s, const struct cl_topology *t, const int *cpu_ids)
+{
+	if (t && !cpu_ids) {
+		errno = EINVAL;
+		return -1;
+	}
+	return cl__balance_set_domains(s, t, cpu_ids);
+}
+
+/**
+ * cl_balance_set_imbalance_pct() - set the domains' imbalance thresholds.
+ * @s: the instance.
+ * @llc_pct: across the LLCs of a node: an LLC whose average nr_running
+ *           exceeds the puller's LLC's by more than @llc_pct percent gives
+ *           tasks (0: CL_BALANCE_LLC_IMBALANCE_PCT, 117).
+ * @numa_pct: the same across nodes (0: CL_BALANCE_NUMA_IMBALANCE_PCT, 125).
+ *
+ * Without a topology (cl_balance_set_topology()) they are kept but unused.
+ *
+ * Context: any; read racily by balancing passes.
+ * Return: 0, or -1 with errno EINVAL (@s NULL, or a percentage other than
+ * 0 below 100 or above 1000).
+ */
+CL_INLINE int cl_balance_set_imbalance_pct(struct cl_sched *s, unsigned int llc_pct, unsigned int numa_pct)
+{
+	if (!s || (llc_pct && (llc_pct < 100 || llc_pct > 1000)) ||
+	    (numa_pct && (numa_pct < 100 || numa_pct > 1000))) {
+		errno = EINVAL;
+		return -1;
+	}
+	CL_WRITE_ONCE(s->llc_imbalance_pct, llc_pct);
+	CL_WRITE_ONCE(s->numa_imbalance_pct, numa_pct);
+	return 0;
+}
+
+/**
+ * cl_balance_set_numa_imbalance_nr() - set the NUMA allowance: tasks move
+ * across nodes only if more than @nr would have to move to even the two
+ * nodes' average nr_running (and the NUMA percentage is exceeded).
+ * @s: the instance.
+ * @nr: the allowance in tasks (0: any imbalance past the percentage), or
+ *      -1 for the default: per node, the kernel's imb_numa_nr (the node's
+ *      LLC count if it has several, else 1/8 of its CPUs; at least 1).
+ *
+ * Context: any; read racily by balancing passes.
+ * Return: 0, or -1 with errno EINVAL (@s NULL, @nr below -1 or above 2^30).
+ */
+CL_INLINE int cl_balance_set_numa_imbalance_nr(struct cl_sched *s, int nr)
+{
+	if (!s || nr < -1 || nr > (1 << 30)) {
+		errno = EINVAL;
+		return -1;
+	}
+	CL_WRITE_ONCE(s->numa_imb_nr, (unsigned int)(nr + 1));
+	return 0;
 }
 
 /**
@@ -150,21 +279,9 @@ CL_INLINE int cl__can_migrate_task(const struct cl_sched *s, struct cl_rq *src, 
 	return 1;
 }
 
-/**
- * cl_balance_move() - move up to half the difference in runnable tasks from
- * @src_cpu to @dst_cpu, coldest first.
- * @s: the instance.
- * @src_cpu: the busy CPU.
- * @dst_cpu: the pulling CPU.
- * @now_ns: current time (both rqs' clocks are updated to it).
- * @st: counters to add to (may be NULL).
- *
- * Context: holding no rq lock; takes both in address order.
- * Return: the number of tasks moved (>= 0), or -1 with errno EINVAL (bad or
- * equal CPUs, or a CPU offline).
- */
-CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned int dst_cpu,
-			      uint64_t now_ns, struct cl_balance_stats *st)
+/* cl__balance_move() - cl_balance_move() moving at most @max tasks. */
+CL_INLINE int cl__balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned int dst_cpu,
+				uint64_t now_ns, struct cl_balance_stats *st, int max)
 {
 	struct cl_balance_stats dummy;
 	struct cl_rq *src, *dst;
@@ -194,6 +311,7 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	cl__rq_update_clock(src, now_ns);
 	cl__rq_update_clock(dst, now_ns);
 	imbalance = ((int)src->nr_running - (int)dst->nr_running) / 2;
+	imbalance = imbalance < max ? imbalance : max;
 	/*
 	 * Pass 0 leaves the tasks whose home is @src (their partners run there:
 	 * the runtime's wake-affine sets it); pass 1, only if it left some and
@@ -238,7 +356,32 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
 	st->scanned += scanned;
 	st->moved += (unsigned long)moved;
 	st->skipped_home += homed;
+	if (moved && s->balance_domains) {
+		unsigned long *lvl[] = { &st->moved_smt, &st->moved_llc, &st->moved_node, &st->moved_numa };
+
+		*lvl[cl__bal_level((const struct cl__bal_dom *)s->balance_domains, src_cpu, dst_cpu)] +=
+			(unsigned long)moved;
+	}
 	return moved;
+}
+
+/**
+ * cl_balance_move() - move up to half the difference in runnable tasks from
+ * @src_cpu to @dst_cpu, coldest first.
+ * @s: the instance.
+ * @src_cpu: the busy CPU.
+ * @dst_cpu: the pulling CPU.
+ * @now_ns: current time (both rqs' clocks are updated to it).
+ * @st: counters to add to (may be NULL).
+ *
+ * Context: holding no rq lock; takes both in address order.
+ * Return: the number of tasks moved (>= 0), or -1 with errno EINVAL (bad or
+ * equal CPUs, or a CPU offline).
+ */
+CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned int dst_cpu,
+			      uint64_t now_ns, struct cl_balance_stats *st)
+{
+	return cl__balance_move(s, src_cpu, dst_cpu, now_ns, st, INT32_MAX);
 }
 
 /**
@@ -249,7 +392,14 @@ CL_INLINE int cl_balance_move(struct cl_sched *s, unsigned int src_cpu, unsigned
  * @now_ns: current time.
  * @st: counters to add to (may be NULL).
  *
- * Context: holding no rq lock.
+ * Without a topology the busiest rq is cl_balance_find_busiest()'s and up
+ * to half the difference moves. With one (cl_balance_set_topology()) the
+ * domains choose, bottom-up (see the top of this file): the first level
+ * out of balance gives, at most the tasks that even its groups' averages,
+ * and the moves are counted in @st by level.
+ *
+ * Context: holding no rq lock; with a topology, no
+ * cl_balance_set_topology() concurrently.
  * Return: tasks moved (0 if balanced), or -1 with errno EINVAL.
  */
 CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t now_ns,
@@ -264,6 +414,12 @@ CL_INLINE int cl_balance_run(struct cl_sched *s, unsigned int dst_cpu, uint64_t 
 	}
 	if (!CL_READ_ONCE(cl__sched_rq(s, dst_cpu)->online))
 		return 0;
+	if (s->balance_domains) {
+		int max;
+
+		src = cl__bal_find(s, (const struct cl__bal_dom *)s->balance_domains, dst_cpu, &max);
+		return src < 0 ? 0 : cl__balance_move(s, (unsigned int)src, dst_cpu, now_ns, st, max);
+	}
 	src = cl_balance_find_busiest(s, dst_cpu);
 	if (src < 0)
 		return 0;

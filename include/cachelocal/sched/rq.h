@@ -299,6 +299,7 @@ CL_INLINE int cl_sched_destroy(struct cl_sched *s)
 		cl__task_group_free(tg);
 	cl__task_group_fini_root(&s->root);
 	cl_percpu_free(s->pool, s->rqs);
+	free(s->balance_domains);
 	if (s->own_pool)
 		cl_percpu_pool_destroy(s->pool);
 	free(s);

@@ -168,6 +168,10 @@ struct cl_sched {
 	struct cl_rq *rqs;             /* CPU 0's rq; CPU n's is cl_percpu_ptr(rqs, n) */
 	uint64_t migration_cost_ns;    /* balance: tasks that ran within this are cache-hot */
 	unsigned int nr_migrate;       /* balance: at most this many tasks scanned per pass */
+	unsigned int llc_imbalance_pct;  /* balance: across LLCs of a node (0: the default) */
+	unsigned int numa_imbalance_pct; /* balance: across nodes (0: the default) */
+	unsigned int numa_imb_nr;        /* balance: allowance across nodes + 1 (0: the topology's) */
+	void *balance_domains;           /* balance: the domains (balance.h); NULL: flat; freed by destroy */
 	struct cl_spinlock hotplug_lock; /* serializes CPU offline/online (taken without rq locks) */
 	unsigned int nr_online;        /* CPUs online (hotplug_lock) */
 	struct cl_task_group root;     /* the root group: its queue on CPU n is rq(n)->cfs */
