@@ -434,6 +434,7 @@ def cmd_report(args):
     else:
         w("Not run in this generation (pass `ROBUST_MATRIX_LOG=` the output of `make check-matrix`).")
     w("")
+    found_section(w)
     with open(args.out, "w") as f:
         f.write("\n".join(L))
     print("robustness: wrote %s (%d functions, %d rows, %d problems)" % (args.out, nfn, len(base_rows), len(probs)))
@@ -441,6 +442,28 @@ def cmd_report(args):
         for p in probs:
             print("robustness: " + p)
         sys.exit(1)
+
+
+def found_section(w):
+    """The defects the emulated machines found (tests/guest/found.tsv)."""
+    path = os.path.join(ROOT, "tests", "guest", "found.tsv")
+    w("## Found on the emulated machines")
+    w("")
+    w("Defects that `make check-smp` and `make check-kernels` (docs/testing.md) found on many "
+      "CPUs, LLCs and nodes or on older kernels, each with the regression test that fails "
+      "before its fix (from `tests/guest/found.tsv`).")
+    w("")
+    w("| defect | found by | regression test | fix |")
+    w("|---|---|---|---|")
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) != 4:
+                raise SystemExit("%s: want 4 tab-separated columns: %r" % (path, line))
+            w("| " + " | ".join(c.replace("|", "\\|") for c in cols) + " |")
+    w("")
 
 
 def main():
