@@ -455,7 +455,12 @@ struct cl_runtime {
 	pthread_t tick_thread;
 	uint64_t nr_tick_parks;            /* statistics: the tick parked (tick thread) */
 	uint64_t nr_balance_kicks;         /* ... it woke a sleeping worker to balance */
-	unsigned int nr_spinning;          /* workers in an idle spin without a watch (atomic) */
+	/* workers in an idle spin without a watch (atomic; worker.h): written at
+	 * idle transitions, so kept off the lines every switch reads (the
+	 * clock's, slice_ns) by padding on both sides, whatever the alignment */
+	char spin_pad[CL_FALSE_SHARING_SIZE];
+	unsigned int nr_spinning;
+	char spin_pad_end[CL_FALSE_SHARING_SIZE - sizeof(unsigned int)];
 };
 
 CL_END_DECLS
