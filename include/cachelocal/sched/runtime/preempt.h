@@ -183,7 +183,7 @@ CL_INLINE void *cl__rt_tick_main(void *arg)
 	uint64_t period = !rt->slice_ns ? rt->balance_ns
 			  : rt->slice_ns < CL__RT_TICK_NS ? rt->slice_ns : CL__RT_TICK_NS;
 	unsigned int looks = rt->slice_ns ? (unsigned int)((rt->slice_ns + period - 1) / period) : 1;
-	uint64_t bal_looks = (rt->balance_ns + period - 1) / period, bal_seen = 0;
+	uint64_t bal_looks = rt->balance_ns / period + (rt->balance_ns % period != 0), bal_seen = 0;
 	struct timespec ts;
 
 	ts.tv_sec = (time_t)(period / 1000000000ULL);
