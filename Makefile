@@ -630,18 +630,18 @@ RT_PEERS_BIN := $(RT_PEERS_DIR)/runtime_peers
 BENCH_BIN += $(RT_PEERS_BIN)
 RT_PEERS_ARGS ?= --quick
 # Recursive: looked up only when runtime-peers-build runs.
-RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go)
+RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go $(RT_PEERS_DIR)/idle_go)
 RT_PEERS_BOOST = $(if $(shell printf '\043include <boost/fiber/all.hpp>\n' | \
 	$(CXX) -x c++ -std=c++17 -fsyntax-only - 2>/dev/null && echo y),$(RT_PEERS_DIR)/runtime_boost)
 $(RT_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
-$(RT_PEERS_DIR)/runtime_go: bench/peers/runtime_go/main.go
+$(RT_PEERS_DIR)/%_go: bench/peers/%_go/main.go
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  GO      $@")
 	$(Q)GOCACHE=$(CURDIR)/$(BUILD)/go-cache GOPATH=$(CURDIR)/$(BUILD)/go-path GO111MODULE=off \
-		GOFLAGS= GOPROXY=off go build -o $@ ./bench/peers/runtime_go
+		GOFLAGS= GOPROXY=off go build -o $@ ./bench/peers/$*_go
 $(RT_PEERS_DIR)/runtime_boost: bench/peers/runtime_boost.cpp
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX     $@")

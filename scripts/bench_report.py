@@ -245,6 +245,7 @@ PEER_GOALS = [
     ("runtime", "go", "pingpong same-cpu", 3.0, "gain >= 3x"),
     ("runtime", "boost", "pingpong same-cpu", 3.0, "gain >= 3x"),
     ("runtime", "", "", 1.0, "ahead (gain >= 1x)"),
+    ("runtime-idle", "go", "", 1.0, "idles as cheaply as Go or better (gain >= 1x)"),
 ]
 PEER_FIELDS = ("structure", "peer", "workload", "ours", "theirs", "unit", "gain")
 
@@ -278,8 +279,14 @@ def collect_peers(recs, judge=True):
     return out
 
 
+# Benchmarks outside bench/peers/ that print only peer lines (bench/idle:
+# the runtime idle beside Go): run with the peers.
+PEER_BENCHES = {"idle"}
+
+
 def is_peer_binary(path):
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) == "peers"
+    return (os.path.basename(os.path.dirname(os.path.abspath(path))) == "peers"
+            or os.path.basename(path) in PEER_BENCHES)
 
 
 # Benchmarks built more than once from one source (one binary per layout):

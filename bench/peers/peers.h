@@ -32,10 +32,86 @@
 #include "bench.h"
 
 #include <gnu/libc-version.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef PEER_CK_VERSION
 #define PEER_CK_VERSION "version unknown"
 #endif
+
+/* peer_exe_path() - @name in the directory of the running binary, in @out. */
+static inline void peer_exe_path(char *out, size_t len, const char *name)
+{
+	char self[2048];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0) {
+		snprintf(out, len, "%s", name);
+		return;
+	}
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(out, len, "%s/%s", self, name);
+}
+
+/*
+ * peer_exec() - run a peer program (another process: Go's runtime) as
+ * @argv with GOMAXPROCS=@procs and the CPU affinity @cpus (NULL: this
+ * process's), killed with the driver or after @timeout_s. Its stdout's
+ * first @max lines go to @out (line i at out + i * @outlen, newline cut),
+ * their count to *@nlines. Return: its exit status (128 + signal), or -1
+ * if it did not run.
+ */
+static inline int peer_exec(char *const argv[], const cpu_set_t *cpus, int procs, unsigned int timeout_s,
+			    char *out, size_t outlen, int max, int *nlines)
+{
+	int fd[2], status;
+	pid_t pid;
+	FILE *f;
+
+	*nlines = 0;
+	if (pipe(fd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char gmp[16];
+
+		if (cpus)
+			sched_setaffinity(0, sizeof(*cpus), cpus);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the driver */
+		alarm(timeout_s);                  /* kept across exec: a hung peer dies */
+		snprintf(gmp, sizeof(gmp), "%d", procs);
+		setenv("GOMAXPROCS", gmp, 1);
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	if (f) {
+		while (*nlines < max && fgets(out + (size_t)*nlines * outlen, (int)outlen, f)) {
+			char *l = out + (size_t)*nlines * outlen;
+
+			l[strcspn(l, "\n")] = 0;
+			++*nlines;
+		}
+		while (fgetc(f) != EOF) /* drain */
+			;
+		fclose(f);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 /* Per-run samples of one side of a comparison. */
 struct peer_side {

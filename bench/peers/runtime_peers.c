@@ -346,48 +346,15 @@ struct peer {
  */
 static int run_peer(char *const argv[], int ncpu, int procs, char *out, size_t outlen)
 {
-	int fd[2], status;
-	pid_t pid;
-	FILE *f;
+	cpu_set_t set;
+	int n;
 
-	if (pipe(fd))
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		cpu_set_t set;
-		char gmp[16];
-
-		CPU_ZERO(&set);
-		CPU_SET(cpu_a, &set);
-		if (ncpu > 1)
-			CPU_SET(cpu_b, &set);
-		sched_setaffinity(0, sizeof(set), &set);
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the driver */
-		alarm(PEER_TIMEOUT_S);             /* kept across exec: a hung peer dies */
-		snprintf(gmp, sizeof(gmp), "%d", procs);
-		setenv("GOMAXPROCS", gmp, 1);
-		dup2(fd[1], 1);
-		close(fd[0]);
-		close(fd[1]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(fd[1]);
+	CPU_ZERO(&set);
+	CPU_SET(cpu_a, &set);
+	if (ncpu > 1)
+		CPU_SET(cpu_b, &set);
 	out[0] = 0;
-	f = fdopen(fd[0], "r");
-	if (f) {
-		if (!fgets(out, (int)outlen, f))
-			out[0] = 0;
-		while (fgetc(f) != EOF) /* drain */
-			;
-		fclose(f);
-	}
-	if (waitpid(pid, &status, 0) < 0)
-		return -1;
-	out[strcspn(out, "\n")] = 0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return peer_exec(argv, &set, procs, PEER_TIMEOUT_S, out, outlen, 1, &n);
 }
 
 /* The peer's own version line ("go 1.19.8"), or 0 if it cannot run. */
@@ -432,23 +399,6 @@ static double peer_run(struct peer *pr, int w, int place, const struct params *p
 	return v;
 }
 
-static void exe_dir_path(char *out, size_t len, const char *name)
-{
-	char self[2048];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n <= 0) {
-		snprintf(out, len, "%s", name);
-		return;
-	}
-	self[n] = 0;
-	slash = strrchr(self, '/');
-	if (slash)
-		*slash = 0;
-	snprintf(out, len, "%s/%s", self, name);
-}
-
 /* One comparison as the peer line of the report (peers.h's schema). */
 static void peer_line(struct bench *b, const char *peer, const char *workload, int threads,
 		      const double *ours, const double *theirs, int n)
@@ -490,8 +440,8 @@ int main(int argc, char **argv)
 	struct bench b;
 	static double ours[BENCH_MAX_RUNS], theirs[2][BENCH_MAX_RUNS];
 
-	exe_dir_path(peers[0].path, sizeof(peers[0].path), "runtime_go");
-	exe_dir_path(peers[1].path, sizeof(peers[1].path), "runtime_boost");
+	peer_exe_path(peers[0].path, sizeof(peers[0].path), "runtime_go");
+	peer_exe_path(peers[1].path, sizeof(peers[1].path), "runtime_boost");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage();

@@ -17,9 +17,12 @@
  * resumes the next task the fair class picks (cl_rq_pick_next()) directly,
  * or the worker's idle loop when the rq is empty. The idle loop balances
  * (balance.h: pull from the busiest rq, coldest tasks first), spins for
- * CL_RUNTIME_SPIN_NS and then sleeps on a futex; a busy worker balances
- * every CL_RUNTIME_BALANCE_NS at a switch and kicks a sleeping worker when
- * tasks wait on its rq.
+ * CL_RUNTIME_SPIN_NS (at most half the workers at once) and then sleeps on
+ * a futex without a timeout; a busy worker balances every
+ * CL_RUNTIME_BALANCE_NS at a switch and kicks a sleeping worker when tasks
+ * wait on its rq, and as often the tick kicks one (the idle balancer) for
+ * tasks waiting on any rq. With every worker asleep the tick sleeps too:
+ * an idle runtime wakes on no timer (docs/runtime.md, Idle).
  *
  * Wake-to-run protocol (why no wakeup is lost, and why a task never runs
  * on two workers at once):
@@ -51,8 +54,8 @@
  *     two sides: either the worker saw the waker's task (it does not
  *     sleep), or the waker saw `sleeping` = 1 (it wakes it). A wake that
  *     lands before the FUTEX_WAIT leaves the word 0, so the wait returns
- *     at once. A sleeping worker also wakes every CL_RUNTIME_BALANCE_NS to
- *     balance, but correctness does not rely on it.
+ *     at once. The wait has no timeout: nothing else would end it
+ *     (test_sched_runtime_idle forces a wake into that window).
  *  5. Yield keeps the rq lock across the switch for the same reason as 2:
  *     a queued, switching-out task cannot be stolen by a balancer (which
  *     needs that lock) before its context is saved.

@@ -131,18 +131,68 @@ CL_INLINE int cl__rt_preempt_signal_init(void)
 }
 #endif
 
-/* The tick thread (see above). */
+/*
+ * The tick sleeps while the runtime is idle. A look that finds every
+ * worker asleep (`sleeping` set: each sleeps on its futex without a
+ * timeout) parks the tick: it sets `tick_parked`, looks again, and sleeps
+ * on that word without a timeout if every worker still sleeps. A worker
+ * that wakes clears its `sleeping`, then unparks the tick (below) before
+ * it runs anything: no switch pays for it. Both sides store, then load,
+ * sequentially consistent: either the tick sees the worker awake, or the
+ * worker sees the tick parked and wakes it.
+ */
+CL_INLINE int cl__rt_all_sleeping(struct cl_runtime *rt)
+{
+	for (unsigned int i = 0; i < rt->nr_workers; i++)
+		if (!CL_ATOMIC_LOAD(&rt->workers[i].sleeping, CL_SEQ_CST))
+			return 0;
+	return 1;
+}
+
+/* Wake the tick if it is parked (a worker woke up, or the runtime stops). */
+CL_INLINE void cl__rt_tick_unpark(struct cl_runtime *rt)
+{
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&rt->tick_parked, CL_SEQ_CST)) &&
+	    CL_ATOMIC_XCHG(&rt->tick_parked, 0, CL_SEQ_CST) == 1)
+		cl__futex_wake(&rt->tick_parked, 1);
+}
+
+/* Park the tick while every worker sleeps (see above). */
+CL_INLINE void cl__rt_tick_park(struct cl_runtime *rt)
+{
+	CL_ATOMIC_STORE(&rt->tick_parked, 1, CL_SEQ_CST);
+	CL_INJECT(69); /* the tick: parked, every worker not looked at again yet */
+	if (cl__rt_all_sleeping(rt) && !CL_ATOMIC_LOAD(&rt->tick_stop, CL_SEQ_CST)) {
+		rt->nr_tick_parks++;
+		cl__futex_wait(&rt->tick_parked, 1, NULL);
+	}
+	CL_ATOMIC_STORE(&rt->tick_parked, 0, CL_SEQ_CST);
+}
+
+/*
+ * The tick thread (see above): the preemption marks, and the idle
+ * balancer's clock. Every CL_RUNTIME_BALANCE_NS (attr.balance_ns) of looks,
+ * if tasks wait on some awake worker's rq (2 or more runnable there), it
+ * wakes one sleeping worker (cl__rt_kick_idle()), which balances on its way
+ * back to sleep: the kernel's nohz idle balancer, kicked from a busy CPU's
+ * tick, balancing for the idle ones. Sleeping workers never wake on a timer.
+ * Without preemption (slice_ns 0) only the balancer's clock runs.
+ */
 CL_INLINE void *cl__rt_tick_main(void *arg)
 {
 	struct cl_runtime *rt = (struct cl_runtime *)arg;
-	uint64_t period = rt->slice_ns < CL__RT_TICK_NS ? rt->slice_ns : CL__RT_TICK_NS;
-	unsigned int looks = (unsigned int)((rt->slice_ns + period - 1) / period);
+	uint64_t period = !rt->slice_ns ? rt->balance_ns
+			  : rt->slice_ns < CL__RT_TICK_NS ? rt->slice_ns : CL__RT_TICK_NS;
+	unsigned int looks = rt->slice_ns ? (unsigned int)((rt->slice_ns + period - 1) / period) : 1;
+	uint64_t bal_looks = rt->balance_ns / period + (rt->balance_ns % period != 0), bal_seen = 0;
 	struct timespec ts;
 
 	ts.tv_sec = (time_t)(period / 1000000000ULL);
 	ts.tv_nsec = (long)(period % 1000000000ULL);
 	while (!CL_ATOMIC_LOAD(&rt->tick_stop, CL_ACQUIRE)) {
 		uint64_t now;
+		unsigned int awake = 0;
+		int waiting = -1; /* a worker with tasks waiting on its rq */
 
 		cl__futex_wait(&rt->tick_stop, 0, &ts);
 		now = cl__rt_now(rt);
@@ -150,9 +200,16 @@ CL_INLINE void *cl__rt_tick_main(void *arg)
 			struct cl__rt_worker *w = &rt->workers[i];
 			unsigned long sw = CL_ATOMIC_LOAD(&w->nr_switches, CL_RELAXED);
 			uint64_t end;
-			int want = 0;
+			int want = 0, asleep = CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED);
 
-			if (!CL_ATOMIC_LOAD(&w->in_task, CL_RELAXED)) {
+			if (!asleep) {
+				awake++;
+				if (waiting < 0 && CL_READ_ONCE(w->rq->nr_running) >= 2)
+					waiting = (int)i;
+			}
+			if (!rt->slice_ns)
+				continue;
+			if (asleep || !CL_ATOMIC_LOAD(&w->in_task, CL_RELAXED)) {
 				w->tick_switches = sw;
 				w->tick_quiet = 0;
 				continue;
@@ -178,17 +235,27 @@ CL_INLINE void *cl__rt_tick_main(void *arg)
 			CL_ATOMIC_FETCH_OR(&w->preempt_pending, want, CL_RELAXED);
 			cl__rt_preempt_kick(w);
 		}
+		if (++bal_seen >= bal_looks) {
+			bal_seen = 0;
+			if (waiting >= 0 && rt->nr_workers > 1) {
+				rt->nr_balance_kicks++;
+				cl__rt_kick_idle(rt, (unsigned int)waiting);
+			}
+		}
+		if (!awake)
+			cl__rt_tick_park(rt);
 	}
 	return NULL;
 }
 
-/* Start the tick (and the signal) unless @rt has no preemption. */
+/* Start the tick (and the signal), unless @rt has neither preemption nor a
+ * second worker to balance with. */
 CL_INLINE int cl__rt_tick_start(struct cl_runtime *rt)
 {
-	if (!rt->slice_ns)
+	if (!rt->slice_ns && rt->nr_workers < 2)
 		return 0;
 #ifdef CL__RT_ASYNC_PREEMPT
-	rt->preempt_signal = cl__rt_preempt_signal_init() == 0;
+	rt->preempt_signal = rt->slice_ns && cl__rt_preempt_signal_init() == 0;
 #endif
 	if (pthread_create(&rt->tick_thread, NULL, cl__rt_tick_main, rt) != 0)
 		return -1;
@@ -200,8 +267,9 @@ CL_INLINE void cl__rt_tick_stop(struct cl_runtime *rt)
 {
 	if (!rt->tick_started)
 		return;
-	CL_ATOMIC_STORE(&rt->tick_stop, 1, CL_RELEASE);
+	CL_ATOMIC_STORE(&rt->tick_stop, 1, CL_SEQ_CST);
 	cl__futex_wake(&rt->tick_stop, 1);
+	cl__rt_tick_unpark(rt);
 	pthread_join(rt->tick_thread, NULL);
 	rt->tick_started = 0;
 }

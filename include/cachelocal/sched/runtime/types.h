@@ -111,7 +111,8 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 
 /* An idle worker spins this long (ns) for work before it sleeps on its futex
  * (0 under valgrind, which runs one thread at a time: a spin there only
- * delays the thread it waits for). */
+ * delays the thread it waits for). At most half the workers spin at once,
+ * except for a wakeup of the task that just blocked (watch.h). */
 #define CL_RUNTIME_SPIN_NS 50000ULL
 /*
  * Idle balancing is skipped when a worker's idle periods are shorter than
@@ -121,8 +122,10 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
  * Such a worker balances once it has spun this long without work.
  */
 #define CL_RUNTIME_IDLE_BALANCE_NS 20000ULL
-/* Periodic balancing interval (ns) of a busy worker; an idle sleeping worker
- * wakes this often to try an idle balance. */
+/* Periodic balancing interval (ns) of a busy worker; as often, while a
+ * worker is awake, the tick wakes one sleeping worker to balance when tasks
+ * wait on some rq (the kernel's nohz idle balancer); sleepers never wake on
+ * a timer. */
 #define CL_RUNTIME_BALANCE_NS 4000000ULL
 /*
  * Cache-hot window of the runtime's balancer (the runqueue's default, 0.5
@@ -336,6 +339,8 @@ struct cl__rt_worker {
 	uint64_t nr_watch_hits;            /* wakeups claimed on a watched record (idle spin) */
 	uint64_t nr_idle_balances;         /* idle balancing passes made ... */
 	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
+	uint64_t nr_spin_skips;            /* idle spins not begun: half the workers spun */
+	uint64_t nr_wakeps;                /* spins that found more than one task and woke a sleeper */
 };
 
 /**
@@ -387,7 +392,8 @@ enum cl_runtime_guard_mode {
 /* No SIGSEGV handler naming the task whose stack overflowed (see
  * cl_runtime_create()). */
 #define CL_RUNTIME_NO_OVERFLOW_REPORT 0x4u
-/* No preemption: tasks run until they block or yield (no tick thread). */
+/* No preemption: tasks run until they block or yield (the tick thread then
+ * only times the idle balancer's kicks, with 2 workers or more). */
 #define CL_RUNTIME_NO_PREEMPT 0x8u
 /* No wake-affine moves: a task woken by a task of another worker always
  * runs where it blocked (see cl__rt_wake_affine()). */
@@ -457,8 +463,18 @@ struct cl_runtime {
 	uint64_t slice_ns;                 /* preemption slice, 0: none */
 	int preempt_signal;                /* the tick signals workers (else: marks only) */
 	int tick_stop;                     /* futex word: the tick thread leaves */
+	int tick_parked;                   /* futex word: 1 while the tick sleeps with every
+					    * worker asleep (preempt.h) */
 	int tick_started;
 	pthread_t tick_thread;
+	uint64_t nr_tick_parks;            /* statistics: the tick parked (tick thread) */
+	uint64_t nr_balance_kicks;         /* ... it woke a sleeping worker to balance */
+	/* workers in an idle spin without a watch (atomic; worker.h): written at
+	 * idle transitions, so kept off the lines every switch reads (the
+	 * clock's, slice_ns) by padding on both sides, whatever the alignment */
+	char spin_pad[CL_FALSE_SHARING_SIZE];
+	unsigned int nr_spinning;
+	char spin_pad_end[CL_FALSE_SHARING_SIZE - sizeof(unsigned int)];
 };
 
 CL_END_DECLS

@@ -126,6 +126,44 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 }
 
 /*
+ * Spinning, bounded (Go's rule for its spinning threads): an idle worker
+ * that watches no record (watch.h) spins only while fewer than half the
+ * workers do so (rt->nr_spinning), else it goes to sleep at once; one that
+ * watches the record of the task that just blocked on it spins for that
+ * wakeup regardless, outside the count (a cross-worker ping-pong would
+ * otherwise move the counter's line at every message). A spinner that
+ * finds more than one task waiting (a burst: queued here, or two or more
+ * pushed) wakes one sleeping worker (Go's wakep()), which pulls from it in
+ * its idle balance and, finding more, wakes the next: a burst still fans
+ * out to every worker while at most half of them spin.
+ */
+CL_INLINE int cl__rt_spin_begin(struct cl__rt_worker *w)
+{
+	struct cl_runtime *rt = w->rt;
+
+	if (2 * CL_ATOMIC_FETCH_ADD(&rt->nr_spinning, 1u, CL_RELAXED) < rt->nr_workers)
+		return 1;
+	CL_ATOMIC_FETCH_SUB(&rt->nr_spinning, 1u, CL_RELAXED);
+	w->nr_spin_skips++;
+	return 0;
+}
+
+/* End a counted spin; @hit: it found work, maybe more than it can run. */
+CL_INLINE void cl__rt_spin_end(struct cl__rt_worker *w, int hit)
+{
+	uintptr_t remote;
+
+	CL_ATOMIC_FETCH_SUB(&w->rt->nr_spinning, 1u, CL_RELAXED);
+	if (!hit || w->rt->nr_workers < 2)
+		return;
+	remote = CL_ATOMIC_LOAD(&w->remote_wakes, CL_RELAXED); /* a tagged task: one */
+	if (CL_READ_ONCE(w->rq->nr_running) + (remote ? 1u + !(remote & 1u) : 0u) >= 2) {
+		w->nr_wakeps++;
+		cl__rt_kick_idle(w->rt, w->cpu);
+	}
+}
+
+/*
  * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
  * balance, spin (bounded), then sleep on its futex.
  */
@@ -198,11 +236,11 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			/* and the record of the task that blocked last, which
 			 * its waker may claim instead of pushing (waitq.h) */
 			struct cl__rt_waiter *watch = w->watching ? w->watching : cl__rt_watch_begin(w);
-			int hit = 0;
+			int hit = 0, counted = !watch && cl__rt_spin_begin(w);
 
 			w->watching = NULL;
 			until = now + rt->spin_ns;
-			for (unsigned int i = 1;; i++) {
+			for (unsigned int i = 1; watch || counted; i++) {
 				cl__rt_prefetchw(&w->remote_wakes);
 				if (cl__rt_idle_work(w, watch) || CL_READ_ONCE(rt->stop)) {
 					hit = 1;
@@ -225,6 +263,8 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			}
 			if (watch) /* before any sleep: a sleeper watches nothing */
 				cl__rt_watch_end(w, watch);
+			if (counted)
+				cl__rt_spin_end(w, hit);
 			hit |= w->claimed != NULL;
 			if (hit) {
 				w->nr_spin_hits++;
@@ -242,18 +282,18 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
 			CL_ATOMIC_STORE(&w->sleeping, 1, CL_SEQ_CST);
 		cl__rq_unlock(w->rq);
-		/* a remote waker pushes, then reads `sleeping`: see cl__rt_drain_remote() */
+		CL_INJECT(68); /* announced asleep (rq lock released), not yet waiting */
+		/* a remote waker pushes, then reads `sleeping`: see cl__rt_drain_remote().
+		 * No timeout: only a waker (cl__rt_kick()) ends the sleep; the tick
+		 * kicks a sleeper when tasks wait elsewhere (preempt.h) */
 		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED) && !CL_ATOMIC_LOAD(&w->remote_wakes, CL_SEQ_CST)) {
-			struct timespec ts;
-
-			ts.tv_sec = (time_t)(rt->balance_ns / 1000000000ULL);
-			ts.tv_nsec = (long)(rt->balance_ns % 1000000000ULL);
 			w->nr_idle_sleeps++;
 			cl__rt_poke_shutdown(rt);
-			cl__futex_wait(&w->sleeping, 1, &ts);
+			cl__futex_wait(&w->sleeping, 1, NULL);
 		}
 		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
 		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
+		cl__rt_tick_unpark(rt); /* awake: the tick runs again, if it stopped */
 	}
 	urcu_memb_unregister_thread();
 	cl__rt_altstack_fini(altstack);
