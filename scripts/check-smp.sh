@@ -17,10 +17,13 @@
 # (each x86_64 socket is an LLC under -cpu EPYC; nodes take whole sockets),
 # kernels 6.1, 6.12 and 7.3 (x86_64) and 6.12 (aarch64; scripts/guest.sh).
 # What runs where, by the run's name in the plan:
-#   unit.* stress.* smp.*   every guest (C on 7.3: only e3k.*, for time;
-#                           unit.runtime, ten thousand tasks in runtimes of
-#                           one worker per CPU, only in A and D: smp.runtime
-#                           covers the runtime at B's and C's scale)
+#   unit.* stress.* smp.*   every guest, for time with these exceptions:
+#                           B on 7.3 runs only smp.*, fault.* and e3k.* (A
+#                           on 7.3 runs the rest), C on 6.12 five unit tests
+#                           (rseq, percpu_ops, cid, objcache, brlock), C on
+#                           7.3 only e3k.*; unit.runtime (ten thousand tasks
+#                           in runtimes of one worker per CPU) only in A and
+#                           D: smp.runtime covers the runtime at scale
 #   fault.* e3k.*           B and C (the faults and E3k need many CPUs)
 #   E: the runtime's unit tests but unit.runtime, smp.topology, smp.runtime
 # SMP_QUICK=1 runs the quick form (CI): unit.rseq, unit.percpu_ops,
@@ -83,6 +86,8 @@ filter() {
 		return
 	fi
 	case $1 in
+	B-7.3) echo '^(smp|fault|e3k|extra)\.' ;;
+	C-6.12) echo '^((stress|smp|fault|e3k|extra)\.|unit\.(rseq|percpu_ops|cid|objcache|brlock)$)' ;;
 	C-7.3) echo '^(e3k\.|extra\.)' ;;
 	E-*) echo '^(unit\.runtime_[a-z]*|smp\.(topology|runtime)|extra\.)' ;;
 	B-* | C-*) echo '^(unit|stress|smp|fault|e3k|extra)\.' ;;
