@@ -67,6 +67,27 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
 		}
 }
 
+/*
+ * Pinned workers balance by the machine's scheduling domains (balance.h):
+ * worker i's rq stands for the CPU it is pinned to, so an idle worker pulls
+ * from its SMT sibling and LLC first and across nodes only past the NUMA
+ * threshold. Without a readable topology the balancer stays flat (what an
+ * unpinned runtime uses: its workers have no CPU of their own).
+ */
+CL_INLINE void cl__rt_balance_domains(struct cl_runtime *rt, const int *cpus, unsigned int nr_allowed)
+{
+	int *ids = (int *)malloc((size_t)rt->nr_workers * sizeof(int));
+	struct cl_topology t;
+
+	if (ids && cl_topology_load(&t, NULL) == 0) {
+		for (unsigned int i = 0; i < rt->nr_workers; i++)
+			ids[i] = cpus[i % nr_allowed];
+		(void)cl_balance_set_topology_cpus(rt->sched, &t, ids);
+		cl_topology_free(&t);
+	}
+	free(ids);
+}
+
 /**
  * cl_runtime_create() - start a runtime: a scheduler instance with one rq
  * per worker, and the workers (pinned, idle until tasks are spawned).
@@ -161,6 +182,8 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->rq = cl__sched_rq(rt->sched, i);
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
 	}
+	if (!(attr && (attr->flags & CL_RUNTIME_UNPINNED)))
+		cl__rt_balance_domains(rt, cpus, nr_allowed);
 	if (!rt->no_overflow_report)
 		cl__rt_overflow_report_init();
 	for (unsigned int i = 0; i < n; i++) {
