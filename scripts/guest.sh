@@ -284,8 +284,9 @@ guest_report() {
 		END {
 			for (i = 1; i <= n; i++) {
 				r = order[i]
-				ok = res[r] == "rc=0"
+				# (test "in" before any res[r]: a reference creates the element)
 				extra = (r in res) ? res[r] : "no result"
+				ok = extra == "rc=0"
 				extra = extra (r in t ? ", " t[r] " s" : "")
 				if (rseq[r]) extra = extra ", rseq aborts " aborts[r]
 				printf "%s %s: %s (%s)\n", prefix, r, ok ? "pass" : "fail", extra
