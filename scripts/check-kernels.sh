@@ -12,7 +12,7 @@
 # (every program of tests/unit, checked here, and of tests/stress).
 # KERNELS_QUICK=1 runs the quick form (CI): the rseq, cid, percpu_ops,
 # counter and objcache unit tests, the runtime's lifecycle and stacks
-# tests (100,000 parked tasks), the counter, objcache and runtime stress
+# tests (40,000 parked tasks), the counter, objcache and runtime stress
 # programs, percpu_ops with rseq denied.
 #
 # Output: per kernel "kernels guest K-...: ..." (scripts/guest.sh), a line
@@ -43,7 +43,7 @@ filter() {
 	if [ -n "${KERNELS_FILTER:-}" ]; then
 		echo "$KERNELS_FILTER"
 	elif [ "${KERNELS_QUICK:-0}" = 1 ]; then
-		echo '^(unit\.(rseq|cid|percpu_ops|counter|objcache|runtime_lifecycle|runtime_stacks)|stress\.(counter|objcache|runtime)|fault\.percpu_ops\.deny-rseq|extra\..*)$'
+		echo '^(unit\.(rseq|cid|percpu_ops|counter|objcache|runtime_lifecycle|runtime_stacks\.40k)|stress\.(counter|objcache|runtime)|fault\.percpu_ops\.deny-rseq|extra\..*)$'
 	else
 		echo '.'
 	fi

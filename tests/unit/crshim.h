@@ -16,7 +16,9 @@
  *
  * Environment: CRS_FILTER=TEXT runs only the tests whose "suite::name"
  * contains TEXT; CRS_TIMES=1 prints each test's wall time (what to trim
- * when a sanitizer run grows).
+ * when a sanitizer run grows); CRS_TIMEOUT_SCALE=X multiplies every
+ * .timeout (the emulated machines of check-smp and check-kernels, where a
+ * guest CPU runs many times slower than the host's).
  *
  * Supported: Test(suite, name[, .init = f][, .fini = f][, .timeout = s]
  * [, .exit_code = n][, .signal = s][, .disabled = 1]), cr_assert*,
@@ -142,6 +144,15 @@ static inline void crs_report(const char *kind, const char *file, int line, cons
 #define cr_log_warn(...) cr_log_info(__VA_ARGS__)
 #define cr_log_error(...) cr_log_info(__VA_ARGS__)
 
+/* CRS_TIMEOUT_SCALE (default 1): a factor for every test's .timeout. */
+static double crs_timeout_scale(void)
+{
+	const char *e = getenv("CRS_TIMEOUT_SCALE");
+	double v = e ? atof(e) : 1.0;
+
+	return v >= 1.0 ? v : 1.0;
+}
+
 int main(int argc, char **argv)
 {
 	int tested = 0, passing = 0, failing = 0, crashing = 0, skipped = 0;
@@ -170,7 +181,7 @@ int main(int argc, char **argv)
 		}
 		if (pid == 0) {
 			if (t->timeout > 0)
-				alarm((unsigned)t->timeout + 1);
+				alarm((unsigned)(t->timeout * crs_timeout_scale()) + 1);
 			if (t->init)
 				t->init();
 			t->fn();
