@@ -817,7 +817,8 @@ check-install-docs: dist
 # that build, static
 # into OUT/bin, the unit tests (through tests/unit/crshim.h, no Criterion),
 # the percpu_ops variants, the stress programs, the many-CPU programs of
-# tests/smp, the guest's /init and fault wrapper (tests/guest), and a
+# tests/smp, examples/ (as example_NAME), the guest's /init and fault
+# wrapper (tests/guest), and a
 # user's SMP_EXTRA programs (with USER_CFLAGS: gnu11, -O2 -Wall, the
 # tree's headers; the user's own -D and warnings are theirs).
 define STATIC_RULES
@@ -843,6 +844,10 @@ $(1)/bin/extra_%: $$(HEADERS) $$(SMP_EXTRA)
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@ ($$(filter %/$$*.c $$*.c,$$(SMP_EXTRA)))")
 	$$(Q)$(2) $(7) -o $$@ $$(firstword $$(filter %/$$*.c $$*.c,$$(SMP_EXTRA))) $(4)
+$(1)/bin/example_%: examples/%.c examples/example_args.h $$(HEADERS)
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) $(3) -Iexamples -o $$@ $$< $(4)
 $(1)/bin/fault: tests/guest/fault.c
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@")
@@ -965,7 +970,7 @@ check-smp-quick:
 # percpu_ops, counter, objcache and runtime programs.
 KERNELS ?= 6.1 6.12 7.3
 KERNELS_NAMES := $(filter-out test_faults,$(basename $(notdir $(wildcard tests/unit/test_*.c) \
-	$(wildcard tests/stress/*.c)))) fault \
+	$(wildcard tests/stress/*.c)))) fault example_parked_tasks \
 	$(addprefix extra_,$(SMP_EXTRA_NAMES))
 KERNELS_ENV = KERNELS_X64=$(X64_OUT) KERNELS_SYSFS=$(SYSFS_DIR) SMP_EXTRA="$(SMP_EXTRA_NAMES)"
 .PHONY: check-kernels check-kernels-quick kernels-build kernels-setup
