@@ -813,12 +813,12 @@ check-install-docs: dist
 # libc6-dev-arm64-cross, qemu-system-arm (its libraries serve QEMU 10),
 # cpio; liburcu-dev:arm64 comes through multiarch (aarch64-setup).
 #
-# STATIC_RULES(OUT,CC,CFLAGS,LDFLAGS,TAG,AUDIT_ARCH,USER_CFLAGS): the rules
+# STATIC_RULES(OUT,CC,CFLAGS,LDFLAGS,TAG,USER_CFLAGS): the rules
 # that build, static
 # into OUT/bin, the unit tests (through tests/unit/crshim.h, no Criterion),
 # the percpu_ops variants, the stress programs, the many-CPU programs of
 # tests/smp, examples/ (as example_NAME), the guest's /init and fault
-# wrapper (tests/guest), and a
+# wrapper (tests/guest) with tests/tools/norseq.c, and a
 # user's SMP_EXTRA programs (with USER_CFLAGS: gnu11, -O2 -Wall, the
 # tree's headers; the user's own -D and warnings are theirs).
 define STATIC_RULES
@@ -843,15 +843,19 @@ $(1)/bin/%: tests/smp/%.c $$(wildcard tests/smp/*.h) $$(HEADERS)
 $(1)/bin/extra_%: $$(HEADERS) $$(SMP_EXTRA)
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@ ($$(filter %/$$*.c $$*.c,$$(SMP_EXTRA)))")
-	$$(Q)$(2) $(7) -o $$@ $$(firstword $$(filter %/$$*.c $$*.c,$$(SMP_EXTRA))) $(4)
+	$$(Q)$(2) $(6) -o $$@ $$(firstword $$(filter %/$$*.c $$*.c,$$(SMP_EXTRA))) $(4)
 $(1)/bin/example_%: examples/%.c examples/example_args.h $$(HEADERS)
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@")
 	$$(Q)$(2) $(3) -Iexamples -o $$@ $$< $(4)
-$(1)/bin/fault: tests/guest/fault.c
+$(1)/bin/fault: tests/guest/fault.c $(1)/bin/norseq
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@")
-	$$(Q)$(2) -std=c11 -O2 $$(PROG_WARN) -static -DFAULT_AUDIT_ARCH=$(6) -o $$@ $$<
+	$$(Q)$(2) -std=c11 -O2 $$(PROG_WARN) -static -o $$@ $$<
+$(1)/bin/norseq: tests/tools/norseq.c
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) -std=c11 -O2 $$(PROG_WARN) -static -o $$@ $$<
 $(1)/init: tests/guest/init.c
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@")
@@ -874,7 +878,7 @@ A64_OUT := build/aarch64
 A64_CFLAGS := -std=c11 -O2 $(PROG_WARN) -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"/data"' \
 	-DCL_TEST_SHIM -idirafter /usr/include/aarch64-linux-gnu $(EXTRA_CFLAGS)
 A64_LDFLAGS := -static -pthread -L/usr/lib/aarch64-linux-gnu -lurcu-cds -lurcu-memb -lurcu-common -lm
-$(eval $(call STATIC_RULES,$(A64_OUT),$(A64_CC),$(A64_CFLAGS),$(A64_LDFLAGS),A64,AUDIT_ARCH_AARCH64,\
+$(eval $(call STATIC_RULES,$(A64_OUT),$(A64_CC),$(A64_CFLAGS),$(A64_LDFLAGS),A64,\
 	-std=gnu11 -O2 -Wall -Iinclude -idirafter /usr/include/aarch64-linux-gnu $(EXTRA_CFLAGS)))
 # x86_64 (the guests of check-smp and check-kernels)
 X64_CC ?= gcc
@@ -882,7 +886,7 @@ X64_OUT := build/x86_64
 X64_CFLAGS := -std=c11 -O2 $(PROG_WARN) -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"/data"' \
 	-DCL_TEST_SHIM $(EXTRA_CFLAGS)
 X64_LDFLAGS := -static -pthread -lurcu-cds -lurcu-memb -lurcu-common -lm
-$(eval $(call STATIC_RULES,$(X64_OUT),$(X64_CC),$(X64_CFLAGS),$(X64_LDFLAGS),X64,AUDIT_ARCH_X86_64,\
+$(eval $(call STATIC_RULES,$(X64_OUT),$(X64_CC),$(X64_CFLAGS),$(X64_LDFLAGS),X64,\
 	-std=gnu11 -O2 -Wall -Iinclude $(EXTRA_CFLAGS)))
 
 # check-aarch64: a subset of the unit tests and the stress programs, run on

@@ -75,19 +75,9 @@ PASSED=0 FAILED=0 KERNELS=0 OOPSES=0
 mkdir -p "$OUT"
 t0=$(date +%s)
 for k in "$@"; do
-	{
-		cat "$PLAN"
-		for x in ${SMP_EXTRA:-}; do
-			echo "extra.$x 300 extra_$x"
-		done
-	} >"$OUT/plan.$k"
-	guest_run kernels "$k" x86_64 "$TOPO" 1 "$k-amd64" "$OUT/plan.$k" "$(filter)" \
+	guest_run kernels "$k" x86_64 "$TOPO" 1 "$k-amd64" "$PLAN" "$(filter)" \
 		"${KERNELS_X64:-build/x86_64}" "$OUT/$k" "${KERNELS_SYSFS:-}"
 	OOPSES=$((OOPSES + GUEST_OOPSES))
-	for x in ${SMP_EXTRA:-}; do
-		r=$(sed -n "s/^@@CLG END extra\.$x //p" "$OUT/$k/console.log.txt" | head -1)
-		echo "kernels $k extra $x: ${r:-no result}" | sed 's/rc=\([0-9]*\)$/exit \1/'
-	done
 	echo "kernel $k: $GUEST_PASSED passed, $GUEST_FAILED failed (mm_cid $(guest_info mm_cid), guard markers $(guest_info guard), io_uring $(guest_info io_uring); $(guest_info kernel))"
 	PASSED=$((PASSED + GUEST_PASSED))
 	FAILED=$((FAILED + GUEST_FAILED))

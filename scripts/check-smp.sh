@@ -111,22 +111,11 @@ run_guest() {
 	[ "$1" = aarch64 ] && bin=${SMP_A64:-build/aarch64}
 	d=$OUT/$g
 	mkdir -p "$OUT"
-	{
-		cat "$PLAN"
-		for x in ${SMP_EXTRA:-}; do
-			echo "extra.$x 300 extra_$x"
-		done
-	} >"$OUT/plan.$g"
 	GUEST_EXCLUDE=
 	case $g in B-* | C-*) [ -z "${SMP_FILTER:-}" ] && GUEST_EXCLUDE='^unit\.runtime$' ;; esac
-	guest_run smp "$g" "$1" "$2" "$3" "$(kernel_id "$g")" "$OUT/plan.$g" "$(filter "$g")" \
+	guest_run smp "$g" "$1" "$2" "$3" "$(kernel_id "$g")" "$PLAN" "$(filter "$g")" \
 		"$bin" "$d" "${SMP_SYSFS:-}"
 	OOPSES=$((OOPSES + GUEST_OOPSES))
-	# the extras' exit codes (their output is in the console log)
-	for x in ${SMP_EXTRA:-}; do
-		r=$(sed -n "s/^@@CLG END extra\.$x //p" "$d/console.log.txt" | head -1)
-		echo "smp $g extra $x: ${r:-no result}" | sed 's/rc=\([0-9]*\)$/exit \1/'
-	done
 	# hotplug events in the fault runs
 	if grep -q '^@@CLG START fault\.' "$d/console.log.txt"; then
 		hp=$(sed -n 's/^fault: hotplug \([0-9]*\) .*/\1/p' "$d/console.log.txt" | awk '{ s += $1 } END { print s + 0 }')

@@ -208,13 +208,15 @@ guest_plan() {
 }
 
 # guest_pack ROOT INIT BIN_DIR OUT: ROOT/plan must exist; copies INIT and
-# every /bin/PROGRAM the plan names (and /bin/ARG the fault wrapper runs).
+# every /bin/PROGRAM the plan names (and /bin/ARG the fault wrapper runs,
+# and the norseq it execs).
 guest_pack() {
 	root=$1
 	[ -s "$root/plan" ] || guest_die "empty plan"
 	mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp"
 	cp "$2" "$root/init" || guest_die "cannot copy $2"
-	for b in $(tr ' ' '\n' <"$root/plan" | sed -n 's,^/bin/,,p' | sort -u); do
+	# (the fault wrapper runs /bin/norseq for --deny-rseq)
+	for b in $(tr ' ' '\n' <"$root/plan" | sed -n 's,^/bin/fault$,&\nnorseq,; s,^/bin/,,p' | sort -u); do
 		[ -f "$root/bin/$b" ] && continue
 		cp "$3/$b" "$root/bin/$b" || guest_die "program $b missing from $3 (not built?)"
 	done
@@ -309,7 +311,9 @@ guest_report() {
 }
 
 # guest_run PREFIX NAME ARCH TOPO SCALE KERNEL_ID PLAN FILTER BUILD DIR [DATA]:
-# the runs of PLAN whose names match FILTER (timeouts times SCALE), with the
+# the runs of PLAN and of the extra programs SMP_EXTRA names ("extra.NAME":
+# "PREFIX NAME extra NAME: exit N" after the report) whose names match
+# FILTER (timeouts times SCALE), with the
 # programs of BUILD/bin and BUILD/init, in a guest ARCH/TOPO booted on
 # kernel KERNEL_ID; DIR keeps the initramfs and the console
 # (DIR/console.log.txt); DATA, when given, is packed as /data (the fake
@@ -325,9 +329,17 @@ guest_run() {
 	gkern=$GUEST_DIR/kernels/$gkid/vmlinuz
 	[ -s "$gkern" ] || guest_die "kernel $gkid not fetched"
 	rm -rf "$gdir" && mkdir -p "$gdir/root"
+	# the plan and a run per extra program (SMP_EXTRA: names built as
+	# bin/extra_NAME)
+	{
+		cat "$gplan"
+		for x in ${SMP_EXTRA:-}; do
+			echo "extra.$x 300 extra_$x"
+		done
+	} >"$gdir/plan.all"
 	# a unit test's own timeouts (tests/unit/crshim.h) scale too: a guest CPU
 	# under TCG runs many times slower than the host's
-	guest_plan "$gplan" "$gfilter" "$gscale" "CRS_TIMEOUT_SCALE=$((4 * gscale))" >"$gdir/root/plan"
+	guest_plan "$gdir/plan.all" "$gfilter" "$gscale" "CRS_TIMEOUT_SCALE=$((4 * gscale))" >"$gdir/root/plan"
 	[ -s "$gdir/root/plan" ] || guest_die "no runs for $name"
 	if [ -n "$gdata" ] && [ -d "$gdata" ]; then
 		mkdir -p "$gdir/root/data"
@@ -362,6 +374,11 @@ guest_run() {
 		break
 	done
 	echo "$prefix: $name: $GUEST_SECONDS s in qemu (exit $gqrc); console: $gdir/console.log.txt"
+	# the extras' exit codes (their output is in the console log)
+	for x in ${SMP_EXTRA:-}; do
+		r=$(sed -n "s/^@@CLG END extra\.$x //p" "$gdir/console.log.txt" | head -1)
+		echo "$prefix $name extra $x: ${r:-no result}" | sed 's/rc=\([0-9]*\)$/exit \1/'
+	done
 }
 
 # guest_info KEY: a value of the last guest's GUEST line (guest_run).

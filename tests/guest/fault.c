@@ -12,15 +12,16 @@
  * --cpuset-shrink  PROGRAM runs in a cgroup of its own (cgroup2, cpuset
  *                  controller); its allowed CPUs drop to the lower half of
  *                  the CPUs and come back, alternately, every 40 periods.
- * --deny-rseq      a seccomp filter installed before exec makes rseq(2) and
- *                  membarrier(2) fail with ENOSYS, as some sandboxes and old
- *                  container profiles do: every structure must take its
- *                  fallback.
+ * --deny-rseq      rseq(2) and membarrier(2) fail with ENOSYS (a seccomp
+ *                  filter: PROGRAM runs through tests/tools/norseq.c's
+ *                  --membarrier, /bin/norseq beside this program), as some
+ *                  sandboxes and old container profiles do: every
+ *                  structure must take its fallback.
  *
  * The last line is "fault: hotplug N (offline O, online I, refused R),
  * cpuset N" and the exit status is PROGRAM's (128 + signal when it was
  * killed). A fault that cannot be set up (no hotplug file, no cpuset
- * controller, no seccomp) fails the run with status 2 and a line saying
+ * controller, no /bin/norseq) fails the run with status 2 and a line saying
  * why: a fault that was asked for and not made would pass untested.
  *
  * Static, built with each guest's compiler; not for the host (it offlines
@@ -29,25 +30,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* the guest's AUDIT_ARCH_*, given by the build (-DFAULT_AUDIT_ARCH=...) */
-#ifndef FAULT_AUDIT_ARCH
-#error "build with -DFAULT_AUDIT_ARCH=AUDIT_ARCH_<the guest's architecture>"
-#endif
+#define NORSEQ "/bin/norseq"
 
 #define CG "/sys/fs/cgroup"
 #define CG_TEST CG "/cl-fault"
@@ -118,26 +110,6 @@ static void sleep_ms(long ms)
 		;
 }
 
-/* rseq and membarrier answer ENOSYS; everything else is allowed. */
-static int deny_rseq(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FAULT_AUDIT_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rseq, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
-	};
-	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: fault [--hotplug] [--cpuset-shrink] [--deny-rseq] [--period-ms N] PROGRAM [ARG ...]\n");
@@ -168,6 +140,10 @@ int main(int argc, char **argv)
 	if (i >= argc || period < 1)
 		usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (deny && access(NORSEQ, X_OK) != 0) {
+		printf("fault: --deny-rseq: no " NORSEQ ": %s\n", strerror(errno));
+		return 2;
+	}
 	if (hotplug && (ncpu < 2 || cpu_online(ncpu - 1) < 0)) {
 		printf("fault: --hotplug: no /sys/devices/system/cpu/cpuN/online to write (%d CPUs)\n", ncpu);
 		return 2;
@@ -197,12 +173,15 @@ int main(int argc, char **argv)
 				_exit(2);
 			}
 		}
-		if (deny && deny_rseq() != 0) {
-			printf("fault: --deny-rseq: seccomp filter refused: %s\n", strerror(errno));
-			_exit(2);
+		if (deny) {
+			/* norseq --membarrier PROGRAM ARG...: argv[i - 2] and [i - 1] are ours */
+			argv[i - 2] = (char *)NORSEQ;
+			argv[i - 1] = (char *)"--membarrier";
+			execv(NORSEQ, argv + i - 2);
+		} else {
+			execv(argv[i], argv + i);
 		}
-		execv(argv[i], argv + i);
-		printf("fault: exec %s: %s\n", argv[i], strerror(errno));
+		printf("fault: exec %s: %s\n", deny ? NORSEQ : argv[i], strerror(errno));
 		_exit(127);
 	}
 	for (;;) {

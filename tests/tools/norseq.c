@@ -6,9 +6,11 @@
  * execs the program. glibc's own registration at start-up fails, so it
  * reports __rseq_size == 0, and cachelocal's self-registration fails too:
  * every rseq-dependent path must fall back. Used by `make check` to run the
- * test suite in that mode.
+ * test suite in that mode. With --membarrier, membarrier fails with ENOSYS
+ * too (some sandboxes and old container profiles deny both; the emulated
+ * machines' fault wrapper, tests/guest/fault.c, runs programs so).
  *
- * Usage: norseq PROGRAM [ARGS...]
+ * Usage: norseq [--membarrier] PROGRAM [ARGS...]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,12 +34,15 @@
 
 int main(int argc, char **argv)
 {
+	int membarrier = argc > 1 && strcmp(argv[1], "--membarrier") == 0;
+	/* with --membarrier a second number: membarrier's, else rseq's again */
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NORSEQ_ARCH, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rseq, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rseq, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, membarrier ? __NR_membarrier : __NR_rseq, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -45,8 +51,10 @@ int main(int argc, char **argv)
 		.filter = filter,
 	};
 
+	argc -= membarrier;
+	argv += membarrier;
 	if (argc < 2) {
-		fprintf(stderr, "usage: norseq PROGRAM [ARGS...]\n");
+		fprintf(stderr, "usage: norseq [--membarrier] PROGRAM [ARGS...]\n");
 		return 2;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
