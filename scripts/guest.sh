@@ -39,7 +39,6 @@
 # "CPUS:::1:NODES:MEM_MB" for aarch64 (the virt machine: cores only).
 
 GUEST_DIR=${CL_GUEST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cachelocal-guest}
-GUEST_QEMU_VERSION=${CL_GUEST_QEMU_VERSION:-1:10.0.2+ds-2+deb13u1~bpo12+1}
 
 guest_die() {
 	echo "guest: $*" >&2
@@ -112,6 +111,12 @@ guest_locked() {
 	) 9>"$GUEST_DIR/.lock" || exit 1
 }
 
+# guest_bpo_version PKG: PKG's version in bookworm-backports (newest first).
+guest_bpo_version() {
+	guest_apt apt-cache madison "$1" 2>/dev/null |
+		awk -F'|' '/bookworm-backports/ { gsub(/ /, "", $2); print $2; exit }'
+}
+
 guest_fetch_qemu() {
 	guest_locked guest_fetch_qemu_locked
 }
@@ -121,9 +126,10 @@ guest_fetch_qemu_locked() {
 	[ -x "$q/usr/bin/qemu-system-x86_64" ] && [ -x "$q/usr/bin/qemu-system-aarch64" ] &&
 		[ -s "$q/usr/share/seabios/bios-256k.bin" ] && return 0
 	guest_apt_update
-	v=$GUEST_QEMU_VERSION
-	sb=$(guest_apt apt-cache madison seabios 2>/dev/null | awk -F'|' '/bookworm-backports/ { gsub(/ /, "", $2); print $2; exit }')
-	[ -n "$sb" ] || guest_die "no seabios in bookworm-backports"
+	# bookworm-backports' versions (built against Debian 12's libraries)
+	v=$(guest_bpo_version qemu-system-x86)
+	sb=$(guest_bpo_version seabios)
+	[ -n "$v" ] && [ -n "$sb" ] || guest_die "no qemu-system-x86 or seabios in bookworm-backports"
 	echo "guest: fetching QEMU $v from bookworm-backports into $q"
 	guest_download "$GUEST_DIR/debs-qemu" "qemu-system-x86=$v" "qemu-system-arm=$v" \
 		"qemu-system-common=$v" "qemu-system-data=$v" "seabios=$sb"
