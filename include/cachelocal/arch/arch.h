@@ -19,6 +19,8 @@
  *   CL__ARCH_CPU_RELAX()        the spin-wait hint (CL_CPU_RELAX(), compiler.h)
  *   CL__ARCH_PREFETCHW(p)       start taking p's line for writing (x86's
  *                               PREFETCHW, else the compiler's write prefetch)
+ *   CL__ARCH_READ_SP(var)       the stack pointer into the uintptr_t var
+ *                               (elsewhere: the current frame's address)
  *   CL__ARCH_UC_PC(uc)          the interrupted PC in a signal handler's
  *                               ucontext_t *uc, as a uintptr_t (x86-64,
  *                               aarch64; undefined elsewhere: the runtime's
@@ -42,6 +44,7 @@
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("pause" ::: "memory")
 #define CL__ARCH_PREFETCHW(p) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
 #define CL__ARCH_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.gregs[16]) /* REG_RIP */
+#define CL__ARCH_READ_SP(var) __asm__ __volatile__("mov %%rsp, %0" : "=r"(var))
 #elif defined(__aarch64__)
 #define CL_ARCH_AARCH64 1
 #define CL_ARCH_NAME "aarch64"
@@ -50,6 +53,7 @@
 #define CL__ARCH_FALSE_SHARING_SIZE 128 /* 128-byte lines on some cores */
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
 #define CL__ARCH_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.pc)
+#define CL__ARCH_READ_SP(var) __asm__ __volatile__("mov %0, sp" : "=r"(var))
 #elif defined(__powerpc64__)
 #define CL_ARCH_PPC64 1
 #define CL_ARCH_NAME "ppc64"
@@ -78,6 +82,9 @@
 #endif
 #ifndef CL__ARCH_PREFETCHW
 #define CL__ARCH_PREFETCHW(p) __builtin_prefetch((p), 1, 3)
+#endif
+#ifndef CL__ARCH_READ_SP
+#define CL__ARCH_READ_SP(var) ((var) = (uintptr_t)__builtin_frame_address(0))
 #endif
 
 /* The default false-sharing distance is a power of two of at least a line. */

@@ -72,19 +72,10 @@ CL_INLINE size_t cl__rt_page(void)
 /* The stack pointer (an address in the caller's frame without asm). */
 CL_ALWAYS_INLINE uintptr_t cl__rt_sp(void)
 {
-#if defined(__x86_64__)
 	uintptr_t sp;
 
-	__asm__ __volatile__("mov %%rsp, %0" : "=r"(sp));
+	CL__ARCH_READ_SP(sp);
 	return sp;
-#elif defined(__aarch64__)
-	uintptr_t sp;
-
-	__asm__ __volatile__("mov %0, sp" : "=r"(sp));
-	return sp;
-#else
-	return (uintptr_t)__builtin_frame_address(0);
-#endif
 }
 
 /* Slot size: guard + page-rounded stack (both bounded at create). */
