@@ -1988,6 +1988,10 @@ static void l5_runtime_cases(void)
 	{
 		RB_NULL(cl_runtime_sched(NIL), EINVAL);
 	}
+	CASE("cl_runtime_guard_mode", "rt NULL")
+	{
+		RB_NULL(cl_runtime_guard_mode(NIL), EINVAL);
+	}
 	CASE("cl_runtime_context_kind", "(no argument: nothing can be bad)")
 	{
 		const char *k = cl_runtime_context_kind();
