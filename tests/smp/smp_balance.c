@@ -552,7 +552,9 @@ int main(void)
 	attr.max_nr_cpus = nr_rqs;
 	pool = cl_percpu_pool_create(&attr);
 	sched = pool ? cl_sched_create(nr_rqs, pool) : NULL;
-	tasks = aligned_alloc(CL_CACHELINE_SIZE, sizeof(*tasks) * nr_tasks);
+	/* a size that is a multiple of the alignment, as aligned_alloc() wants */
+	tasks = aligned_alloc(CL_CACHELINE_SIZE, (sizeof(*tasks) * nr_tasks + CL_CACHELINE_SIZE - 1) &
+							 ~(size_t)(CL_CACHELINE_SIZE - 1));
 	found = calloc(nr_tasks, 1);
 	if (!sched || !tasks || !found)
 		return smp_fatal(NAME, "setup: %s", strerror(errno));

@@ -528,7 +528,10 @@ static void dom_fill(struct dom *w, const unsigned int *per)
 
 	for (unsigned int c = 0; c < w->t.nr_cpu_ids; c++)
 		n += per[c];
-	w->tasks = aligned_alloc(CL_CACHELINE_SIZE, sizeof(*w->tasks) * (n ? n : 1));
+	/* aligned_alloc() wants a size that is a multiple of the alignment (not
+	   so for struct cl_task in every layout variant: ASan refuses it) */
+	w->tasks = aligned_alloc(CL_CACHELINE_SIZE, (sizeof(*w->tasks) * (n ? n : 1) + CL_CACHELINE_SIZE - 1) &
+							    ~(size_t)(CL_CACHELINE_SIZE - 1));
 	w->home = calloc(n ? n : 1, sizeof(*w->home));
 	cr_assert(w->tasks && w->home);
 	w->nr_tasks = n;
