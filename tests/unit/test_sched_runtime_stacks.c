@@ -454,6 +454,8 @@ static long park_many(long n, const char *mode, long max_added)
 		    during, max_map_count());
 #ifndef CL_HAVE_TSAN /* TSan maps memory of its own for every fiber (about 4 mappings each) */
 	cr_assert_lt(during - before, max_added, "%ld parked tasks added %ld mappings", n, during - before);
+#else
+	(void)max_added;
 #endif
 	cl_waitq_lock(&pk.wq);
 	pk.released = 1;
@@ -499,6 +501,8 @@ Test(sched_runtime_stacks, hundred_thousand_parked_tasks_with_markers_refused, .
 	added = park_many(n, "mprotect+checked", 1000 + 64 + n / 16 + 64);
 #ifndef CL_HAVE_TSAN
 	cr_assert_gt(added, 500, "only %ld mappings added: no mprotect guard?", added);
+#else
+	(void)added;
 #endif
 	cr_assert_eq(unsetenv("CL_TEST_GUARD_MARKERS"), 0);
 	cr_assert_eq(unsetenv("CL_TEST_MAX_MAP_COUNT"), 0);
