@@ -27,9 +27,11 @@
  *
  * When all of 1-3 fail for CL_CID_SPIN_ROUNDS rounds (every cid below the
  * bound is held, e.g. by preempted holders; the rounds after the second
- * yield the CPU to them), the caller moves to the fallback lock and sleeps
- * on a condition variable until a release (or a join, leave or refresh)
- * lets it in: no livelock, no busy waiting. Release has no fence: the
+ * yield the CPU to them), or at once when the domain already has as many
+ * holders as users (no release is owed to the caller: EBUSY, decided under
+ * the lock), the caller moves to the fallback lock and sleeps on a condition
+ * variable until a release (or a join, leave or refresh) lets it in: no
+ * livelock, no busy waiting. Release has no fence: the
  * sleeping side pays with membarrier() (see cl__cid_acquire_locked()).
  *
  * bound = min(number of CPUs in the grow-only union of the users' allowed

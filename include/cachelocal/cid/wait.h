@@ -112,6 +112,12 @@ static CL_UNUSED CL_NOINLINE int cl__cid_acquire_slow(struct cl_cid_domain *d, i
 			CL__CID_COUNT(d, c, lowest);
 			goto got;
 		}
+		/* As many holders as users: no release is owed to this caller,
+		 * so waiting for one is pointless; the fallback decides EBUSY
+		 * under the lock (instead of ~CL_CID_SPIN_ROUNDS yields, which
+		 * cost a time slice each on a loaded machine). */
+		if (cl__cid_held(d) >= CL_ATOMIC_LOAD(&d->users, CL_RELAXED))
+			break;
 		/* Holders of every cid below the bound: first assume they are
 		 * running and about to release; then that they are preempted
 		 * (more threads than CPUs) and give them our CPU. */
