@@ -222,6 +222,7 @@ help:
 	@echo "  check-valgrind unit tests under valgrind memcheck (VG_CRITERION=1: with Criterion)"
 	@echo "  fuzz           libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)"
 	@echo "  check-robustness  bad inputs of every public function, plain and CL_DEBUG (part of check)"
+	@echo "  check-mutants  defects put back into the headers, each caught by its test (part of check)"
 	@echo "  robustness     regenerate docs/robustness.md (ROBUST_FUZZ_LOG=, ROBUST_MATRIX_LOG=)"
 	@echo "  stress         long stress tests (DURATION=, ITERATIONS=, CORES=)"
 	@echo "  examples       build and run examples/ (and bench-smoke)"
@@ -435,8 +436,16 @@ check: deps
 	$(Q)$(call STEP,check-version)
 	$(Q)$(MAKE) --no-print-directory check-cc
 	$(Q)$(call STEP,check-robustness)
+	$(Q)$(call STEP,check-mutants)
 	$(Q)$(call STEP,-j$(NPROC) check-bench-report)
 	@echo "make check ($(CC)): all passed"
+
+# Defects put back into a copy of the headers (tests/mutants/mutants.txt):
+# the test named for each must fail against it (part of check).
+.PHONY: check-mutants
+check-mutants: deps
+	@echo "== mutants: each must be caught by its test"
+	$(Q)MUTANT_LIBS="$(LDLIBS_PROG)" sh scripts/check-mutants.sh build/mutants $(CC) $(CFLAGS_PROG)
 
 # The part of check that depends on the compiler (CI runs it again with
 # CC=clang; the header checks already cover both compilers).
