@@ -257,7 +257,7 @@ help:
 	@echo "  check-smp-quick  guest A on 6.12 with one fault (what CI runs)"
 	@echo "  smp-setup      fetch QEMU 10 and the guests' kernels into CL_GUEST_DIR (once)"
 	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest (KERNELS=, SMP_EXTRA=)"
-	@echo "  check-kernels-quick  6.1 and 7.3, the rseq, cid, percpu_ops, counter, objcache and runtime programs (what CI runs)"
+	@echo "  check-kernels-quick  6.1 and 7.3, the rseq, cid, percpu_ops, counter and objcache programs and the runtime lifecycle test (what CI runs)"
 	@echo "  check-cross    headers for riscv64, ppc64el, s390x, armhf, i386; fallback smoke test under qemu-user"
 	@echo "  clean          remove build/ and the generated trees"
 
@@ -980,7 +980,7 @@ check-smp-quick:
 # users run: Debian 12's own 6.1, 6.12 and 7.3, in an 8-CPU x86_64 guest
 # (scripts/check-kernels.sh, tests/guest/kernels.plan); SMP_EXTRA as in
 # check-smp. check-kernels-quick (CI): 6.1 and 7.3, the rseq, cid,
-# percpu_ops, counter, objcache and runtime programs.
+# percpu_ops, counter and objcache programs, the runtime lifecycle test.
 KERNELS ?= 6.1 6.12 7.3
 KERNELS_NAMES := $(filter-out test_faults,$(basename $(notdir $(wildcard tests/unit/test_*.c) \
 	$(wildcard tests/stress/*.c)))) fault example_parked_tasks \

@@ -37,7 +37,8 @@
  * a default stack of 64 KiB reserved, a few KiB touched), FIB (default
  * 14), PINGS (default 1000), STORM_MSGS (default 200).
  * IDLE_MS (default 1000): the idle window measured after the rounds (0: none).
- * Output: `runtime: ...` setup line, one `runtime round:` line per round,
+ * Output: `runtime: ...` setup line, one `runtime round:` line per round
+ * (with the seconds of each workload),
  * `runtime workers: ...` (nr_switches per worker, min..max), `runtime idle:
  * ...` (context switches and CPU per second of the idle runtime), then
  * PASS/FAIL.
@@ -435,17 +436,25 @@ int main(void)
 	       n_parked);
 	fflush(stdout);
 	do {
-		double t0 = smp_now();
+		double t0 = smp_now(), t[6];
 		struct totals before = tot;
 
+		t[0] = t0;
 		round_fib(n_fib, &tot);
+		t[1] = smp_now();
 		round_pairs(pings, &tot);
+		t[2] = smp_now();
 		round_storm(msgs, &tot);
+		t[3] = smp_now();
 		round_parked(n_parked, &tot);
+		t[4] = smp_now();
 		round_workers(&tot);
+		t[5] = smp_now();
 		rounds++;
-		printf("runtime round: %ld, %lu tasks, %lu messages, %.2f s\n", rounds,
-		       tot.tasks - before.tasks, tot.messages - before.messages, smp_now() - t0);
+		printf("runtime round: %ld, %lu tasks, %lu messages, %.2f s (fib %.2f, pairs %.2f, "
+		       "storm %.2f, parked %.2f, workers %.2f)\n", rounds,
+		       tot.tasks - before.tasks, tot.messages - before.messages, t[5] - t0,
+		       t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
 		fflush(stdout);
 	} while (smp_failures() == 0 && smp_now() < end);
 	for (unsigned w = 0; w < nw; w++) {
