@@ -42,7 +42,7 @@ EOF
 
 tab=$(printf '\t')
 grep -v '^#' "$list" | grep -v '^[[:space:]]*$' | sed 's/ | /\t/g' >"$out/list.tsv"
-while IFS="$tab" read -r name header old new test filter; do
+while IFS="$tab" read -r name header old new test filter flags; do
 	dir=$out/$name
 	rm -rf "$dir"
 	mkdir -p "$dir"
@@ -53,7 +53,7 @@ while IFS="$tab" read -r name header old new test filter; do
 		continue
 	fi
 	# shellcheck disable=SC2086
-	if ! "$cc" -I"$dir/include" "$@" -DCL_TEST_SHIM -Itests/unit \
+	if ! "$cc" -I"$dir/include" "$@" ${flags:-} -DCL_TEST_SHIM -Itests/unit \
 		-o "$dir/$test" "tests/unit/$test.c" ${MUTANT_LIBS:--pthread -lm} \
 		>"$dir/build.log" 2>&1; then
 		echo "mutant $name: BROKEN (does not build, see $dir/build.log)"
