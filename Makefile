@@ -639,7 +639,7 @@ RT_PEERS_BIN := $(RT_PEERS_DIR)/runtime_peers
 BENCH_BIN += $(RT_PEERS_BIN)
 RT_PEERS_ARGS ?= --quick
 # Recursive: looked up only when runtime-peers-build runs.
-RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go $(RT_PEERS_DIR)/idle_go)
+RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go $(RT_PEERS_DIR)/idle_go $(RT_PEERS_DIR)/parked_go)
 RT_PEERS_BOOST = $(if $(shell printf '\043include <boost/fiber/all.hpp>\n' | \
 	$(CXX) -x c++ -std=c++17 -fsyntax-only - 2>/dev/null && echo y),$(RT_PEERS_DIR)/runtime_boost)
 $(RT_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)

@@ -279,9 +279,10 @@ def collect_peers(recs, judge=True):
     return out
 
 
-# Benchmarks outside bench/peers/ that print only peer lines (bench/idle:
-# the runtime idle beside Go): run with the peers.
-PEER_BENCHES = {"idle"}
+# Benchmarks outside bench/peers/ that are read for their peer lines
+# (bench/idle: the runtime idle beside Go; bench/parked: parked tasks in
+# each stack guard mode beside Go's goroutines): run with the peers.
+PEER_BENCHES = {"idle", "parked"}
 
 
 def is_peer_binary(path):
