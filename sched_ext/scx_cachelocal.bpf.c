@@ -11,7 +11,9 @@
  *   - kernel threads: per-CPU ones to their CPU's local DSQ, the others to
  *     the global DSQ (an unbound worker may be what the daemon waits on,
  *     e.g. for its console output);
- *   - a task whose event does not fit in the ring buffer: the global DSQ.
+ *   - a task whose event does not fit in the ring buffer: the global DSQ;
+ *   - a task with migration disabled: the kernel itself puts it on its
+ *     CPU's local DSQ (SCX_OPS_ENQ_MIGRATION_DISABLED is not set).
  * Everything else is sent to the daemon (SCX_CL_ENQ) and waits, in BPF
  * custody, until the daemon names it in the dispatch queue; ops.dispatch
  * of whichever CPU runs next moves it to the local DSQ of the CPU the
@@ -44,7 +46,7 @@ const volatile __u32 nr_cpus = 1;
 
 /* counters the daemon reads (bss) */
 __u64 nr_enqueued, nr_fallback, nr_daemon, nr_kthread, nr_dispatched, nr_dispatch_global, nr_stale,
-	nr_stops, nr_exits, nr_cpu_events;
+	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left;
 /* why the kernel ended it (ops.exit) */
 __s32 exit_kind;
 char exit_reason[128];
@@ -66,7 +68,7 @@ struct {
 /* per task: whether the daemon dispatched it (a STOP is then owed) */
 struct task_ctx {
 	u64 dispatched;
-	u64 exec_start; /* se.sum_exec_runtime when it started running */
+	u64 exec_start; /* se.sum_exec_runtime when the daemon dispatched it */
 };
 
 struct {
@@ -137,12 +139,11 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 		       enq_flags);
 		return;
 	}
-	if (p->migration_disabled) {
-		/* it may only run where it is */
-		__sync_fetch_and_add(&nr_kthread, 1);
-		insert(p, SCX_DSQ_LOCAL, fallback_slice_ns, enq_flags);
-		return;
-	}
+	/* (no test of p->migration_disabled here: the kernel puts a task
+	 * with migration disabled on its local DSQ without ops.enqueue
+	 * unless SCX_OPS_ENQ_MIGRATION_DISABLED is set, and when ops.enqueue
+	 * runs for the current task, its count is 1 from the BPF program's
+	 * own migrate_disable()) */
 	m = msg_new(SCX_CL_ENQ, p->pid, scx_bpf_task_cpu(p));
 	if (!m) {
 		__sync_fetch_and_add(&nr_fallback, 1);
@@ -183,8 +184,10 @@ void BPF_PROG(cl_dispatch, s32 cpu, struct task_struct *prev)
 		else
 			__sync_fetch_and_add(&nr_dispatch_global, 1);
 		c = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (c)
+		if (c) {
 			c->dispatched = 1;
+			c->exec_start = p->se.sum_exec_runtime;
+		}
 		insert(p, dsq, d.slice_ns, 0);
 		__sync_fetch_and_add(&nr_dispatched, 1);
 		bpf_task_release(p);
@@ -196,8 +199,8 @@ void BPF_PROG(cl_running, struct task_struct *p)
 {
 	struct task_ctx *c = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 
-	if (c && c->dispatched)
-		c->exec_start = p->se.sum_exec_runtime;
+	if (c && !c->dispatched)
+		__sync_fetch_and_add(&nr_run_undispatched, 1);
 }
 
 SEC("struct_ops/cl_stopping")
@@ -208,6 +211,13 @@ void BPF_PROG(cl_stopping, struct task_struct *p, bool runnable)
 
 	if (!c || !c->dispatched)
 		return;
+	if (runnable && p->scx.slice) {
+		/* preempted by a higher class with slice left: the kernel keeps
+		 * it at the head of this CPU's local DSQ, where it resumes
+		 * without ops.dispatch; for the daemon it still holds the CPU */
+		__sync_fetch_and_add(&nr_stop_slice_left, 1);
+		return;
+	}
 	c->dispatched = 0;
 	m = msg_new(SCX_CL_STOP, p->pid, scx_bpf_task_cpu(p));
 	if (!m)
@@ -302,6 +312,6 @@ struct sched_ext_ops cachelocal_ops = {
 	.exit = (void *)cl_exit,
 	.flags = SCX_OPS_ENQ_LAST,
 	.dispatch_max_batch = 512,
-	.timeout_ms = 10000,
+	.timeout_ms = 30000, /* the most the kernel allows: TCG guests are slow */
 	.name = "cachelocal",
 };

@@ -27,7 +27,7 @@
  *
  * Usage: scx_cachelocal [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-v]
  *   -t: exit after SECONDS (0: run until SIGINT/SIGTERM)
- *   -v: print counters every second
+ *   -v: print counters every 10 seconds
  * On exit prints one line "scx_cachelocal: ..." of counters, and the
  * kernel's reason if it ended the scheduler.
  */
@@ -63,6 +63,8 @@ struct dtask {
 	int nice;
 	int run_cpu;       /* the CPU it was dispatched to and not yet reported back, -1 none */
 	uint64_t picked_ns; /* when */
+	unsigned long picks;
+	uint64_t held_ns, ran_ns; /* wall time it held its CPU in the model; what the kernel says it ran */
 	struct dtask *next; /* hash chain */
 };
 
@@ -75,6 +77,7 @@ static struct cl_topology topo;
 static unsigned int nr_cpus;
 static uint64_t slice_ns = 5000000;
 static volatile sig_atomic_t stop;
+static int verbose;
 
 /* counters */
 static unsigned long n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
@@ -203,6 +206,7 @@ static void stopped(struct dtask *d, int runnable, uint64_t now)
 {
 	struct cl_rq *rq = cl_sched_rq(sched, (unsigned int)d->run_cpu);
 
+	d->held_ns += now - d->picked_ns;
 	cl_rq_lock(rq);
 	cl_rq_update_clock(rq, now);
 	if (rq->curr == &d->t) {
@@ -229,21 +233,29 @@ static void unqueue(struct dtask *d, uint64_t now)
 	cl_task_rq_unlock(rq, &d->t);
 }
 
+/* @d's mask from @m's words (@all: every CPU); returns how many CPUs it names */
+static int mask_from_msg(struct dtask *d, const struct scx_cl_msg *m, int all)
+{
+	int n = 0;
+
+	memset(d->mask, 0, sizeof(d->mask));
+	for (unsigned int c = 0; c < nr_cpus && c < SCX_CL_MAX_CPUS; c++) {
+		if (all || ((m->cpus[c / 64] >> (c % 64)) & 1)) {
+			d->mask[c / (8 * sizeof(long))] |= 1ul << (c % (8 * sizeof(long)));
+			n++;
+		}
+	}
+	return n;
+}
+
 static void set_props(struct dtask *d, const struct scx_cl_msg *m)
 {
 	struct cl_rq *rq = cl_task_rq_lock(sched, &d->t);
 	int any = 0;
 
-	memset(d->mask, 0, sizeof(d->mask));
-	for (unsigned int c = 0; c < nr_cpus && c < SCX_CL_MAX_CPUS; c++) {
-		if ((m->cpus[c / 64] >> (c % 64)) & 1) {
-			d->mask[c / (8 * sizeof(long))] |= 1ul << (c % (8 * sizeof(long)));
-			any = 1;
-		}
-	}
+	any = mask_from_msg(d, m, 0);
 	if (!any) /* more CPUs than the message carries: all */
-		for (unsigned int c = 0; c < nr_cpus && c < SCX_CL_MAX_CPUS; c++)
-			d->mask[c / (8 * sizeof(long))] |= 1ul << (c % (8 * sizeof(long)));
+		mask_from_msg(d, m, 1);
 	cl_task_set_affinity(&d->t, m->nr_cpus_allowed >= nr_cpus ? NULL : d->mask, nr_cpus);
 	if (m->nice != d->nice) {
 		cl_task_set_weight(&d->t, cl_nice_to_weight(m->nice));
@@ -273,13 +285,10 @@ static void on_enq(const struct scx_cl_msg *m, uint64_t now)
 		int cpu_now = d->t.cpu;
 
 		n_requeue++;
-		if (m->nice == d->nice && mask_has((const unsigned long *)d->mask, (unsigned int)cpu_now) &&
-		    cpu_usable((unsigned int)cpu_now)) {
-			memset(d->mask, 0, sizeof(d->mask)); /* refresh the mask in place */
-			for (unsigned int c = 0; c < nr_cpus && c < SCX_CL_MAX_CPUS; c++)
-				if ((m->cpus[c / 64] >> (c % 64)) & 1)
-					d->mask[c / (8 * sizeof(long))] |= 1ul << (c % (8 * sizeof(long)));
-			if (mask_has(d->mask, (unsigned int)cpu_now))
+		if (m->nice == d->nice && cpu_usable((unsigned int)cpu_now) &&
+		    (m->nr_cpus_allowed >= nr_cpus) == (d->t.cpus_allowed == NULL)) {
+			/* refresh the mask in place (one thread: nobody reads it meanwhile) */
+			if (mask_from_msg(d, m, 0) && mask_has(d->mask, (unsigned int)cpu_now))
 				return;
 		}
 		unqueue(d, now);
@@ -301,9 +310,17 @@ static void on_stop(const struct scx_cl_msg *m, uint64_t now)
 	n_stop++;
 	if (!d)
 		return;
+	d->ran_ns += m->runtime_ns;
+	/* Still runnable: its ops.enqueue (SCX_CL_ENQ) follows and releases
+	 * the CPU in the model. Releasing it here would let this loop pick
+	 * and dispatch it again between the two events: the kernel would
+	 * take that dispatch once the task is back in BPF custody, run it
+	 * uncharged, and charge the task picked next for the wait. */
+	if (m->flags)
+		return;
 	if (d->run_cpu >= 0)
-		stopped(d, (int)m->flags, now);
-	else if (!m->flags && d->t.on_rq)
+		stopped(d, 0, now);
+	else if (d->t.on_rq)
 		unqueue(d, now); /* it ran elsewhere (global DSQ) and sleeps now */
 }
 
@@ -314,6 +331,10 @@ static void on_exit_task(const struct scx_cl_msg *m, uint64_t now)
 	n_exit++;
 	if (!d)
 		return;
+	if (verbose && d->picks >= 20)
+		printf("scx_cachelocal: task %d exits: nice %d, %lu picks, held %.1f ms, ran %.1f ms, vruntime %llu\n",
+		       d->pid, d->nice, d->picks, (double)d->held_ns * 1e-6, (double)d->ran_ns * 1e-6,
+		       (unsigned long long)d->t.se.vruntime);
 	if (d->run_cpu >= 0)
 		stopped(d, 0, now);
 	unqueue(d, now);
@@ -374,7 +395,7 @@ static int handle(void *ctx, void *data, size_t len)
 
 /* a pick the kernel never reported back (a stale dispatch it ignored, a
  * lost STOP) keeps its CPU's rq busy: after this long it counts as stopped */
-#define PICK_TIMEOUT_NS(slice) (4 * (slice) + 100000000ull)
+#define PICK_TIMEOUT_NS(slice) (20 * (slice) + 2000000000ull)
 
 static void dispatch_all(struct scx_cachelocal *skel, uint64_t now)
 {
@@ -408,6 +429,7 @@ static void dispatch_all(struct scx_cachelocal *skel, uint64_t now)
 
 		d->run_cpu = (int)c;
 		d->picked_ns = now;
+		d->picks++;
 		n_picks++;
 		if (send_dispatch(d->pid, (int)c) == 0 && c < SCX_CL_MAX_CPUS) {
 			kick.cpus[c / 64] |= 1ull << (c % 64);
@@ -437,14 +459,15 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	printf("scx_cachelocal: %s: tasks %lu enq %lu wake %lu requeue %lu stop %lu exit %lu picks %lu "
 	       "timeouts %lu global %lu qfull %lu kicks %lu/%lu cpu-off %lu cpu-on %lu "
 	       "balance moved %lu (smt %lu llc %lu node %lu numa %lu) | bpf enq %llu fallback %llu daemon %llu "
-	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu\n",
+	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu\n",
 	       when, nr_tasks, n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
 	       n_qfull, n_kicks, n_kick_fail, n_cpu_off, n_cpu_on, bstats.moved, bstats.moved_smt,
 	       bstats.moved_llc, bstats.moved_node, bstats.moved_numa,
 	       (unsigned long long)skel->bss->nr_enqueued, (unsigned long long)skel->bss->nr_fallback,
 	       (unsigned long long)skel->bss->nr_daemon, (unsigned long long)skel->bss->nr_kthread,
 	       (unsigned long long)skel->bss->nr_dispatched, (unsigned long long)skel->bss->nr_dispatch_global,
-	       (unsigned long long)skel->bss->nr_stale, (unsigned long long)skel->bss->nr_stops);
+	       (unsigned long long)skel->bss->nr_stale, (unsigned long long)skel->bss->nr_stops,
+	       (unsigned long long)skel->bss->nr_stop_slice_left, (unsigned long long)skel->bss->nr_run_undispatched);
 	fflush(stdout);
 }
 
@@ -467,7 +490,7 @@ int main(int argc, char **argv)
 	struct bpf_link *link;
 	struct ring_buffer *rb;
 	uint64_t balance_ns = 4000000, t_end = 0, next_bal = 0, next_print = 0, t0;
-	int opt, verbose = 0, kick_ok = 1;
+	int opt, kick_ok = 1;
 
 	while ((opt = getopt(argc, argv, "s:b:t:v")) != -1) {
 		switch (opt) {
@@ -580,7 +603,7 @@ int main(int argc, char **argv)
 		dispatch_all(skel, now);
 		if (verbose && now >= next_print) {
 			print_counters(skel, "running");
-			next_print = now + 1000000000ull;
+			next_print = now + 10000000000ull;
 		}
 		if (t_end && now - t0 >= t_end)
 			break;

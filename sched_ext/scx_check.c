@@ -308,7 +308,7 @@ int main(int argc, char **argv)
 	/* 2. load the scheduler */
 	daemon_pid = fork();
 	if (daemon_pid == 0) {
-		execl("/bin/scx_cachelocal", "scx_cachelocal", "-s", "10000", (char *)NULL);
+		execl("/bin/scx_cachelocal", "scx_cachelocal", "-s", "10000", "-v", (char *)NULL);
 		perror("exec /bin/scx_cachelocal");
 		_exit(127);
 	}

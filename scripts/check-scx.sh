@@ -36,7 +36,7 @@ guest_boot x86_64 "$GUEST_DIR/kernels/7.3-amd64/vmlinuz" "$OUT/initrd.cpio.gz" "
 qrc=$?
 log=$OUT/console.log.txt
 sed -n 's/^@@CLG GUEST //p' "$log" | head -1 | sed 's/^/check-scx: guest: /'
-grep -E '^scx_check: |^scx_cachelocal: ' "$log" | grep -v ': running:' | sed 's/^/  /'
+grep -E '^scx_check: |^scx_cachelocal: ' "$log" | sed 's/^/  /'
 grep -E 'sched_ext: ' "$log" | sed 's/^/  kernel: /' | head -20
 grep '^scx TABLE ' "$log" | sed 's/^scx TABLE //'
 grep '^scx CHECK: ' "$log"
