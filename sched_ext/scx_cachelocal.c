@@ -18,14 +18,16 @@
  * cl_balance_run() across SMT cores, LLCs and nodes.
  *
  * Placement of a woken task: its last CPU if idle, else an idle CPU of
- * that CPU's LLC, then of its node, then anywhere; else its last CPU (or
- * the least loaded allowed one). Idle here means: the rq runs and queues
- * nothing in the model.
+ * that CPU's LLC, else its last CPU; if that one is not allowed or
+ * offline, an idle allowed CPU anywhere, else the least loaded allowed
+ * one. Idle here means: the rq runs and queues nothing in the model.
+ * Leaving the LLC is the balancer's decision.
  *
  * Single-threaded: one loop polls the ring buffer, handles the events,
  * times out picks the kernel never reported back, balances, dispatches.
  *
- * Usage: scx_cachelocal [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-v]
+ * Usage: scx_cachelocal [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-p eevdf|fifo] [-v]
+ *   -p fifo: a global FIFO instead of the runqueue (for comparison, above)
  *   -t: exit after SECONDS (0: run until SIGINT/SIGTERM)
  *   -v: print counters every 10 seconds
  * On exit prints one line "scx_cachelocal: ..." of counters, and the
@@ -66,6 +68,8 @@ struct dtask {
 	unsigned long picks;
 	uint64_t held_ns, ran_ns; /* wall time it held its CPU in the model; what the kernel says it ran */
 	struct dtask *next; /* hash chain */
+	struct dtask *fifo_next, *fifo_prev; /* -p fifo: the run queue, NULL prev/next at the ends */
+	int in_fifo;
 };
 
 #define HASH_SIZE 65536
@@ -78,6 +82,53 @@ static unsigned int nr_cpus;
 static uint64_t slice_ns = 5000000;
 static volatile sig_atomic_t stop;
 static int verbose;
+
+/*
+ * -p fifo: the comparison policy of the check's third column, without the
+ * library: one global first-in first-out queue; a CPU that runs nothing
+ * takes the first task allowed on it, for one slice. No weights, no
+ * placement, no balancing.
+ */
+static int fifo;
+static struct dtask *fifo_head, *fifo_tail;
+static struct dtask *fifo_curr[SCX_CL_MAX_CPUS];
+
+static void fifo_push(struct dtask *d)
+{
+	if (d->in_fifo)
+		return;
+	d->fifo_next = NULL;
+	d->fifo_prev = fifo_tail;
+	if (fifo_tail)
+		fifo_tail->fifo_next = d;
+	else
+		fifo_head = d;
+	fifo_tail = d;
+	d->in_fifo = 1;
+}
+
+static void fifo_remove(struct dtask *d)
+{
+	if (!d->in_fifo)
+		return;
+	if (d->fifo_prev)
+		d->fifo_prev->fifo_next = d->fifo_next;
+	else
+		fifo_head = d->fifo_next;
+	if (d->fifo_next)
+		d->fifo_next->fifo_prev = d->fifo_prev;
+	else
+		fifo_tail = d->fifo_prev;
+	d->in_fifo = 0;
+}
+
+/* -p fifo: @d no longer runs on its CPU */
+static void fifo_release(struct dtask *d)
+{
+	if (d->run_cpu >= 0 && fifo_curr[d->run_cpu] == d)
+		fifo_curr[d->run_cpu] = NULL;
+	d->run_cpu = -1;
+}
 
 /* counters */
 static unsigned long n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
@@ -152,27 +203,22 @@ static int cpu_idle(unsigned int cpu)
 /* Where to wake @d, which last ran on @prev (see the top). -1: nowhere allowed is online. */
 static int place(struct dtask *d, int prev)
 {
-	int best = -1;
+	int best = -1, prev_ok;
 	unsigned int best_load = ~0u;
 
-	if (prev >= 0 && (unsigned int)prev < nr_cpus && cpu_usable((unsigned int)prev) &&
-	    mask_has(d->mask, (unsigned int)prev) && cpu_idle((unsigned int)prev))
+	prev_ok = prev >= 0 && (unsigned int)prev < nr_cpus && cpu_usable((unsigned int)prev) &&
+		  mask_has(d->mask, (unsigned int)prev);
+	if (prev_ok && cpu_idle((unsigned int)prev))
 		return prev;
-	for (int level = 0; level < 3; level++) {
-		for (unsigned int c = 0; c < nr_cpus; c++) {
-			if (!cpu_usable(c) || !mask_has(d->mask, c) || !cpu_idle(c))
-				continue;
-			if (prev >= 0 && (unsigned int)prev < nr_cpus && topo.cpu[c].possible) {
-				if (level == 0 && topo.cpu[c].llc != topo.cpu[prev].llc)
-					continue;
-				if (level == 1 && topo.cpu[c].node != topo.cpu[prev].node)
-					continue;
-			}
+	/* an idle CPU sharing prev's LLC (the kernel's select_idle_sibling()
+	 * looks no further: leaving the LLC is the balancer's decision) */
+	for (unsigned int c = 0; c < nr_cpus; c++) {
+		if (!cpu_usable(c) || !mask_has(d->mask, c) || !cpu_idle(c))
+			continue;
+		if (!prev_ok || topo.cpu[c].llc == topo.cpu[prev].llc)
 			return (int)c;
-		}
 	}
-	if (prev >= 0 && (unsigned int)prev < nr_cpus && cpu_usable((unsigned int)prev) &&
-	    mask_has(d->mask, (unsigned int)prev))
+	if (prev_ok)
 		return prev;
 	for (unsigned int c = 0; c < nr_cpus; c++) {
 		unsigned int load;
@@ -277,6 +323,13 @@ static void on_enq(const struct scx_cl_msg *m, uint64_t now)
 		send_dispatch(m->pid, -1);
 		return;
 	}
+	if (fifo) {
+		fifo_release(d);
+		mask_from_msg(d, m, 0);
+		fifo_push(d);
+		n_wake++;
+		return;
+	}
 	if (d->run_cpu >= 0) /* back after its slice (or preempted) */
 		stopped(d, 1, now);
 	if (d->t.on_rq) {
@@ -318,6 +371,11 @@ static void on_stop(const struct scx_cl_msg *m, uint64_t now)
 	 * uncharged, and charge the task picked next for the wait. */
 	if (m->flags)
 		return;
+	if (fifo) {
+		fifo_release(d);
+		fifo_remove(d);
+		return;
+	}
 	if (d->run_cpu >= 0)
 		stopped(d, 0, now);
 	else if (d->t.on_rq)
@@ -335,6 +393,12 @@ static void on_exit_task(const struct scx_cl_msg *m, uint64_t now)
 		printf("scx_cachelocal: task %d exits: nice %d, %lu picks, held %.1f ms, ran %.1f ms, vruntime %llu\n",
 		       d->pid, d->nice, d->picks, (double)d->held_ns * 1e-6, (double)d->ran_ns * 1e-6,
 		       (unsigned long long)d->t.se.vruntime);
+	if (fifo) {
+		fifo_release(d);
+		fifo_remove(d);
+		task_free(d);
+		return;
+	}
 	if (d->run_cpu >= 0)
 		stopped(d, 0, now);
 	unqueue(d, now);
@@ -348,6 +412,11 @@ static void on_cpu(const struct scx_cl_msg *m, uint64_t now)
 
 	if (cpu >= nr_cpus)
 		return;
+	if (fifo) {
+		if (fifo_curr[cpu])
+			fifo_release(fifo_curr[cpu]);
+		return;
+	}
 	rq = cl_sched_rq(sched, cpu);
 	if (m->kind == SCX_CL_CPU_OFF) {
 		struct cl_task *c;
@@ -397,11 +466,61 @@ static int handle(void *ctx, void *data, size_t len)
  * lost STOP) keeps its CPU's rq busy: after this long it counts as stopped */
 #define PICK_TIMEOUT_NS(slice) (20 * (slice) + 2000000000ull)
 
-static void dispatch_all(struct scx_cachelocal *skel, uint64_t now)
+static void kick(struct scx_cachelocal *skel, const struct scx_cl_kick_args *k)
 {
-	struct scx_cl_kick_args kick = { { 0 } };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = k, .ctx_size_in = sizeof(*k));
+
+	if (bpf_program__fd(skel->progs.cl_kick) < 0)
+		return;
+	if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.cl_kick), &o) == 0)
+		n_kicks++;
+	else
+		n_kick_fail++;
+}
+
+static void fifo_dispatch(struct scx_cachelocal *skel, uint64_t now)
+{
+	struct scx_cl_kick_args k = { { 0 } };
 	int any = 0;
 
+	for (unsigned int c = 0; c < nr_cpus && fifo_head; c++) {
+		struct dtask *d = fifo_curr[c];
+
+		if (d && now - d->picked_ns > PICK_TIMEOUT_NS(slice_ns)) {
+			n_timeouts++;
+			fifo_release(d);
+			fifo_push(d);
+		}
+		if (fifo_curr[c] || skel->bss->cpu_offline[c])
+			continue;
+		for (d = fifo_head; d && !mask_has(d->mask, c); d = d->fifo_next)
+			;
+		if (!d)
+			continue;
+		fifo_remove(d);
+		fifo_curr[c] = d;
+		d->run_cpu = (int)c;
+		d->picked_ns = now;
+		d->picks++;
+		n_picks++;
+		if (send_dispatch(d->pid, (int)c) == 0) {
+			k.cpus[c / 64] |= 1ull << (c % 64);
+			any = 1;
+		}
+	}
+	if (any)
+		kick(skel, &k);
+}
+
+static void dispatch_all(struct scx_cachelocal *skel, uint64_t now)
+{
+	struct scx_cl_kick_args kick_cpus = { { 0 } };
+	int any = 0;
+
+	if (fifo) {
+		fifo_dispatch(skel, now);
+		return;
+	}
 	for (unsigned int c = 0; c < nr_cpus; c++) {
 		struct cl_rq *rq = cl_sched_rq(sched, c);
 		struct cl_task *p, *cur;
@@ -432,18 +551,12 @@ static void dispatch_all(struct scx_cachelocal *skel, uint64_t now)
 		d->picks++;
 		n_picks++;
 		if (send_dispatch(d->pid, (int)c) == 0 && c < SCX_CL_MAX_CPUS) {
-			kick.cpus[c / 64] |= 1ull << (c % 64);
+			kick_cpus.cpus[c / 64] |= 1ull << (c % 64);
 			any = 1;
 		}
 	}
-	if (any && skel->progs.cl_kick && bpf_program__fd(skel->progs.cl_kick) >= 0) {
-		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &kick, .ctx_size_in = sizeof(kick));
-
-		if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.cl_kick), &o) == 0)
-			n_kicks++;
-		else
-			n_kick_fail++;
-	}
+	if (any)
+		kick(skel, &kick_cpus);
 }
 
 static void balance_idle(uint64_t now)
@@ -492,7 +605,7 @@ int main(int argc, char **argv)
 	uint64_t balance_ns = 4000000, t_end = 0, next_bal = 0, next_print = 0, t0;
 	int opt, kick_ok = 1;
 
-	while ((opt = getopt(argc, argv, "s:b:t:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:t:p:v")) != -1) {
 		switch (opt) {
 		case 's':
 			slice_ns = strtoull(optarg, NULL, 0) * 1000ull;
@@ -506,8 +619,16 @@ int main(int argc, char **argv)
 		case 'v':
 			verbose = 1;
 			break;
+		case 'p':
+			if (strcmp(optarg, "fifo") == 0) {
+				fifo = 1;
+			} else if (strcmp(optarg, "eevdf") != 0) {
+				fprintf(stderr, "scx_cachelocal: -p eevdf (default) or fifo\n");
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-v]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-p eevdf|fifo] [-v]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -583,8 +704,8 @@ int main(int argc, char **argv)
 		perror("scx_cachelocal: attach (is another sched_ext scheduler loaded?)");
 		return 1;
 	}
-	printf("scx_cachelocal: attached: %u CPU ids, %u LLCs, %u nodes, slice %llu us, kick %s, pid %d\n",
-	       nr_cpus, topo.nr_llcs, topo.nr_nodes, (unsigned long long)(slice_ns / 1000),
+	printf("scx_cachelocal: attached: policy %s, %u CPU ids, %u LLCs, %u nodes, slice %llu us, kick %s, pid %d\n",
+	       fifo ? "fifo" : "eevdf", nr_cpus, topo.nr_llcs, topo.nr_nodes, (unsigned long long)(slice_ns / 1000),
 	       kick_ok ? "on" : "off", getpid());
 	fflush(stdout);
 
@@ -596,7 +717,7 @@ int main(int argc, char **argv)
 		now = now_ns();
 		if (skel->bss->exit_kind)
 			break;
-		if (now >= next_bal) {
+		if (!fifo && now >= next_bal) {
 			balance_idle(now);
 			next_bal = now + balance_ns;
 		}

@@ -13,7 +13,9 @@
  *      after each, that the scheduler is still enabled (no watchdog or
  *      runtime-error ejection) and the daemon alive;
  *   4. SIGKILL of the daemon while a load runs: sched_ext goes disabled and
- *      every worker finishes under the fair class.
+ *      every worker finishes under the fair class;
+ *   5. the daemon again with -p fifo (a global FIFO, no runqueue): the
+ *      load and the nice test for the table's third column.
  *
  * Output: "scx CHECK: pass|fail NAME (what)" per check, "scx TABLE ..."
  * lines, exit status 0 when every check passed. TCG timing means nothing:
@@ -189,7 +191,7 @@ static void start(struct worker *w, int pin, int nice, int sleeps)
 }
 
 struct load_result {
-	double mig_per_s;
+	double mig_per_s, cross_llc_per_s;
 	long cross_llc;
 	long progress;
 	int all_progressed;
@@ -219,6 +221,7 @@ static struct load_result run_load(double secs)
 		r.all_progressed &= w[i].progress > 0;
 	}
 	r.mig_per_s = (double)mig / (now_s() - t0);
+	r.cross_llc_per_s = (double)r.cross_llc / (now_s() - t0);
 	return r;
 }
 
@@ -282,8 +285,9 @@ static int wait_state(const char *want, double secs)
 int main(int argc, char **argv)
 {
 	double load_s = argc > 1 ? atof(argv[1]) : 30;
-	struct load_result kern, ours;
-	double kshare, oshare, t_enabled;
+	struct load_result kern, ours, fifo_res = { 0 };
+	double kshare, oshare, fshare = 0, t_enabled;
+	int have_fifo = 0;
 	char ops[128];
 	int nice_cpu, pin_cpu, hp_cpu;
 
@@ -406,12 +410,38 @@ int main(int argc, char **argv)
 		      now_s() - t0);
 	}
 
-	printf("scx TABLE | %-28s | %12s | %12s |\n", "", "kernel", "cachelocal");
-	printf("scx TABLE | %-28s | %12.1f | %12.1f |\n", "migrations/s (all workers)", kern.mig_per_s,
-	       ours.mig_per_s);
-	printf("scx TABLE | %-28s | %12ld | %12ld |\n", "cross-LLC migrations", kern.cross_llc, ours.cross_llc);
-	printf("scx TABLE | %-28s | %12.3f | %12.3f |\n", "nice 0 share (vs nice 5)", kshare, oshare);
-	printf("scx TABLE | %-28s | %12.3f | %12.3f |\n", "nice 5 share", 1 - kshare, 1 - oshare);
+	/* 5. the third column: the daemon's FIFO policy (no runqueue) */
+	{
+		int on;
+
+		daemon_pid = fork();
+		if (daemon_pid == 0) {
+			execl("/bin/scx_cachelocal", "scx_cachelocal", "-s", "10000", "-p", "fifo", (char *)NULL);
+			_exit(127);
+		}
+		on = wait_state("enabled", 60);
+		if (on) {
+			fifo_res = run_load(load_s / 3);
+			fshare = nice_share(nice_cpu, 5);
+			have_fifo = strcmp(scx_state(), "enabled") == 0;
+		}
+		kill(daemon_pid, SIGTERM);
+		waitpid(daemon_pid, NULL, 0);
+		wait_state("disabled", 30);
+		printf("scx_check: fifo policy: %s\n", have_fifo ? "ran" : "did not run");
+	}
+
+	printf("scx TABLE | %-28s | %12s | %12s | %12s |\n", "", "kernel", "cachelocal", "fifo");
+	printf("scx TABLE | %-28s | %12.1f | %12.1f | %12.1f |\n", "migrations/s (all workers)", kern.mig_per_s,
+	       ours.mig_per_s, have_fifo ? fifo_res.mig_per_s : -1);
+	printf("scx TABLE | %-28s | %12.1f | %12.1f | %12.1f |\n", "cross-LLC migrations/s", kern.cross_llc_per_s,
+	       ours.cross_llc_per_s, have_fifo ? fifo_res.cross_llc_per_s : -1);
+	printf("scx TABLE | %-28s | %12.3f | %12.3f | %12.3f |\n", "nice 0 share (vs nice 5)", kshare, oshare,
+	       have_fifo ? fshare : -1);
+	printf("scx TABLE | %-28s | %12.3f | %12.3f | %12.3f |\n", "nice 5 share", 1 - kshare, 1 - oshare,
+	       have_fifo ? 1 - fshare : -1);
+	printf("scx TABLE | %-28s | %12.0f | %12.0f | %12.0f |\n", "load seconds", load_s / 3, load_s,
+	       load_s / 3);
 	printf("scx_check: %d failed\n", failed);
 	return failed ? 1 : 0;
 }

@@ -42,6 +42,16 @@ grep '^scx TABLE ' "$log" | sed 's/^scx TABLE //'
 grep '^scx CHECK: ' "$log"
 guest_report "$OUT/console.log" "scx run" >"$OUT/report.txt"
 cat "$OUT/report.txt"
+# an ejection by the kernel (watchdog, runtime error) is logged at error
+# level, which the quiet console shows (the unloads by user space are not)
+ej=$(grep -E 'sched_ext: BPF scheduler "cachelocal" disabled' "$log" | grep -v 'unregistered from user space' | head -3)
+if [ -n "$ej" ]; then
+	echo "scx CHECK: fail kernel-log (the kernel ejected the scheduler: $ej)" | tee -a "$log"
+elif grep -q '^@@CLG START scx\.' "$log"; then
+	echo "scx CHECK: pass kernel-log (no ejection of the scheduler in the guest's kernel log)" | tee -a "$log"
+else
+	echo "scx CHECK: fail kernel-log (the guest never ran the check)" | tee -a "$log"
+fi
 P=$(grep -c '^scx CHECK: pass ' "$log")
 F=$(grep -c '^scx CHECK: fail ' "$log")
 F=$((F + GUEST_FAILED))
