@@ -46,6 +46,7 @@ setup() {
 		echo "scx-chroot: installing debootstrap (Debian 12's own package)"
 		apt-get install -y -q debootstrap >/dev/null 2>&1 || die "apt-get install debootstrap failed"
 	fi
+	# shellcheck disable=SC2016 # apt's own format fields
 	mirror=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
 		awk '$2 == "bookworm" { print $1; exit }')
 	[ -n "$mirror" ] || die "no Debian 12 (bookworm) apt source on this host to take the mirror from"
@@ -76,6 +77,7 @@ in_chroot() {
 	[ "$(id -u)" = 0 ] || die "running in the chroot needs root"
 	mkdir -p "$ROOT/src" "$ROOT/proc"
 	# a private mount namespace: the bind mounts go away with the command
+	# shellcheck disable=SC2016 # expanded by the inner shell
 	unshare -m sh -c '
 		mount --bind "$1" "$2/src" && mount -t proc proc "$2/proc" &&
 		shift 2 && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp \
@@ -86,6 +88,7 @@ in_chroot() {
 # kernels; xz, gzip, lz4 and bzip2 are tried too) at an offset found by its
 # magic; the first candidate that unpacks to an ELF with .BTF wins (the
 # decompressors complain about the bytes after the payload: ignored).
+# shellcheck disable=SC2016 # run by the chroot's shell
 UNPACK='f=$1
 for m in "28b52ffd:zstd -dcq" "fd377a585a00:xz -dcq" "1f8b0800:gzip -dcq" "02214c18:lz4 -dcq" "425a6839:bzip2 -dcq"; do
 	magic=$(echo "${m%%:*}" | sed "s/../\\\\x&/g")
