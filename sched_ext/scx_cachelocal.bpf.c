@@ -12,6 +12,10 @@
  *     the global DSQ (an unbound worker may be what the daemon waits on,
  *     e.g. for its console output);
  *   - a task whose event does not fit in the ring buffer: the global DSQ;
+ *   - a task the daemon leaves waiting longer than rescue_ns (5 s): a
+ *     timer (every 100 ms) queues it for the global DSQ, so a stopped or
+ *     overloaded daemon delays tasks but never stalls them into the
+ *     kernel's watchdog (30 s);
  *   - a task with migration disabled: the kernel itself puts it on its
  *     CPU's local DSQ (SCX_OPS_ENQ_MIGRATION_DISABLED is not set).
  * Everything else is sent to the daemon (SCX_CL_ENQ) and waits, in BPF
@@ -37,16 +41,19 @@ char _license[] SEC("license") = "Dual MIT/GPL";
  * prototypes); 7.3 has scx_bpf_dsq_insert() and scx_bpf_dsq_move_to_local() */
 
 #define PF_KTHREAD 0x00200000
+#define CLOCK_MONOTONIC 1
 
 /* set by the daemon before load */
 const volatile __s32 usersched_tgid;
 const volatile __u64 daemon_slice_ns = 5000000;
 const volatile __u64 fallback_slice_ns = 5000000;
 const volatile __u32 nr_cpus = 1;
+/* a task the daemon leaves waiting longer than this goes to the global DSQ */
+const volatile __u64 rescue_ns = 5000000000ull;
 
 /* counters the daemon reads (bss) */
 __u64 nr_enqueued, nr_fallback, nr_daemon, nr_kthread, nr_dispatched, nr_dispatch_global, nr_stale,
-	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left;
+	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left, nr_rescued;
 /* why the kernel ended it (ops.exit) */
 __s32 exit_kind;
 char exit_reason[128];
@@ -64,6 +71,29 @@ struct {
 	__uint(max_entries, 8192);
 	__type(value, struct scx_cl_dispatch);
 } dispatch_q SEC(".maps");
+
+/* the tasks sent to the daemon and not yet dispatched: pid -> when */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, s32);
+	__type(value, u64);
+} waiting SEC(".maps");
+
+/* the rescue timer: every 100 ms, the waiting tasks older than rescue_ns
+ * are queued for the global DSQ as if the daemon had sent them there */
+struct rescue_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct rescue_timer);
+} rescue SEC(".maps");
+
+#define RESCUE_PERIOD_NS 100000000ull
 
 /* per task: whether the daemon dispatched it (a STOP is then owed) */
 struct task_ctx {
@@ -159,6 +189,12 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	bpf_ringbuf_submit(m, 0);
 	__sync_fetch_and_add(&nr_enqueued, 1);
+	{
+		s32 pid = p->pid;
+		u64 now = bpf_ktime_get_ns();
+
+		bpf_map_update_elem(&waiting, &pid, &now, BPF_ANY);
+	}
 }
 
 SEC("struct_ops/cl_dispatch")
@@ -173,6 +209,7 @@ void BPF_PROG(cl_dispatch, s32 cpu, struct task_struct *prev)
 
 		if (bpf_map_pop_elem(&dispatch_q, &d))
 			break;
+		bpf_map_delete_elem(&waiting, &d.pid);
 		p = bpf_task_from_pid(d.pid);
 		if (!p) {
 			__sync_fetch_and_add(&nr_stale, 1);
@@ -233,8 +270,11 @@ void BPF_PROG(cl_exit_task, struct task_struct *p, struct scx_exit_task_args *ar
 {
 	struct scx_cl_msg *m;
 
+	s32 pid = p->pid;
+
 	if (is_kthread(p) || is_daemon(p))
 		return;
+	bpf_map_delete_elem(&waiting, &pid);
 	m = msg_new(SCX_CL_EXIT, p->pid, -1);
 	if (m) {
 		bpf_ringbuf_submit(m, 0);
@@ -266,9 +306,52 @@ void BPF_PROG(cl_cpu_offline, s32 cpu)
 	cpu_event(cpu, SCX_CL_CPU_OFF);
 }
 
+__u64 rescue_pending; /* set by rescue_one(): the timer kicks the idle CPUs */
+
+/* (the counters are globals, not in the callback's context: a count on
+ * the stack would make every iteration a new state for the verifier) */
+static long rescue_one(void *map, s32 *pid, u64 *since, u64 *now)
+{
+	struct scx_cl_dispatch d = { .cpu = -1 };
+
+	if (*now - *since < rescue_ns)
+		return 0;
+	d.pid = *pid;
+	d.slice_ns = fallback_slice_ns;
+	/* the next ops.dispatch anywhere takes it (and deletes the entry) */
+	if (bpf_map_push_elem(&dispatch_q, &d, 0) == 0) {
+		bpf_map_delete_elem(map, pid);
+		__sync_fetch_and_add(&nr_rescued, 1);
+		rescue_pending = 1;
+	}
+	return 0;
+}
+
+static int rescue_fire(void *map, int *key, struct rescue_timer *t)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	bpf_for_each_map_elem(&waiting, rescue_one, &now, 0);
+	if (rescue_pending) {
+		rescue_pending = 0;
+		for (u32 c = 0; c < SCX_CL_MAX_CPUS && c < nr_cpus; c++)
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+	}
+	bpf_timer_start(&t->timer, RESCUE_PERIOD_NS, 0);
+	return 0;
+}
+
 SEC("struct_ops.s/cl_init")
 s32 BPF_PROG(cl_init)
 {
+	u32 key = 0;
+	struct rescue_timer *t = bpf_map_lookup_elem(&rescue, &key);
+
+	if (!t)
+		return -1;
+	if (bpf_timer_init(&t->timer, &rescue, CLOCK_MONOTONIC) ||
+	    bpf_timer_set_callback(&t->timer, rescue_fire) || bpf_timer_start(&t->timer, RESCUE_PERIOD_NS, 0))
+		return -1;
 	return 0;
 }
 

@@ -572,7 +572,7 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	printf("scx_cachelocal: %s: tasks %lu enq %lu wake %lu requeue %lu stop %lu exit %lu picks %lu "
 	       "timeouts %lu global %lu qfull %lu kicks %lu/%lu cpu-off %lu cpu-on %lu "
 	       "balance moved %lu (smt %lu llc %lu node %lu numa %lu) | bpf enq %llu fallback %llu daemon %llu "
-	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu\n",
+	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu\n",
 	       when, nr_tasks, n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
 	       n_qfull, n_kicks, n_kick_fail, n_cpu_off, n_cpu_on, bstats.moved, bstats.moved_smt,
 	       bstats.moved_llc, bstats.moved_node, bstats.moved_numa,
@@ -580,7 +580,8 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	       (unsigned long long)skel->bss->nr_daemon, (unsigned long long)skel->bss->nr_kthread,
 	       (unsigned long long)skel->bss->nr_dispatched, (unsigned long long)skel->bss->nr_dispatch_global,
 	       (unsigned long long)skel->bss->nr_stale, (unsigned long long)skel->bss->nr_stops,
-	       (unsigned long long)skel->bss->nr_stop_slice_left, (unsigned long long)skel->bss->nr_run_undispatched);
+	       (unsigned long long)skel->bss->nr_stop_slice_left, (unsigned long long)skel->bss->nr_run_undispatched,
+	       (unsigned long long)skel->bss->nr_rescued);
 	fflush(stdout);
 }
 

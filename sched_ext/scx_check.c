@@ -10,6 +10,8 @@
  *      "cachelocal";
  *   3. the load again, for LOAD_S seconds (the table's second column), the
  *      nice test, the affinity test, a CPU offlined and onlined mid-run;
+ *      the daemon stopped (SIGSTOP) for 8 s mid-load: the tasks it holds
+ *      reach the global DSQ after 5 s and keep running;
  *      after each, that the scheduler is still enabled (no watchdog or
  *      runtime-error ejection) and the daemon alive;
  *   4. SIGKILL of the daemon while a load runs: sched_ext goes disabled and
@@ -381,6 +383,36 @@ int main(int argc, char **argv)
 		check(off_ok && on_ok && all && strcmp(scx_state(), "enabled") == 0 && daemon_alive(), "hotplug",
 		      "CPU %d offline %s, online %s; every one of %d workers progressed after: %s; state %s",
 		      hp_cpu, off_ok ? "ok" : "failed", on_ok ? "ok" : "failed", n, all ? "yes" : "no", scx_state());
+	}
+
+	{
+		/* the daemon stopped for 8 s: the BPF side's rescue timer sends
+		 * what waits longer than 5 s to the global DSQ */
+		static struct worker w[MAX_W];
+		int n = ncpu + 4 > MAX_W ? MAX_W : ncpu + 4, all = 1;
+		long before[MAX_W];
+
+		load_stop = 0;
+		load_deadline = 0;
+		for (int i = 0; i < n; i++)
+			start(&w[i], -1, 0, 1);
+		sleep_s(2);
+		kill(daemon_pid, SIGSTOP);
+		sleep_s(6);
+		for (int i = 0; i < n; i++)
+			before[i] = w[i].progress;
+		sleep_s(2);
+		for (int i = 0; i < n; i++)
+			all &= w[i].progress > before[i];
+		kill(daemon_pid, SIGCONT);
+		sleep_s(2);
+		load_stop = 1;
+		for (int i = 0; i < n; i++)
+			pthread_join(w[i].th, NULL);
+		check(all && strcmp(scx_state(), "enabled") == 0 && daemon_alive(), "daemon-stopped",
+		      "daemon stopped (SIGSTOP) for 8 s: every one of %d workers progressed in its last 2 s: %s; "
+		      "state %s after SIGCONT",
+		      n, all ? "yes" : "no", scx_state());
 	}
 
 	check(strcmp(scx_state(), "enabled") == 0 && daemon_alive(), "no-ejection",
