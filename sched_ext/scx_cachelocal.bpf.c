@@ -13,9 +13,10 @@
  *     e.g. for its console output);
  *   - a task whose event does not fit in the ring buffer: the global DSQ;
  *   - a task the daemon leaves waiting longer than rescue_ns (5 s): a
- *     timer (every 100 ms) queues it for the global DSQ, so a stopped or
- *     overloaded daemon delays tasks but never stalls them into the
- *     kernel's watchdog (30 s);
+ *     timer (every 100 ms) queues it for the global DSQ, and while the
+ *     daemon's heartbeat is older than that, new tasks go there at once:
+ *     a stopped or overloaded daemon delays tasks but never stalls them
+ *     into the kernel's watchdog (30 s);
  *   - a task with migration disabled: the kernel itself puts it on its
  *     CPU's local DSQ (SCX_OPS_ENQ_MIGRATION_DISABLED is not set).
  * Everything else is sent to the daemon (SCX_CL_ENQ) and waits, in BPF
@@ -51,9 +52,13 @@ const volatile __u32 nr_cpus = 1;
 /* a task the daemon leaves waiting longer than this goes to the global DSQ */
 const volatile __u64 rescue_ns = 5000000000ull;
 
+/* CLOCK_MONOTONIC of the daemon's last loop (it writes the mapped bss):
+ * an ENQ while it is older than rescue_ns goes to the global DSQ */
+__u64 daemon_heartbeat;
 /* counters the daemon reads (bss) */
 __u64 nr_enqueued, nr_fallback, nr_daemon, nr_kthread, nr_dispatched, nr_dispatch_global, nr_stale,
-	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left, nr_rescued;
+	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left, nr_rescued,
+	nr_daemon_late;
 /* why the kernel ended it (ops.exit) */
 __s32 exit_kind;
 char exit_reason[128];
@@ -174,6 +179,12 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 	 * unless SCX_OPS_ENQ_MIGRATION_DISABLED is set, and when ops.enqueue
 	 * runs for the current task, its count is 1 from the BPF program's
 	 * own migrate_disable()) */
+	if (bpf_ktime_get_ns() - daemon_heartbeat > rescue_ns) {
+		/* the daemon has not looked for a while (stopped, stuck) */
+		__sync_fetch_and_add(&nr_daemon_late, 1);
+		insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
+		return;
+	}
 	m = msg_new(SCX_CL_ENQ, p->pid, scx_bpf_task_cpu(p));
 	if (!m) {
 		__sync_fetch_and_add(&nr_fallback, 1);

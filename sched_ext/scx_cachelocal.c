@@ -572,7 +572,7 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	printf("scx_cachelocal: %s: tasks %lu enq %lu wake %lu requeue %lu stop %lu exit %lu picks %lu "
 	       "timeouts %lu global %lu qfull %lu kicks %lu/%lu cpu-off %lu cpu-on %lu "
 	       "balance moved %lu (smt %lu llc %lu node %lu numa %lu) | bpf enq %llu fallback %llu daemon %llu "
-	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu\n",
+	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu late %llu\n",
 	       when, nr_tasks, n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
 	       n_qfull, n_kicks, n_kick_fail, n_cpu_off, n_cpu_on, bstats.moved, bstats.moved_smt,
 	       bstats.moved_llc, bstats.moved_node, bstats.moved_numa,
@@ -581,7 +581,7 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	       (unsigned long long)skel->bss->nr_dispatched, (unsigned long long)skel->bss->nr_dispatch_global,
 	       (unsigned long long)skel->bss->nr_stale, (unsigned long long)skel->bss->nr_stops,
 	       (unsigned long long)skel->bss->nr_stop_slice_left, (unsigned long long)skel->bss->nr_run_undispatched,
-	       (unsigned long long)skel->bss->nr_rescued);
+	       (unsigned long long)skel->bss->nr_rescued, (unsigned long long)skel->bss->nr_daemon_late);
 	fflush(stdout);
 }
 
@@ -700,6 +700,7 @@ int main(int argc, char **argv)
 		perror("scx_cachelocal: ring buffer");
 		return 1;
 	}
+	skel->bss->daemon_heartbeat = now_ns();
 	link = bpf_map__attach_struct_ops(skel->maps.cachelocal_ops);
 	if (!link) {
 		perror("scx_cachelocal: attach (is another sched_ext scheduler loaded?)");
@@ -716,6 +717,7 @@ int main(int argc, char **argv)
 		if (ring_buffer__poll(rb, 2) < 0 && errno != EINTR)
 			break;
 		now = now_ns();
+		skel->bss->daemon_heartbeat = now; /* (CLOCK_MONOTONIC: bpf_ktime_get_ns()'s clock) */
 		if (skel->bss->exit_kind)
 			break;
 		if (!fifo && now >= next_bal) {
