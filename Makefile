@@ -1020,3 +1020,4 @@ layout:
 
 clean:
 	rm -rf build $(SYSFS_STAMP) $(addprefix $(SYSFS_DIR)/,$(shell sh $(SYSFS_DIR)/gen-sysfs.sh --trees))
+-include sched_ext/scx.mk

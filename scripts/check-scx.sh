@@ -1,0 +1,61 @@
+#!/bin/sh
+# check-scx.sh - the sched_ext scheduler scx_cachelocal in an emulated
+# machine (make check-scx): a 16-CPU x86_64 guest (2 sockets x 8 cores, an
+# LLC per socket, 2 NUMA nodes, 4 GiB) booted on Debian's 7.3 kernel
+# (CONFIG_SCHED_CLASS_EXT=y) under QEMU 10 TCG, running tests/guest/scx.plan
+# with the programs make scx built into build/scx/bin.
+#
+# Output: the guest's "scx CHECK: pass|fail ..." lines, the behaviour table
+# (kernel's scheduler vs cachelocal's EEVDF under the same load), the
+# daemon's counters, and last "check-scx: P passed, F failed". A plan run
+# that fails or never ends counts as a failure too. The console is kept in
+# build/scx/guest/console.log.txt. TCG timing means nothing: the checks are
+# behaviour only.
+set -u
+here=$(dirname "$0")
+# shellcheck source=scripts/guest.sh
+. "$here/guest.sh"
+BIN=${SCX_BIN:-build/scx/bin}
+OUT=${SCX_GUEST_OUT:-build/scx/guest}
+PLAN=tests/guest/scx.plan
+TOPO=16:2:8:1:2:4096
+
+for b in init scx_check scx_cachelocal; do
+	[ -x "$BIN/$b" ] || { echo "check-scx: $BIN/$b missing (make scx)" >&2; exit 1; }
+done
+guest_fetch_qemu
+guest_fetch_kernel 7.3-amd64
+rm -rf "$OUT" && mkdir -p "$OUT/root/bin"
+guest_plan "$PLAN" '^scx\.' 1 >"$OUT/root/plan"
+cp "$BIN/scx_cachelocal" "$OUT/root/bin/"
+guest_pack "$OUT/root" "$BIN/init" "$BIN" "$OUT/initrd.cpio.gz"
+tmo=$(awk '{ s += $2 } END { print s + 300 }' "$OUT/root/plan")
+echo "check-scx: booting the 7.3 guest ($(cat "$GUEST_DIR/kernels/7.3-amd64/pkg"), $TOPO, up to $tmo s)"
+t0=$(date +%s)
+guest_boot x86_64 "$GUEST_DIR/kernels/7.3-amd64/vmlinuz" "$OUT/initrd.cpio.gz" "$TOPO" "$OUT/console.log" "$tmo"
+qrc=$?
+log=$OUT/console.log.txt
+sed -n 's/^@@CLG GUEST //p' "$log" | head -1 | sed 's/^/check-scx: guest: /'
+grep -E '^scx_check: |^scx_cachelocal: ' "$log" | sed 's/^/  /'
+grep -E 'sched_ext: ' "$log" | sed 's/^/  kernel: /' | head -20
+grep '^scx TABLE ' "$log" | sed 's/^scx TABLE //'
+grep '^scx CHECK: ' "$log"
+guest_report "$OUT/console.log" "scx run" >"$OUT/report.txt"
+cat "$OUT/report.txt"
+# an ejection by the kernel (watchdog, runtime error) is logged at error
+# level, which the quiet console shows (the unloads by user space are not)
+ej=$(grep -E 'sched_ext: BPF scheduler "cachelocal" disabled' "$log" | grep -v 'unregistered from user space' | head -3)
+if [ -n "$ej" ]; then
+	echo "scx CHECK: fail kernel-log (the kernel ejected the scheduler: $ej)" | tee -a "$log"
+elif grep -q '^@@CLG START scx\.' "$log"; then
+	echo "scx CHECK: pass kernel-log (no ejection of the scheduler in the guest's kernel log)" | tee -a "$log"
+else
+	echo "scx CHECK: fail kernel-log (the guest never ran the check)" | tee -a "$log"
+fi
+P=$(grep -c '^scx CHECK: pass ' "$log")
+F=$(grep -c '^scx CHECK: fail ' "$log")
+F=$((F + GUEST_FAILED))
+[ "$P" -gt 0 ] || F=$((F + 1))
+echo "check-scx: $(($(date +%s) - t0)) s in qemu (exit $qrc); console: $log"
+echo "check-scx: $P passed, $F failed"
+[ "$F" -eq 0 ]
