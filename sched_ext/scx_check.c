@@ -17,7 +17,15 @@
  *   4. SIGKILL of the daemon while a load runs: sched_ext goes disabled and
  *      every worker finishes under the fair class;
  *   5. the daemon again with -p fifo (a global FIFO, no runqueue): the
- *      load and the nice test for the table's third column.
+ *      load, the nice test and the two shapes for the table's third column;
+ *   6. each layout variant of the daemon (/bin/scx_cachelocal_rq_scattered,
+ *      _se_inline, _detach_head): loads, the load, the nice test, still
+ *      enabled (one check line each).
+ *
+ * Under the kernel's scheduler and cachelocal (and fifo) it also runs a
+ * hackbench-shaped and a schbench-shaped load (below); under cachelocal
+ * they are the checks "hackbench" and "schbench". "scx_check --shapes"
+ * runs only those two, under whatever scheduler is loaded.
  *
  * Output: "scx CHECK: pass|fail NAME (what)" per check, "scx TABLE ..."
  * lines, exit status 0 when every check passed. TCG timing means nothing:
@@ -40,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -263,6 +272,349 @@ static double nice_share(int cpu, double secs)
 	return (double)(a1 - a0) / (double)(a1 - a0 + b1 - b0);
 }
 
+/* ---- hackbench and schbench shapes, as plain pthreads ----
+ *
+ * msg_run() mirrors bench/messaging.c (perf bench sched messaging, i.e.
+ * hackbench, in thread mode): G groups of 20 senders and 20 receivers;
+ * each receiver has its own pipe, every sender writes LOOPS 100-byte
+ * messages to each receiver of its group, round robin, and every receiver
+ * reads LOOPS x 20. wake_run() mirrors bench/schbench.c (schbench, no
+ * lock): M message threads each own T workers; each round a message
+ * thread stamps the time into each worker's mailbox and wakes it (a
+ * futex); the worker records now - stamp (wake-to-run latency, log2
+ * buckets of microseconds) and reports back; the message thread waits for
+ * all of its workers before the next round. Both run on the kernel's
+ * threads and whatever scheduler is loaded; every thread samples
+ * sched_getcpu() between steps (migrations, cross-LLC). Either passes
+ * when every thread finished before a deadline (nothing stalled). */
+#define MSG_PAIRS 20
+#define MSG_SIZE 100
+
+struct mthread {
+	pthread_t th;
+	int fd;      /* receiver: read end; sender: unused */
+	int *wfd;    /* sender: the write ends of its group's receivers */
+	long loops;
+	int last_cpu;
+	long migrations, cross_llc;
+	volatile int done;
+};
+
+static void count_cpu(int *last, long *mig, long *cross)
+{
+	int cpu = sched_getcpu();
+
+	if (*last >= 0 && cpu != *last) {
+		(*mig)++;
+		if (cpu < (int)topo.nr_cpu_ids && *last < (int)topo.nr_cpu_ids &&
+		    topo.cpu[cpu].llc != topo.cpu[*last].llc)
+			(*cross)++;
+	}
+	*last = cpu;
+}
+
+static void *msg_sender(void *arg)
+{
+	struct mthread *t = arg;
+	char buf[MSG_SIZE];
+
+	memset(buf, 'x', sizeof(buf));
+	for (long l = 0; l < t->loops; l++)
+		for (int r = 0; r < MSG_PAIRS; r++) {
+			size_t off = 0;
+
+			while (off < sizeof(buf)) {
+				ssize_t n = write(t->wfd[r], buf + off, sizeof(buf) - off);
+
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0)
+					return NULL;
+				off += (size_t)n;
+			}
+			count_cpu(&t->last_cpu, &t->migrations, &t->cross_llc);
+		}
+	t->done = 1;
+	return NULL;
+}
+
+static void *msg_receiver(void *arg)
+{
+	struct mthread *t = arg;
+	char buf[MSG_SIZE];
+	long want = t->loops * MSG_PAIRS * MSG_SIZE;
+
+	while (want > 0) {
+		ssize_t n = read(t->fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		want -= n;
+		count_cpu(&t->last_cpu, &t->migrations, &t->cross_llc);
+	}
+	t->done = 1;
+	return NULL;
+}
+
+struct shape_result {
+	int threads, finished;
+	double secs, mig_per_s, cross_llc_per_s;
+	unsigned p50_us, p99_us; /* wake_run: log2 bucket bounds */
+	long rounds;
+};
+
+/* @groups groups, @loops messages per sender and receiver pair; waits at
+ * most @limit_s for all to finish */
+static struct shape_result msg_run(int groups, long loops, double limit_s)
+{
+	static struct mthread t[8 * 2 * MSG_PAIRS];
+	static int wfd[8][MSG_PAIRS];
+	struct shape_result r = { 0 };
+	long mig = 0, cross = 0;
+	double t0, end;
+	int n = 0;
+
+	if (groups > 8)
+		groups = 8;
+	t0 = now_s();
+	for (int g = 0; g < groups; g++)
+		for (int i = 0; i < MSG_PAIRS; i++) {
+			int p[2];
+
+			if (pipe(p) != 0) {
+				perror("pipe");
+				exit(2);
+			}
+			memset(&t[n], 0, sizeof(t[n]));
+			t[n].fd = p[0];
+			t[n].loops = loops;
+			t[n].last_cpu = -1;
+			wfd[g][i] = p[1];
+			if (pthread_create(&t[n].th, NULL, msg_receiver, &t[n]) != 0)
+				exit(2);
+			n++;
+		}
+	for (int g = 0; g < groups; g++)
+		for (int i = 0; i < MSG_PAIRS; i++) {
+			memset(&t[n], 0, sizeof(t[n]));
+			t[n].wfd = wfd[g];
+			t[n].loops = loops;
+			t[n].last_cpu = -1;
+			if (pthread_create(&t[n].th, NULL, msg_sender, &t[n]) != 0)
+				exit(2);
+			n++;
+		}
+	end = t0 + limit_s;
+	for (;;) {
+		int fin = 0;
+
+		for (int i = 0; i < n; i++)
+			fin += t[i].done;
+		r.finished = fin;
+		if (fin == n || now_s() > end)
+			break;
+		sleep_s(0.05);
+	}
+	r.threads = n;
+	r.secs = now_s() - t0;
+	if (r.finished == n)
+		for (int i = 0; i < n; i++) {
+			pthread_join(t[i].th, NULL);
+			mig += t[i].migrations;
+			cross += t[i].cross_llc;
+		}
+	/* (a stalled run's threads are left blocked: the check fails) */
+	for (int g = 0; g < groups && r.finished == n; g++)
+		for (int i = 0; i < MSG_PAIRS; i++)
+			close(wfd[g][i]);
+	for (int i = 0; i < groups * MSG_PAIRS && r.finished == n; i++)
+		close(t[i].fd);
+	r.mig_per_s = (double)mig / r.secs;
+	r.cross_llc_per_s = (double)cross / r.secs;
+	return r;
+}
+
+#define WAKE_MAX_T 16
+#define WAKE_BUCKETS 32
+
+struct wworker {
+	pthread_t th;
+	struct wgroup *g;
+	volatile int seq;   /* futex: the round it is woken for */
+	volatile double stamp;
+	unsigned long hist[WAKE_BUCKETS];
+	int last_cpu;
+	long migrations, cross_llc;
+	volatile int done;
+};
+
+struct wgroup {
+	pthread_t th;
+	int nr;
+	double run_s;
+	volatile int pending; /* futex: workers not yet reported this round */
+	volatile int stop;
+	long rounds;
+	int last_cpu;
+	long migrations, cross_llc;
+	volatile int done;
+	struct wworker w[WAKE_MAX_T];
+};
+
+static long futex(volatile int *addr, int op, int val)
+{
+	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
+}
+
+static void *wake_worker(void *arg)
+{
+	struct wworker *w = arg;
+	int seen = 0;
+
+	for (;;) {
+		while (w->seq == seen)
+			futex(&w->seq, FUTEX_WAIT_PRIVATE, seen);
+		seen = w->seq;
+		if (w->g->stop)
+			break;
+		{
+			double us = (now_s() - w->stamp) * 1e6;
+			int b = 0;
+
+			while (b < WAKE_BUCKETS - 1 && us >= (double)(1u << b))
+				b++;
+			w->hist[b]++;
+		}
+		count_cpu(&w->last_cpu, &w->migrations, &w->cross_llc);
+		if (__atomic_sub_fetch(&w->g->pending, 1, __ATOMIC_SEQ_CST) == 0)
+			futex(&w->g->pending, FUTEX_WAKE_PRIVATE, 1);
+	}
+	w->done = 1;
+	return NULL;
+}
+
+static void *wake_message(void *arg)
+{
+	struct wgroup *g = arg;
+	double end = now_s() + g->run_s;
+
+	while (now_s() < end) {
+		__atomic_store_n(&g->pending, g->nr, __ATOMIC_SEQ_CST);
+		for (int i = 0; i < g->nr; i++) {
+			g->w[i].stamp = now_s();
+			__atomic_add_fetch(&g->w[i].seq, 1, __ATOMIC_SEQ_CST);
+			futex(&g->w[i].seq, FUTEX_WAKE_PRIVATE, 1);
+		}
+		for (int p; (p = __atomic_load_n(&g->pending, __ATOMIC_SEQ_CST)) != 0;)
+			futex(&g->pending, FUTEX_WAIT_PRIVATE, p);
+		g->rounds++;
+		count_cpu(&g->last_cpu, &g->migrations, &g->cross_llc);
+	}
+	g->stop = 1;
+	for (int i = 0; i < g->nr; i++) {
+		__atomic_add_fetch(&g->w[i].seq, 1, __ATOMIC_SEQ_CST);
+		futex(&g->w[i].seq, FUTEX_WAKE_PRIVATE, 1);
+	}
+	g->done = 1;
+	return NULL;
+}
+
+/* @m message threads of @t workers each, rounds for @run_s; waits at most
+ * @limit_s for all to finish */
+static struct shape_result wake_run(int m, int t, double run_s, double limit_s)
+{
+	static struct wgroup g[8];
+	struct shape_result r = { 0 };
+	unsigned long hist[WAKE_BUCKETS] = { 0 }, total = 0, acc = 0;
+	long mig = 0, cross = 0;
+	double t0 = now_s();
+	int n = 0;
+
+	if (m > 8)
+		m = 8;
+	if (t > WAKE_MAX_T)
+		t = WAKE_MAX_T;
+	for (int i = 0; i < m; i++) {
+		memset(&g[i], 0, sizeof(g[i]));
+		g[i].nr = t;
+		g[i].run_s = run_s;
+		g[i].last_cpu = -1;
+		for (int j = 0; j < t; j++) {
+			g[i].w[j].g = &g[i];
+			g[i].w[j].last_cpu = -1;
+			if (pthread_create(&g[i].w[j].th, NULL, wake_worker, &g[i].w[j]) != 0)
+				exit(2);
+		}
+		if (pthread_create(&g[i].th, NULL, wake_message, &g[i]) != 0)
+			exit(2);
+	}
+	n = m * (t + 1);
+	for (;;) {
+		int fin = 0;
+
+		for (int i = 0; i < m; i++) {
+			fin += g[i].done;
+			for (int j = 0; j < t; j++)
+				fin += g[i].w[j].done;
+		}
+		r.finished = fin;
+		if (fin == n || now_s() > t0 + limit_s)
+			break;
+		sleep_s(0.05);
+	}
+	r.threads = n;
+	r.secs = now_s() - t0;
+	if (r.finished != n)
+		return r; /* stalled: left as they are, the check fails */
+	for (int i = 0; i < m; i++) {
+		pthread_join(g[i].th, NULL);
+		r.rounds += g[i].rounds;
+		mig += g[i].migrations;
+		cross += g[i].cross_llc;
+		for (int j = 0; j < t; j++) {
+			pthread_join(g[i].w[j].th, NULL);
+			mig += g[i].w[j].migrations;
+			cross += g[i].w[j].cross_llc;
+			for (int b = 0; b < WAKE_BUCKETS; b++) {
+				hist[b] += g[i].w[j].hist[b];
+				total += g[i].w[j].hist[b];
+			}
+		}
+	}
+	for (int b = 0; b < WAKE_BUCKETS; b++) {
+		acc += hist[b];
+		if (!r.p50_us && acc * 2 >= total && total)
+			r.p50_us = 1u << b;
+		if (!r.p99_us && acc * 100 >= total * 99 && total)
+			r.p99_us = 1u << b;
+	}
+	r.mig_per_s = (double)mig / r.secs;
+	r.cross_llc_per_s = (double)cross / r.secs;
+	return r;
+}
+
+/* the two shapes' sizes: 2 groups (80 threads), 20 loops; 2 x 8 workers
+ * for 5 s; 120 s before a run counts as stalled */
+#define MSG_GROUPS 2
+#define MSG_LOOPS 20
+#define WAKE_M 2
+#define WAKE_T 8
+#define WAKE_S 5.0
+#define SHAPE_LIMIT_S 120.0
+/* each layout variant of the daemon: the load, then the nice test */
+#define VARIANT_LOAD_S 8.0
+#define VARIANT_NICE_S 6.0
+
+/* one line of the behaviour table: the kernel's, cachelocal's and the
+ * FIFO's value (-1 where the FIFO did not run) */
+static void table_row(const char *name, int decimals, double kern, double ours, double fifo, int have_fifo)
+{
+	printf("scx TABLE | %-28s | %12.*f | %12.*f | %12.*f |\n", name, decimals, kern, decimals, ours, decimals,
+	       have_fifo ? fifo : -1);
+}
+
 static pid_t daemon_pid;
 
 static int daemon_alive(void)
@@ -288,6 +640,7 @@ int main(int argc, char **argv)
 {
 	double load_s = argc > 1 ? atof(argv[1]) : 30;
 	struct load_result kern, ours, fifo_res = { 0 };
+	struct shape_result kmsg, kwake, omsg, owake, fmsg = { 0 }, fwake = { 0 };
 	double kshare, oshare, fshare = 0, t_enabled;
 	int have_fifo = 0;
 	char ops[128];
@@ -299,6 +652,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ncpu = (int)topo.nr_online;
+	if (argc > 1 && strcmp(argv[1], "--shapes") == 0) {
+		/* the two shapes alone, under whatever scheduler runs */
+		struct shape_result m = msg_run(MSG_GROUPS, MSG_LOOPS, SHAPE_LIMIT_S);
+		struct shape_result w = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
+
+		printf("hackbench: %d/%d threads finished in %.2f s, %.1f migrations/s, %.1f cross-LLC/s\n",
+		       m.finished, m.threads, m.secs, m.mig_per_s, m.cross_llc_per_s);
+		printf("schbench: %d/%d threads finished, %ld rounds, p50 < %u us, p99 < %u us, %.1f migrations/s\n",
+		       w.finished, w.threads, w.rounds, w.p50_us, w.p99_us, w.mig_per_s);
+		return m.finished == m.threads && w.finished == w.threads && w.rounds > 0 ? 0 : 1;
+	}
 	nice_cpu = ncpu > 3 ? 3 : 0;
 	pin_cpu = ncpu > 2 ? 2 : 0;
 	hp_cpu = ncpu > 5 ? 5 : ncpu - 1;
@@ -310,6 +674,10 @@ int main(int argc, char **argv)
 	kshare = nice_share(nice_cpu, 5);
 	printf("scx_check: kernel: %.1f migrations/s, %ld cross-LLC, nice-0 share %.3f\n", kern.mig_per_s,
 	       kern.cross_llc, kshare);
+	kmsg = msg_run(MSG_GROUPS, MSG_LOOPS, SHAPE_LIMIT_S);
+	kwake = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
+	printf("scx_check: kernel: hackbench %d/%d threads finished in %.1f s; schbench %d/%d, %ld rounds\n",
+	       kmsg.finished, kmsg.threads, kmsg.secs, kwake.finished, kwake.threads, kwake.rounds);
 
 	/* 2. load the scheduler */
 	daemon_pid = fork();
@@ -385,6 +753,21 @@ int main(int argc, char **argv)
 		      hp_cpu, off_ok ? "ok" : "failed", on_ok ? "ok" : "failed", n, all ? "yes" : "no", scx_state());
 	}
 
+	omsg = msg_run(MSG_GROUPS, MSG_LOOPS, SHAPE_LIMIT_S);
+	check(omsg.finished == omsg.threads && strcmp(scx_state(), "enabled") == 0 && daemon_alive(), "hackbench",
+	      "%d groups of %d senders and %d receivers over pipes, %d messages per sender-receiver pair: "
+	      "%d of %d threads finished in %.1f s (limit %.0f s); state %s",
+	      MSG_GROUPS, MSG_PAIRS, MSG_PAIRS, MSG_LOOPS, omsg.finished, omsg.threads, omsg.secs, SHAPE_LIMIT_S,
+	      scx_state());
+	owake = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
+	check(owake.finished == owake.threads && owake.rounds > 0 && strcmp(scx_state(), "enabled") == 0 &&
+		      daemon_alive(),
+	      "schbench",
+	      "%d message threads waking %d workers each for %.0f s: %d of %d threads finished, %ld rounds, "
+	      "wake-to-run p50 < %u us, p99 < %u us (TCG: order of magnitude only); state %s",
+	      WAKE_M, WAKE_T, WAKE_S, owake.finished, owake.threads, owake.rounds, owake.p50_us, owake.p99_us,
+	      scx_state());
+
 	{
 		/* the daemon stopped for 8 s: the BPF side's rescue timer sends
 		 * what waits longer than 5 s to the global DSQ */
@@ -455,6 +838,8 @@ int main(int argc, char **argv)
 		if (on) {
 			fifo_res = run_load(load_s / 3);
 			fshare = nice_share(nice_cpu, 5);
+			fmsg = msg_run(MSG_GROUPS, MSG_LOOPS, SHAPE_LIMIT_S);
+			fwake = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
 			have_fifo = strcmp(scx_state(), "enabled") == 0;
 		}
 		kill(daemon_pid, SIGTERM);
@@ -463,17 +848,70 @@ int main(int argc, char **argv)
 		printf("scx_check: fifo policy: %s\n", have_fifo ? "ran" : "did not run");
 	}
 
+	/* 6. the daemon built with the "before" layouts and head detach: layout
+	 * choices, so the same behaviour: it loads, runs the load, gives the
+	 * weights' nice share, is not ejected */
+	{
+		static const char *const variant[] = { "rq_scattered", "se_inline", "detach_head" };
+
+		for (unsigned v = 0; v < sizeof(variant) / sizeof(variant[0]); v++) {
+			char path[96], name[64];
+			struct load_result vr = { 0 };
+			double vshare = 0, vt0;
+			int on, still = 0;
+
+			snprintf(path, sizeof(path), "/bin/scx_cachelocal_%s", variant[v]);
+			snprintf(name, sizeof(name), "variant-%s", variant[v]);
+			for (char *c = name; *c; c++)
+				if (*c == '_')
+					*c = '-';
+			daemon_pid = fork();
+			if (daemon_pid == 0) {
+				execl(path, path, "-s", "10000", (char *)NULL);
+				perror(path);
+				_exit(127);
+			}
+			on = wait_state("enabled", 60);
+			read_str("/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
+			on = on && strcmp(ops, "cachelocal") == 0;
+			vt0 = now_s();
+			if (on) {
+				vr = run_load(VARIANT_LOAD_S);
+				vshare = nice_share(nice_cpu, VARIANT_NICE_S);
+				still = strcmp(scx_state(), "enabled") == 0 && daemon_alive();
+			}
+			check(on && vr.all_progressed && still && vshare > 0.60 && vshare < 0.90, name,
+			      "%s: loads %s, %d workers all progressed in %.0f s: %s, nice 0 vs 5 share %.3f "
+			      "(bound 0.60..0.90), still enabled with the daemon alive after %.0f s: %s",
+			      path, on ? "yes" : "no", ncpu + 4, VARIANT_LOAD_S, vr.all_progressed ? "yes" : "no",
+			      vshare, now_s() - vt0, still ? "yes" : "no");
+			if (daemon_pid > 0) {
+				kill(daemon_pid, SIGTERM);
+				waitpid(daemon_pid, NULL, 0);
+			}
+			daemon_pid = 0;
+			wait_state("disabled", 30);
+		}
+	}
+
 	printf("scx TABLE | %-28s | %12s | %12s | %12s |\n", "", "kernel", "cachelocal", "fifo");
-	printf("scx TABLE | %-28s | %12.1f | %12.1f | %12.1f |\n", "migrations/s (all workers)", kern.mig_per_s,
-	       ours.mig_per_s, have_fifo ? fifo_res.mig_per_s : -1);
-	printf("scx TABLE | %-28s | %12.1f | %12.1f | %12.1f |\n", "cross-LLC migrations/s", kern.cross_llc_per_s,
-	       ours.cross_llc_per_s, have_fifo ? fifo_res.cross_llc_per_s : -1);
-	printf("scx TABLE | %-28s | %12.3f | %12.3f | %12.3f |\n", "nice 0 share (vs nice 5)", kshare, oshare,
-	       have_fifo ? fshare : -1);
-	printf("scx TABLE | %-28s | %12.3f | %12.3f | %12.3f |\n", "nice 5 share", 1 - kshare, 1 - oshare,
-	       have_fifo ? 1 - fshare : -1);
-	printf("scx TABLE | %-28s | %12.0f | %12.0f | %12.0f |\n", "load seconds", load_s / 3, load_s,
-	       load_s / 3);
+	table_row("migrations/s (all workers)", 1, kern.mig_per_s, ours.mig_per_s, fifo_res.mig_per_s, have_fifo);
+	table_row("cross-LLC migrations/s", 1, kern.cross_llc_per_s, ours.cross_llc_per_s, fifo_res.cross_llc_per_s,
+		  have_fifo);
+	table_row("nice 0 share (vs nice 5)", 3, kshare, oshare, fshare, have_fifo);
+	table_row("nice 5 share", 3, 1 - kshare, 1 - oshare, 1 - fshare, have_fifo);
+	table_row("hackbench seconds", 1, kmsg.secs, omsg.secs, fmsg.secs, have_fifo);
+	table_row("hackbench migrations/s", 1, kmsg.mig_per_s, omsg.mig_per_s, fmsg.mig_per_s, have_fifo);
+	table_row("hackbench cross-LLC/s", 1, kmsg.cross_llc_per_s, omsg.cross_llc_per_s, fmsg.cross_llc_per_s,
+		  have_fifo);
+	table_row("schbench rounds (5 s)", 0, (double)kwake.rounds, (double)owake.rounds, (double)fwake.rounds,
+		  have_fifo);
+	table_row("schbench migrations/s", 1, kwake.mig_per_s, owake.mig_per_s, fwake.mig_per_s, have_fifo);
+	table_row("schbench cross-LLC/s", 1, kwake.cross_llc_per_s, owake.cross_llc_per_s, fwake.cross_llc_per_s,
+		  have_fifo);
+	table_row("schbench p50 wake us (< 2^k)", 0, kwake.p50_us, owake.p50_us, fwake.p50_us, have_fifo);
+	table_row("schbench p99 wake us (< 2^k)", 0, kwake.p99_us, owake.p99_us, fwake.p99_us, have_fifo);
+	table_row("load seconds", 0, load_s / 3, load_s, load_s / 3, have_fifo);
 	printf("scx_check: %d failed\n", failed);
 	return failed ? 1 : 0;
 }

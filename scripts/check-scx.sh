@@ -3,7 +3,9 @@
 # machine (make check-scx): a 16-CPU x86_64 guest (2 sockets x 8 cores, an
 # LLC per socket, 2 NUMA nodes, 4 GiB) booted on Debian's 7.3 kernel
 # (CONFIG_SCHED_CLASS_EXT=y) under QEMU 10 TCG, running tests/guest/scx.plan
-# with the programs make scx built into build/scx/bin.
+# with the programs make scx built into build/scx/bin (the daemon, its three
+# layout variants, scx_check). SCX_CPUS=32 boots 32 CPUs instead (4 sockets
+# x 8 cores, 4 NUMA nodes, 8 GiB).
 #
 # Output: the guest's "scx CHECK: pass|fail ..." lines, the behaviour table
 # (kernel's scheduler vs cachelocal's EEVDF under the same load), the
@@ -18,16 +20,22 @@ here=$(dirname "$0")
 BIN=${SCX_BIN:-build/scx/bin}
 OUT=${SCX_GUEST_OUT:-build/scx/guest}
 PLAN=tests/guest/scx.plan
-TOPO=16:2:8:1:2:4096
+# SCX_CPUS=32: 4 sockets x 8 cores, an LLC per socket, 4 NUMA nodes, 8 GiB
+case ${SCX_CPUS:-16} in
+16) TOPO=16:2:8:1:2:4096 ;;
+32) TOPO=32:4:8:1:4:8192 ;;
+*) echo "check-scx: SCX_CPUS is 16 or 32" >&2; exit 1 ;;
+esac
+VARIANTS="scx_cachelocal_rq_scattered scx_cachelocal_se_inline scx_cachelocal_detach_head"
 
-for b in init scx_check scx_cachelocal; do
+for b in init scx_check scx_cachelocal $VARIANTS; do
 	[ -x "$BIN/$b" ] || { echo "check-scx: $BIN/$b missing (make scx)" >&2; exit 1; }
 done
 guest_fetch_qemu
 guest_fetch_kernel 7.3-amd64
 rm -rf "$OUT" && mkdir -p "$OUT/root/bin"
 guest_plan "$PLAN" '^scx\.' 1 >"$OUT/root/plan"
-cp "$BIN/scx_cachelocal" "$OUT/root/bin/"
+for b in scx_cachelocal $VARIANTS; do cp "$BIN/$b" "$OUT/root/bin/"; done
 guest_pack "$OUT/root" "$BIN/init" "$BIN" "$OUT/initrd.cpio.gz"
 tmo=$(awk '{ s += $2 } END { print s + 300 }' "$OUT/root/plan")
 echo "check-scx: booting the 7.3 guest ($(cat "$GUEST_DIR/kernels/7.3-amd64/pkg"), $TOPO, up to $tmo s)"
