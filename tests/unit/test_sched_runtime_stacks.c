@@ -14,7 +14,8 @@
  * (test knobs CL_TEST_GUARD_MARKERS=0, CL_TEST_MAX_MAP_COUNT): the mixed
  * "mprotect+checked" mode of a kernel < 6.13, on any kernel
  * (CL_TEST_PARKED_TASKS sets the count; ASan and valgrind builds default
- * to 10,000, TSan to 1,000).
+ * to 10,000, TSan to 1,000); stack batches never take transparent huge
+ * pages (VmFlags "nh").
  */
 #include <stdatomic.h>
 
@@ -124,6 +125,68 @@ Test(sched_runtime_stacks, guard_markers_refused_knob)
 	assert_mode(rt, "mprotect+checked");
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 	cr_assert_eq(unsetenv("CL_TEST_GUARD_MARKERS"), 0);
+}
+
+/* ---- huge pages ---- */
+
+/* The VmFlags of the /proc/self/smaps entry holding @addr ("" if none). */
+static void vm_flags_of(const void *addr, char *out, size_t size)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+
+	out[0] = 0;
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			size_t n = strlen(line + 8);
+
+			n = n < size - 1 ? n : size - 1;
+			memcpy(out, line + 8, n);
+			out[n] = 0;
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void *stack_address(void *p)
+{
+	(void)p;
+	return __builtin_frame_address(0); /* within the task's stack */
+}
+
+/* With transparent huge pages "always" (Debian's kernels), a stack batch
+ * that may take huge pages costs a parked task 2 MiB / 16 slots instead of
+ * the page it touched: the batches are MADV_NOHUGEPAGE ("nh"), in every
+ * guard mode. A kernel without THP has no such flag to set. */
+Test(sched_runtime_stacks, task_stacks_take_no_transparent_huge_pages)
+{
+	static const int modes[] = { CL_RUNTIME_GUARD_AUTO, CL_RUNTIME_GUARD_MPROTECT, CL_RUNTIME_GUARD_CHECKED };
+
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0) {
+		cr_log_info("no transparent huge pages in this kernel: nothing to refuse");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		struct cl_runtime *rt = create_guarded(modes[i], 0);
+		void *sp = NULL;
+		char flags[512];
+
+		cr_assert_not_null(rt, "mode %d: %s", modes[i], strerror(errno));
+		cr_assert_eq(cl_join(cl_spawn(rt, NULL, stack_address, NULL), &sp), 0);
+		cr_assert_not_null(sp);
+		vm_flags_of(sp, flags, sizeof(flags));
+		cr_assert(flags[0], "mode %s: no smaps entry holds the task's stack %p", cl_runtime_guard_mode(rt), sp);
+		cr_assert(strstr(flags, " nh") != NULL, "mode %s: the stack's mapping may take huge pages (VmFlags:%s)",
+			  cl_runtime_guard_mode(rt), flags);
+		cr_assert_eq(cl_runtime_destroy(rt), 0);
+	}
 }
 
 /* ---- overflow ---- */

@@ -61,6 +61,7 @@ CL_INLINE size_t cl__rt_page(void)
 #define CL__RT_BATCH_SLOTS 64u
 #define CL__RT_BATCH_BYTES ((size_t)256 << 20)
 #define CL__MADV_GUARD_INSTALL 102
+#define CL__MADV_NOHUGEPAGE 15 /* MADV_NOHUGEPAGE of <linux/mman.h> */
 #define CL__RT_GUARD_PROBE 256u
 
 /* Guard modes in force (struct cl_runtime.guard_mode). */
@@ -106,6 +107,13 @@ CL_INLINE char *cl__rt_slot_take(struct cl_runtime *rt)
 				 MAP_PRIVATE | CL__MAP_ANONYMOUS | CL__MAP_NORESERVE, -1, 0);
 		if (m == (char *)MAP_FAILED)
 			return NULL;
+		/* Small pages only: with transparent huge pages "always" (the
+		 * default of Debian's kernels), the first touch of a stack in a
+		 * 2 MiB-aligned stretch of the batch faults in all 2 MiB, and a
+		 * parked task that touched a page holds 32 (100,000 tasks ran a
+		 * 2 GiB guest out of memory). Fails harmlessly (EINVAL) on a
+		 * kernel built without them. */
+		(void)madvise(m, n * slot, CL__MADV_NOHUGEPAGE);
 		cl_spin_lock(&rt->all_lock);
 		if (rt->nr_batches == rt->cap_batches) {
 			unsigned int cap = rt->cap_batches ? 2 * rt->cap_batches : 16;
