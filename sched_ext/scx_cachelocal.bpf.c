@@ -14,7 +14,8 @@
  *   - a task whose event does not fit in the ring buffer: the global DSQ;
  *   - a task the daemon leaves waiting longer than rescue_ns (5 s): a
  *     timer (every 100 ms) queues it for the global DSQ, and while the
- *     daemon's heartbeat is older than that, new tasks go there at once:
+ *     daemon's heartbeat is older than that, the timer sends every task
+ *     still waiting, however briefly, and new tasks go there at once:
  *     a stopped or overloaded daemon delays tasks but never stalls them
  *     into the kernel's watchdog (30 s);
  *   - a task with migration disabled: the kernel itself puts it on its
@@ -318,6 +319,11 @@ void BPF_PROG(cl_cpu_offline, s32 cpu)
 }
 
 __u64 rescue_pending; /* set by rescue_one(): the timer kicks the idle CPUs */
+/* set by rescue_fire() while the daemon's heartbeat is older than
+ * rescue_ns: every waiting task is rescued, whatever its own wait (a task
+ * queued for the daemon just before it stopped would otherwise wait
+ * another rescue_ns after the heartbeat went stale) */
+__u64 rescue_all;
 
 /* (the counters are globals, not in the callback's context: a count on
  * the stack would make every iteration a new state for the verifier) */
@@ -325,7 +331,7 @@ static long rescue_one(void *map, s32 *pid, u64 *since, u64 *now)
 {
 	struct scx_cl_dispatch d = { .cpu = -1 };
 
-	if (*now - *since < rescue_ns)
+	if (!rescue_all && *now - *since < rescue_ns)
 		return 0;
 	d.pid = *pid;
 	d.slice_ns = fallback_slice_ns;
@@ -342,6 +348,7 @@ static int rescue_fire(void *map, int *key, struct rescue_timer *t)
 {
 	u64 now = bpf_ktime_get_ns();
 
+	rescue_all = now - daemon_heartbeat > rescue_ns;
 	bpf_for_each_map_elem(&waiting, rescue_one, &now, 0);
 	if (rescue_pending) {
 		rescue_pending = 0;
