@@ -22,7 +22,7 @@
  *   lock          fair   waiters spin on              size     pick it when
  *   cl_spinlock   no     the lock word (shared line)  4 B      uncontended or 2 CPUs;
  *                                                              the cheapest handover
- *   cl_ticketlock FIFO   the owner word (shared)      8 B      a waiter must not starve,
+ *   cl_ticketlock FIFO   the owner word (shared)      12 B     a waiter must not starve,
  *                                                              few waiters
  *   cl_mcslock    FIFO   its own node (local line)    8 B +    many waiters on many
  *                                                     a node   cores or sockets
@@ -56,10 +56,18 @@
  * scheduled. So the ticket and MCS waiters wait as every cachelocal wait
  * does (internal/backoff.h): they spin CL__BACKOFF_SPINS pauses, then call
  * sched_yield() at every further step, which lets a preempted holder or
- * next-in-line run on an oversubscribed CPU. The TTAS lock does not yield
- * (a waiter is never owed the lock). None of the three is
- * recursive; never sleep, block or call unknown code while holding one.
- * Where a holder may be descheduled for long, use a pthread mutex.
+ * next-in-line run on an oversubscribed CPU. A ticket waiter that has also
+ * yielded CL__TICKET_YIELDS times sleeps in the kernel (a futex on @owner,
+ * woken by the unlock that serves its ticket): sched_yield() gives nothing
+ * to a thread that is not on this CPU's run queue, as on a virtual machine
+ * whose host runs fewer vCPUs at a time than the guest has: there each
+ * spinning vCPU burns the host time that the holder's or next-in-line's
+ * vCPU needs. The unlock pays one load of @sleepers, on the line it writes
+ * anyway, and a futex wake only while someone sleeps.
+ * The TTAS lock does not yield (a waiter is never owed the lock). None of
+ * the three is recursive; never sleep, block or call unknown code while
+ * holding one. Where a holder may be descheduled for long, use a pthread
+ * mutex.
  *
  * Memory ordering (all three): everything the holder did before its unlock
  * is visible to the next thread whose lock/trylock succeeds (release store /
@@ -96,6 +104,7 @@
 
 #include "compiler.h"
 #include "internal/backoff.h"
+#include "internal/futex.h"
 
 CL_BEGIN_DECLS
 
@@ -195,19 +204,34 @@ CL_INLINE int cl_spin_is_locked(const struct cl_spinlock *l)
 /**
  * struct cl_ticketlock - a FIFO ticket lock: free when @next == @owner.
  * @next: the next ticket to hand out (fetch_add by lockers).
- * @owner: the ticket being served (written by the holder only).
+ * @owner: the ticket being served (written by the holder only; the futex
+ *	word the sleeping waiters wait on).
+ * @sleepers: waiters asleep or about to sleep in the kernel (see
+ *	"Preemption" above); the unlock wakes the next ticket when not 0.
  *
- * Both words share a line: a locker writes @next, every waiter reads @owner.
+ * The words share a line: a locker writes @next, every waiter reads @owner.
  * Touch them only through the functions below. Wraps after 2^32 tickets,
  * harmlessly (ticket arithmetic is modular).
  */
 struct cl_ticketlock {
 	uint32_t next;
 	uint32_t owner;
+	uint32_t sleepers;
 };
 
 /* Static initializer: an unlocked ticket lock (same as cl_ticket_init()). */
-#define CL_TICKETLOCK_INIT { 0, 0 }
+#define CL_TICKETLOCK_INIT { 0, 0, 0 }
+
+/* Yields (after the CL__BACKOFF_SPINS pauses) before a ticket waiter sleeps */
+#define CL__TICKET_YIELDS 16u
+/* The longest a sleeping ticket waiter sleeps before it looks again (ns):
+ * an unlock whose load of @sleepers was ordered before the waiter's count
+ * (the store-buffer case of a release store then a load) wakes nobody, and
+ * this bounds what that costs; it is never the wake-up itself. (A test may
+ * define it larger before the include, to prove the unlock wakes.) */
+#ifndef CL__TICKET_SLEEP_NS
+#define CL__TICKET_SLEEP_NS 1000000ll
+#endif
 
 /**
  * cl_ticket_init() - initialize @l unlocked.
@@ -221,6 +245,33 @@ CL_INLINE void cl_ticket_init(struct cl_ticketlock *l)
 		return;
 	CL_ATOMIC_STORE(&l->next, 0, CL_RELAXED);
 	CL_ATOMIC_STORE(&l->owner, 0, CL_RELAXED);
+	CL_ATOMIC_STORE(&l->sleepers, 0, CL_RELAXED);
+}
+
+/* The futex bit of ticket @t: an unlock wakes the sleepers of the ticket it
+ * serves (and those 32 tickets further), not every sleeper. */
+CL_INLINE unsigned cl__ticket_bit(uint32_t t)
+{
+	return 1u << (t & 31u);
+}
+
+/* cl_ticket_lock()'s wait once spinning and yielding are spent: sleep on
+ * @owner while it is not @me (a bounded sleep, see CL__TICKET_SLEEP_NS). */
+CL_INLINE void cl__ticket_sleep(struct cl_ticketlock *l, uint32_t me)
+{
+	uint32_t seen;
+	struct timespec until;
+	unsigned long long t;
+
+	CL_ATOMIC_FETCH_ADD(&l->sleepers, 1, CL_SEQ_CST);
+	seen = CL_ATOMIC_LOAD(&l->owner, CL_SEQ_CST);
+	if (seen != me) {
+		t = cl__now_ns() + (unsigned long long)CL__TICKET_SLEEP_NS;
+		until.tv_sec = (time_t)(t / 1000000000ull);
+		until.tv_nsec = (long)(t % 1000000000ull);
+		(void)cl__futex_wait_bits((int *)&l->owner, (int)seen, &until, cl__ticket_bit(me));
+	}
+	CL_ATOMIC_FETCH_SUB(&l->sleepers, 1, CL_RELAXED);
 }
 
 /**
@@ -251,7 +302,8 @@ CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
  * @l: the lock (NULL: errno EINVAL, nothing done).
  *
  * Takes a ticket and spins until it is served, yielding the CPU once the
- * wait is long (see "Preemption" above).
+ * wait is long and sleeping in the kernel once it is longer (see
+ * "Preemption" above).
  *
  * Context: any thread; not recursive (a holder that locks again waits
  * forever); keep the critical section short.
@@ -259,13 +311,21 @@ CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
 CL_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 {
 	uint32_t me;
-	unsigned spins = 0;
+	unsigned spins = 0, yields = 0;
 
 	if (CL__BAD_ARG(l == NULL))
 		return;
 	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
-	while (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me)
-		cl__backoff(&spins, CL__BACKOFF_SPINS);
+	while (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me) {
+		if (cl__backoff_spin(&spins, CL__BACKOFF_SPINS))
+			continue;
+		if (yields < CL__TICKET_YIELDS) {
+			yields++;
+			sched_yield();
+		} else {
+			cl__ticket_sleep(l, me);
+		}
+	}
 }
 
 /**
@@ -286,6 +346,8 @@ CL_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
 	if (CL__BAD_ARG(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
 		return -1;
 	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0))
+		(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(owner + 1));
 	return 0;
 }
 

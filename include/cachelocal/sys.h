@@ -72,6 +72,10 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 /* futex(2) operations on a process-private word (FUTEX_PRIVATE_FLAG = 128). */
 #define CL__FUTEX_WAIT_PRIVATE 128
 #define CL__FUTEX_WAKE_PRIVATE 129
+/* FUTEX_WAIT_BITSET (9) and FUTEX_WAKE_BITSET (10), process-private; the
+ * wait's timeout is an absolute CLOCK_MONOTONIC time */
+#define CL__FUTEX_WAIT_BITSET_PRIVATE 137
+#define CL__FUTEX_WAKE_BITSET_PRIVATE 138
 /* membarrier(2) commands. */
 #define CL__MEMBARRIER_CMD_QUERY 0
 #define CL__MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)

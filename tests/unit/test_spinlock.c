@@ -5,8 +5,15 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+/* A sleeping ticket waiter looks again after a minute instead of 1 ms: an
+ * unlock that failed to wake it would show as this file's sleeping-waiter
+ * tests timing out, not pass late. */
+#define CL__TICKET_SLEEP_NS 60000000000ll
 #include <cachelocal/spinlock.h>
 
 #include "cl_test.h"
@@ -266,7 +273,7 @@ Test(ticketlock, unlock_of_a_free_lock_is_einval_and_changes_nothing)
 
 Test(ticketlock, tickets_wrap_around_32_bits)
 {
-	struct cl_ticketlock l = { UINT32_MAX, UINT32_MAX };
+	struct cl_ticketlock l = { UINT32_MAX, UINT32_MAX, 0 };
 
 	cl_ticket_lock(&l);
 	cr_assert_eq(cl_ticket_is_locked(&l), 1);
@@ -370,6 +377,95 @@ static void fifo_run(enum kind kind)
 Test(ticketlock, waiters_acquire_in_ticket_order)
 {
 	fifo_run(K_TICKET);
+}
+
+/* ---- ticket waiters that sleep in the kernel ---- */
+
+struct sleeper {
+	struct cl_ticketlock *l;
+	int id;
+	int *order, *n;
+	_Atomic long tid;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = (struct sleeper *)arg;
+
+	atomic_store(&s->tid, (long)syscall(SYS_gettid));
+	cl_ticket_lock(s->l);
+	s->order[(*s->n)++] = s->id;
+	cr_assert_eq(cl_ticket_unlock(s->l), 0);
+	return NULL;
+}
+
+/* the state letter of thread @tid ('S': asleep in the kernel), '?' if unknown */
+static char thread_state(long tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* @nr waiters queue one after the other behind the main thread's hold and
+ * wait until each is counted in @sleepers and asleep in the kernel; one
+ * unlock must then reach every one of them, in ticket order. */
+static void sleepers_run(int nr)
+{
+	static struct cl_ticketlock l;
+	static int order[FIFO_WAITERS], n;
+	struct sleeper s[FIFO_WAITERS];
+	pthread_t t[FIFO_WAITERS];
+
+	cr_assert(nr <= FIFO_WAITERS);
+	cl_ticket_init(&l);
+	n = 0;
+	cl_ticket_lock(&l);
+	for (int i = 0; i < nr; i++) {
+		s[i].l = &l;
+		s[i].id = i;
+		s[i].order = order;
+		s[i].n = &n;
+		atomic_store(&s[i].tid, 0);
+		cr_assert_eq(pthread_create(&t[i], NULL, sleeper_main, &s[i]), 0);
+		while (cl_ticket_waiters(&l) != (unsigned)i + 2)
+			sched_yield();
+	}
+	/* every waiter counted as a sleeper and in the kernel (a waiter still
+	 * spinning or yielding shows 'R') */
+	for (int i = 0; i < nr; i++) {
+		while (__atomic_load_n(&l.sleepers, __ATOMIC_ACQUIRE) != (uint32_t)nr ||
+		       thread_state(atomic_load(&s[i].tid)) != 'S')
+			sched_yield();
+	}
+	cr_assert_eq(cl_ticket_unlock(&l), 0);
+	for (int i = 0; i < nr; i++)
+		pthread_join(t[i], NULL);
+	cr_assert_eq(n, nr);
+	for (int i = 0; i < nr; i++)
+		cr_assert_eq(order[i], i, "acquisition %d went to sleeping waiter %d", i, order[i]);
+	cr_assert_eq(__atomic_load_n(&l.sleepers, __ATOMIC_RELAXED), 0, "a sleeper still counted");
+	cr_assert_eq(cl_ticket_is_locked(&l), 0);
+}
+
+Test(ticketlock, a_long_wait_sleeps_in_the_kernel_and_the_unlock_wakes_it, .timeout = 10)
+{
+	sleepers_run(1);
+}
+
+Test(ticketlock, sleeping_waiters_acquire_in_ticket_order, .timeout = 10)
+{
+	sleepers_run(FIFO_WAITERS);
 }
 
 Test(mcslock, waiters_acquire_in_queue_order)

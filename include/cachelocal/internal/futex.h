@@ -49,6 +49,30 @@ CL_INLINE int cl__futex_wake(int *addr, int n)
 	return r > 0 ? (int)r : 0;
 }
 
+/*
+ * cl__futex_wait_bits() - sleep while *addr == val, until a wake whose bit
+ * mask shares a bit with @bits, or until the CLOCK_MONOTONIC time *abs (not
+ * NULL). Returns as cl__futex_wait(). (FUTEX_WAIT_BITSET: a waker can wake
+ * one class of waiters of the same word, not all of them.)
+ */
+CL_INLINE int cl__futex_wait_bits(int *addr, int val, const struct timespec *abs, unsigned bits)
+{
+	return syscall(SYS_futex, addr, CL__FUTEX_WAIT_BITSET_PRIVATE, val, abs, NULL, bits) == 0 ? 0 : -1;
+}
+
+/*
+ * cl__futex_wake_bits() - wake up to n waiters of addr whose cl__futex_wait_bits()
+ * mask shares a bit with @bits. Returns how many were woken; errno preserved.
+ */
+CL_INLINE int cl__futex_wake_bits(int *addr, int n, unsigned bits)
+{
+	int saved = errno;
+	long r = syscall(SYS_futex, addr, CL__FUTEX_WAKE_BITSET_PRIVATE, n, NULL, NULL, bits);
+
+	errno = saved;
+	return r > 0 ? (int)r : 0;
+}
+
 CL_END_DECLS
 
 #endif /* CACHELOCAL_INTERNAL_FUTEX_H */
