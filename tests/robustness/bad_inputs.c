@@ -2056,6 +2056,14 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_join(NIL, NIL), -1, EINVAL);
 	}
+	CASE("cl_sleep_ns", "ns UINT64_MAX (a negative value passed by mistake)")
+	{
+		RB_INT(cl_sleep_ns(UINT64_MAX), -1, EINVAL);
+	}
+	CASE("cl_sleep_until", "deadline_ns above CL_SLEEP_MAX_NS")
+	{
+		RB_INT(cl_sleep_until(CL_SLEEP_MAX_NS + 1), -1, EINVAL);
+	}
 	CASE("cl_waitq_init", "wq NULL")
 	{
 		RB_VOID(cl_waitq_init(NIL), EINVAL);

@@ -154,10 +154,52 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 /* Why a worker's running task should switch (struct cl__rt_worker.preempt_pending). */
 #define CL__RT_PP_SLICE 0x1 /* the tick: it ran a whole slice without a switch */
 #define CL__RT_PP_WAKE 0x2  /* a wakeup may preempt it: run the EEVDF check (cl__rt_wake_check()) */
+#define CL__RT_PP_TIMER 0x4 /* the tick: a timer of its worker is due (timer.h) */
 
 struct cl_runtime;
 struct cl__rt_worker;
 struct cl__rt_waiter;
+
+/*
+ * Timers (timer.h): a hierarchical timing wheel per worker. A wheel tick
+ * is 2^CL__RT_TW_SHIFT ns (1024 ns); each level has CL__RT_TW_SLOTS slots
+ * of 64^level ticks; CL__RT_TW_LEVELS levels of 6 bits cover every tick
+ * of a 64-bit ns clock (54 = 64 - 10 bits).
+ */
+#define CL__RT_TW_SHIFT 10
+#define CL__RT_TW_BITS 6
+#define CL__RT_TW_SLOTS 64
+#define CL__RT_TW_LEVELS 9
+#define CL__RT_TIMER_NONE UINT64_MAX /* struct cl__rt_worker.timer_next: no timer */
+
+/*
+ * struct cl__rt_timer - one armed timer (a task's: struct cl_rt_task.timer):
+ * in one slot of one worker's wheel (a list linked through @next/@pprev:
+ * O(1) unlink), then, once expired, on the list of timers that worker
+ * fires. Written only by the worker's thread (its tasks arm, its idle loop
+ * and its tasks' preemption checks fire): no lock.
+ */
+struct cl__rt_timer {
+	struct cl__rt_timer *next;
+	struct cl__rt_timer **pprev;       /* NULL: not in a wheel */
+	uint64_t when;                     /* expiry in wheel ticks: the deadline rounded up */
+};
+
+/*
+ * struct cl__rt_wheel - a worker's timers. A timer due at tick `when` sits
+ * on the level of the highest 6-bit group in which `when` and `elapsed`
+ * differ, in the slot that group's value names: a level-L slot is always
+ * ahead of `elapsed`'s slot on that level, and every timer on a lower
+ * level expires before every timer on a higher one. Processing a slot
+ * fires its timers that are due and moves the rest one or more levels
+ * down (each timer moves at most CL__RT_TW_LEVELS - 1 times).
+ */
+struct cl__rt_wheel {
+	uint64_t elapsed;                  /* ticks processed: no slot before it holds a timer */
+	unsigned int nr;                   /* timers armed (atomic: shutdown reads it) */
+	uint64_t occupied[CL__RT_TW_LEVELS]; /* bit s: slot s of the level is not empty */
+	struct cl__rt_timer *slot[CL__RT_TW_LEVELS][CL__RT_TW_SLOTS];
+};
 
 /* A context the runtime can switch to: a task's or a worker's own stack. */
 struct cl__rt_ctx {
@@ -264,6 +306,9 @@ struct cl_rt_task {
 		unsigned vg_stack;         /* valgrind's id of the stack */
 #endif
 	} keep;
+	/* armed while it sleeps (cl_sleep_until()); after keep, so not
+	 * cleared at spawn: arming sets all of it */
+	struct cl__rt_timer timer;
 };
 
 
@@ -341,6 +386,13 @@ struct cl__rt_worker {
 	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
 	uint64_t nr_spin_skips;            /* idle spins not begun: half the workers spun */
 	uint64_t nr_wakeps;                /* spins that found more than one task and woke a sleeper */
+	uint64_t nr_timers_fired;          /* timers that expired here (timer.h) */
+	uint64_t nr_timer_sleeps;          /* of nr_idle_sleeps: with a timeout, to the next timer */
+	/* timers of the tasks that blocked here (timer.h): this thread only,
+	 * but for timer_next, which the tick reads */
+	uint64_t timer_next;               /* CLOCK_MONOTONIC ns of the wheel's next event, or
+					    * CL__RT_TIMER_NONE (atomic) */
+	struct cl__rt_wheel wheel;
 };
 
 /**
