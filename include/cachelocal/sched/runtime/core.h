@@ -28,7 +28,8 @@
 #include "task.h" /* the task API */
 #include "sleep.h" /* cl_sleep_ns(), cl_sleep_until(): a task sleeps on its worker's wheel */
 #include "waitq.h" /* waiter records, wake-affine, the wait queue */
-#include "sync.h" /* channel, mutex, condition variable */
+#include "chan.h" /* the bounded channel */
+#include "sync.h" /* mutex, condition variable */
 #include "lifecycle.h" /* create, shutdown, destroy */
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_CORE_H */

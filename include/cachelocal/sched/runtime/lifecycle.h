@@ -183,6 +183,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
 		cl__rt_wheel_init(&w->wheel, cl__rt_timer_now() >> CL__RT_TW_SHIFT);
 		w->timer_next = CL__RT_TIMER_NONE;
+		cl_spin_init(&w->timer_lock);
 	}
 	if (!(attr && (attr->flags & CL_RUNTIME_UNPINNED)))
 		cl__rt_balance_domains(rt, cpus, nr_allowed);

@@ -71,7 +71,7 @@ CL_INLINE int cl_sleep_until(uint64_t deadline_ns)
 	if (deadline_ns <= cl__rt_timer_now())
 		return 0;
 	cl__rt_np_inc(self); /* on this worker, armed and blocked with no switch between */
-	cl__rt_timer_arm(self->w, self, deadline_ns);
+	cl__rt_timer_arm(self->w, self, deadline_ns, NULL);
 	cl__rt_block(self, NULL);
 	return 0;
 }

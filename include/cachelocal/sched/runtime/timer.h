@@ -4,17 +4,20 @@
  * per worker (types.h, struct cl__rt_wheel), and firing the timers that
  * are due.
  *
- * A task that sleeps (sleep.h) arms a timer in the wheel of the worker it
- * runs on and blocks; only that worker's thread touches the wheel: its
- * tasks arm timers, and it fires them in its idle loop (worker.h: before a
+ * A task that sleeps (sleep.h) or waits with a timeout (timeout.h) arms a
+ * timer in the wheel of the worker it runs on and blocks; that worker's
+ * thread uses the wheel: its tasks arm timers, and it fires them in its idle loop (worker.h: before a
  * pick, in the spin, and from a futex sleep whose timeout is the next
  * timer), or, while it runs tasks, at a task's preemption check once the
  * tick marks it (CL__RT_PP_TIMER: switch.h, preempt.h). A blocked task
  * cannot migrate (the balancer moves queued tasks only), so its timer
  * stays on the wheel of the worker it blocked on; when the timer fires it
  * is woken there, as a local wakeup (its local wake list), and may move
- * when it runs again. No lock, and no line shared with other workers but
- * timer_next, which the tick reads.
+ * when it runs again. One other thread may touch the wheel: a task whose
+ * timed wait a waker ended disarms its timer wherever it runs (so a
+ * spinlock per wheel, timer_lock, which only that case contends). No line
+ * is shared with other workers but that and timer_next, which the tick
+ * reads.
  *
  * Each operation is O(1): arming is a slot index from the highest bit in
  * which the deadline and the wheel's time differ, and a list insertion;
@@ -172,7 +175,8 @@ CL_INLINE uint64_t cl__rt_timer_now(void)
 	return (uint64_t)cl__now_ns();
 }
 
-/* Publish @w's next timer event (ns) for its idle loop and the tick. */
+/* Publish @w's next timer event (ns) for its idle loop and the tick.
+ * Context: @w's timer_lock. */
 CL_INLINE void cl__rt_timer_publish(struct cl__rt_worker *w)
 {
 	unsigned int lvl, s;
@@ -186,17 +190,45 @@ CL_INLINE void cl__rt_timer_publish(struct cl__rt_worker *w)
 /*
  * Arm @t's timer on @w (the worker it runs on), due at @deadline
  * (CLOCK_MONOTONIC ns, at most INT64_MAX): it fires at the first wheel
- * tick at or after it. Context: @t running on @w, non-preemptible.
+ * tick at or after it. @lock: NULL for a sleep; for a timed wait, the lock
+ * of the list @t's record (t->wait) is on, held by the caller (timeout.h).
+ * Context: @t running on @w, non-preemptible.
  */
-CL_INLINE void cl__rt_timer_arm(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t deadline)
+CL_INLINE void cl__rt_timer_arm(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t deadline,
+				struct cl_ticketlock *lock)
 {
 	uint64_t when = (deadline + (1ULL << CL__RT_TW_SHIFT) - 1) >> CL__RT_TW_SHIFT;
 
+	t->timer.w = w;
+	t->timer.lock = lock;
+	cl_spin_lock(&w->timer_lock);
 	if (!w->wheel.nr) /* empty: start from now, so it lands as low as it can */
 		w->wheel.elapsed = cl__rt_timer_now() >> CL__RT_TW_SHIFT;
 	cl__rt_wheel_add(&w->wheel, &t->timer, when);
+	CL_ATOMIC_STORE(&t->timer.state, CL__RT_TIMER_ARMED, CL_RELAXED);
 	if ((when << CL__RT_TW_SHIFT) < CL_ATOMIC_LOAD(&w->timer_next, CL_RELAXED))
 		cl__rt_timer_publish(w);
+	cl_spin_unlock(&w->timer_lock);
+}
+
+/*
+ * Disarm @t's timer, or, if its worker is firing it, wait until that is
+ * done (a timed wait a waker ended: its record is then the waker's, and
+ * the firing only looks at it under the list's lock). After this the
+ * timer and the record are @t's again. Context: @t, anywhere.
+ */
+CL_INLINE void cl__rt_timer_cancel(struct cl_rt_task *t)
+{
+	struct cl__rt_worker *w = t->timer.w;
+
+	cl_spin_lock(&w->timer_lock);
+	if (cl__rt_wheel_del(&w->wheel, &t->timer)) {
+		CL_ATOMIC_STORE(&t->timer.state, CL__RT_TIMER_IDLE, CL_RELAXED);
+		cl__rt_timer_publish(w);
+	}
+	cl_spin_unlock(&w->timer_lock);
+	while (CL_ATOMIC_LOAD(&t->timer.state, CL_ACQUIRE) == CL__RT_TIMER_FIRING)
+		CL_CPU_RELAX();
 }
 
 /* Make @t, blocked on @w and off every wait list, runnable: @w's local
@@ -210,11 +242,44 @@ CL_INLINE void cl__rt_timer_wake(struct cl__rt_worker *w, struct cl_rt_task *t)
 }
 
 /*
- * cl__rt_timers_run() - fire @w's timers due by now: each one's task goes
- * on @w's local wake list. Returns how many fired.
- * Context: @w's thread, in its idle loop or in a running task (not
- * preemptible) that is not blocking: a task whose timer fires is always
- * one whose switch away completed.
+ * Fire @tm, off @w's wheel: wake its task if the timer ends the wait. A
+ * sleep always ends. A timed wait ends if its record is still on its list
+ * (status CL__RT_WAIT_PENDING, read under the list's lock, which every
+ * waker holds while it takes a record and writes its status): the timer
+ * then takes it off, as a waker would, and the wait times out; otherwise a
+ * waker has it, and wakes the task itself. Exactly one of them does.
+ */
+CL_INLINE int cl__rt_timer_fire(struct cl__rt_worker *w, struct cl__rt_timer *tm)
+{
+	struct cl_rt_task *t = cl_container_of(tm, struct cl_rt_task, timer);
+	int wake = 1;
+
+	if (tm->lock) {
+		CL_INJECT(70); /* a timed wait's timer off the wheel, its list not yet locked */
+		cl_ticket_lock(tm->lock);
+		if (t->wait.status == CL__RT_WAIT_PENDING) {
+			cds_list_del(&t->wait.node);
+			t->wait.status = CL__RT_WAIT_TIMEDOUT;
+		} else {
+			wake = 0; /* a waker took it first */
+		}
+		(void)cl_ticket_unlock(tm->lock);
+		CL_INJECT(71); /* decided (the list's lock released), not yet let go of */
+	}
+	/* the timer is the task's again (cl__rt_timer_cancel() waits for this);
+	 * the task itself stays blocked until woken below */
+	CL_ATOMIC_STORE(&tm->state, CL__RT_TIMER_IDLE, CL_RELEASE);
+	if (wake)
+		cl__rt_timer_wake(w, t);
+	return wake;
+}
+
+/*
+ * cl__rt_timers_run() - fire @w's timers due by now: each task a timer
+ * wakes goes on @w's local wake list. Returns how many woke a task.
+ * Context: @w's thread, holding no lock, in its idle loop or in a running
+ * task (not preemptible) that is not blocking: a task whose timer fires is
+ * always one whose switch away completed.
  */
 CL_INLINE unsigned int cl__rt_timers_run(struct cl__rt_worker *w)
 {
@@ -223,16 +288,19 @@ CL_INLINE unsigned int cl__rt_timers_run(struct cl__rt_worker *w)
 
 	if (CL_ATOMIC_LOAD(&w->timer_next, CL_RELAXED) == CL__RT_TIMER_NONE)
 		return 0;
+	cl_spin_lock(&w->timer_lock);
 	tm = cl__rt_wheel_expire(&w->wheel, cl__rt_timer_now() >> CL__RT_TW_SHIFT);
+	for (struct cl__rt_timer *f = tm; f; f = f->next)
+		CL_ATOMIC_STORE(&f->state, CL__RT_TIMER_FIRING, CL_RELAXED);
 	cl__rt_timer_publish(w);
+	cl_spin_unlock(&w->timer_lock);
 	while (tm) {
 		struct cl__rt_timer *next = tm->next;
 
-		cl__rt_timer_wake(w, cl_container_of(tm, struct cl_rt_task, timer));
+		w->nr_timers_fired++;
+		n += (unsigned int)cl__rt_timer_fire(w, tm);
 		tm = next;
-		n++;
 	}
-	w->nr_timers_fired += n;
 	return n;
 }
 

@@ -176,14 +176,27 @@ struct cl__rt_waiter;
  * struct cl__rt_timer - one armed timer (a task's: struct cl_rt_task.timer):
  * in one slot of one worker's wheel (a list linked through @next/@pprev:
  * O(1) unlink), then, once expired, on the list of timers that worker
- * fires. Written only by the worker's thread (its tasks arm, its idle loop
- * and its tasks' preemption checks fire): no lock.
+ * fires. Armed by a task on the worker it runs on, fired by that worker's
+ * thread, disarmed (a timed wait that a waker ended) by the task wherever
+ * it runs then: under the worker's timer_lock.
  */
 struct cl__rt_timer {
 	struct cl__rt_timer *next;
 	struct cl__rt_timer **pprev;       /* NULL: not in a wheel */
 	uint64_t when;                     /* expiry in wheel ticks: the deadline rounded up */
+	struct cl__rt_worker *w;           /* the worker whose wheel it is on */
+	struct cl_ticketlock *lock;        /* a timed wait: its wait list's lock; NULL: a sleep */
+	int state;                         /* CL__RT_TIMER_*: FIRING while its worker handles it
+					    * off the wheel (atomic) */
 };
+#define CL__RT_TIMER_IDLE 0
+#define CL__RT_TIMER_ARMED 1
+#define CL__RT_TIMER_FIRING 2
+
+/* struct cl__rt_waiter.status of a timed wait (timeout.h): on its list
+ * still (wakers overwrite it under the list's lock), or ended by its timer. */
+#define CL__RT_WAIT_PENDING 1
+#define CL__RT_WAIT_TIMEDOUT (-2)
 
 /*
  * struct cl__rt_wheel - a worker's timers. A timer due at tick `when` sits
@@ -388,8 +401,10 @@ struct cl__rt_worker {
 	uint64_t nr_wakeps;                /* spins that found more than one task and woke a sleeper */
 	uint64_t nr_timers_fired;          /* timers that expired here (timer.h) */
 	uint64_t nr_timer_sleeps;          /* of nr_idle_sleeps: with a timeout, to the next timer */
-	/* timers of the tasks that blocked here (timer.h): this thread only,
-	 * but for timer_next, which the tick reads */
+	/* timers of the tasks that blocked here (timer.h), under timer_lock:
+	 * this thread's and its tasks' but for a timed wait's disarm (the
+	 * waker won) by its task elsewhere; the tick reads timer_next */
+	struct cl_spinlock timer_lock;
 	uint64_t timer_next;               /* CLOCK_MONOTONIC ns of the wheel's next event, or
 					    * CL__RT_TIMER_NONE (atomic) */
 	struct cl__rt_wheel wheel;
