@@ -212,23 +212,44 @@ CL_INLINE void cl__rt_timer_arm(struct cl__rt_worker *w, struct cl_rt_task *t, u
 }
 
 /*
- * Disarm @t's timer, or, if its worker is firing it, wait until that is
- * done (a timed wait a waker ended: its record is then the waker's, and
- * the firing only looks at it under the list's lock). After this the
- * timer and the record are @t's again. Context: @t, anywhere.
+ * Disarm @t's timer, if it is still on its wheel (a timed wait a waker
+ * ended: its record is then the waker's). If the timer's worker is firing
+ * it, it is off the wheel already: cl__rt_timer_wait_fired() waits for
+ * the firing to let go of it.
+ * Context: @t, on any worker, non-preemptible, as with every runtime lock:
+ * the preemption signal's handler fires the timers of the worker it
+ * interrupts (cl__rt_preempt_due()), which takes that worker's timer_lock;
+ * a task interrupted while it holds the lock would spin on it forever in
+ * its own handler (the worker's thread is the holder).
  */
 CL_INLINE void cl__rt_timer_cancel(struct cl_rt_task *t)
 {
 	struct cl__rt_worker *w = t->timer.w;
 
 	cl_spin_lock(&w->timer_lock);
+	CL_INJECT(72); /* a woken timed waiter disarms its timer: the wheel's lock held */
 	if (cl__rt_wheel_del(&w->wheel, &t->timer)) {
 		CL_ATOMIC_STORE(&t->timer.state, CL__RT_TIMER_IDLE, CL_RELAXED);
 		cl__rt_timer_publish(w);
 	}
 	cl_spin_unlock(&w->timer_lock);
+}
+
+/*
+ * After cl__rt_timer_cancel(): wait until a firing of @t's timer under
+ * way lets go of it (the firing only reads the record's status, under the
+ * list's lock). After this the timer and the record are @t's again. The
+ * firing runs on the thread of another worker (a worker fires its own
+ * timers with no switch to a task in between), which the kernel may have
+ * preempted: the wait yields the CPU after a short spin (backoff.h).
+ * Context: @t, anywhere, preemptible or not.
+ */
+CL_INLINE void cl__rt_timer_wait_fired(const struct cl_rt_task *t)
+{
+	unsigned int n = 0;
+
 	while (CL_ATOMIC_LOAD(&t->timer.state, CL_ACQUIRE) == CL__RT_TIMER_FIRING)
-		CL_CPU_RELAX();
+		cl__backoff(&n, CL__BACKOFF_SPINS);
 }
 
 /* Make @t, blocked on @w and off every wait list, runnable: @w's local
@@ -266,7 +287,7 @@ CL_INLINE int cl__rt_timer_fire(struct cl__rt_worker *w, struct cl__rt_timer *tm
 		(void)cl_ticket_unlock(tm->lock);
 		CL_INJECT(71); /* decided (the list's lock released), not yet let go of */
 	}
-	/* the timer is the task's again (cl__rt_timer_cancel() waits for this);
+	/* the timer is the task's again (cl__rt_timer_wait_fired() waits for this);
 	 * the task itself stays blocked until woken below */
 	CL_ATOMIC_STORE(&tm->state, CL__RT_TIMER_IDLE, CL_RELEASE);
 	if (wake)

@@ -81,8 +81,8 @@ CL_INLINE uint64_t cl__rt_deadline(uint64_t ns)
  * the list under @lock too, timer.h). Exactly one of a waker and the timer
  * ends the wait: the one that finds the record on the list. Returns the
  * status: 0 (woken), -1 (failed: a closed channel), CL__RT_WAIT_TIMEDOUT.
- * Woken by a waker, it disarms its timer, or waits for its firing to let
- * go of the record, before it returns.
+ * Woken by a waker, it disarms its timer (not preemptible meanwhile), or
+ * waits for its firing to let go of the record, before it returns.
  */
 CL_INLINE int cl__rt_wait_rec_dl(struct cl_rt_task *self, struct cds_list_head *list,
 				 struct cl_ticketlock *lock, uint64_t deadline)
@@ -95,8 +95,12 @@ CL_INLINE int cl__rt_wait_rec_dl(struct cl_rt_task *self, struct cds_list_head *
 	cl__rt_timer_arm(self->w, self, deadline, lock);
 	cl__rt_wait_block(self, lock);
 	st = self->wait.status;
-	if (st != CL__RT_WAIT_TIMEDOUT)
+	if (st != CL__RT_WAIT_TIMEDOUT) {
+		cl__rt_np_inc(self); /* the wheel's lock, held by a task (timer.h) */
 		cl__rt_timer_cancel(self);
+		cl__rt_np_exit(self);
+		cl__rt_timer_wait_fired(self);
+	}
 	return st;
 }
 
