@@ -2056,6 +2056,41 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_join(NIL, NIL), -1, EINVAL);
 	}
+	CASE("cl_sleep_ns", "ns UINT64_MAX (a negative value passed by mistake)")
+	{
+		RB_INT(cl_sleep_ns(UINT64_MAX), -1, EINVAL);
+	}
+	CASE("cl_sleep_until", "deadline_ns above CL_SLEEP_MAX_NS")
+	{
+		RB_INT(cl_sleep_until(CL_SLEEP_MAX_NS + 1), -1, EINVAL);
+	}
+	CASE("cl_waitq_wait_timeout", "wq NULL")
+	{
+		RB_INT(cl_waitq_wait_timeout(NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_chan_send_timeout", "c NULL, msg NULL")
+	{
+		RB_INT(cl_chan_send_timeout(NIL, NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_chan_recv_timeout", "c NULL, out NULL")
+	{
+		RB_INT(cl_chan_recv_timeout(NIL, NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_chan_recv_timeout", "empty, called outside a task")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(int), 1);
+		int v = 0;
+		RB_INT(cl_chan_recv_timeout(c, &v, 1000), -1, EPERM);
+		cl_chan_destroy(c);
+	}
+	CASE("cl_mutex_lock_timeout", "m NULL")
+	{
+		RB_INT(cl_mutex_lock_timeout(NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_cond_wait_timeout", "cv NULL, m NULL")
+	{
+		RB_INT(cl_cond_wait_timeout(NIL, NIL, 1000), -1, EINVAL);
+	}
 	CASE("cl_waitq_init", "wq NULL")
 	{
 		RB_VOID(cl_waitq_init(NIL), EINVAL);

@@ -11,14 +11,15 @@
  *	cl_runtime_destroy(rt);
  *
  * Model. Worker n runs the tasks of rq n. A task runs until it blocks
- * (channel, mutex, condvar, wait queue, join), yields, returns, or has run
+ * (channel, mutex, condvar, wait queue, join, cl_sleep_ns()), yields, returns, or has run
  * a whole slice (CL_RUNTIME_SLICE_NS): then a tick preempts it at a safe
  * point or at its next runtime call (see runtime/preempt.h); the switch saves its callee-saved registers on its stack and
  * resumes the next task the fair class picks (cl_rq_pick_next()) directly,
  * or the worker's idle loop when the rq is empty. The idle loop balances
  * (balance.h: pull from the busiest rq, coldest tasks first), spins for
  * CL_RUNTIME_SPIN_NS (at most half the workers at once) and then sleeps on
- * a futex without a timeout; a busy worker balances every
+ * a futex, until its next timer if it has one (runtime/timer.h: a timing
+ * wheel per worker for its sleeping tasks), else without a timeout; a busy worker balances every
  * CL_RUNTIME_BALANCE_NS at a switch and kicks a sleeping worker when tasks
  * wait on its rq, and as often the tick kicks one (the idle balancer) for
  * tasks waiting on any rq. With every worker asleep the tick sleeps too:
@@ -54,8 +55,9 @@
  *     two sides: either the worker saw the waker's task (it does not
  *     sleep), or the waker saw `sleeping` = 1 (it wakes it). A wake that
  *     lands before the FUTEX_WAIT leaves the word 0, so the wait returns
- *     at once. The wait has no timeout: nothing else would end it
- *     (test_sched_runtime_idle forces a wake into that window).
+ *     at once. The wait has no timeout but the worker's own next timer:
+ *     nothing else would end it (test_sched_runtime_idle forces a wake
+ *     into that window).
  *  5. Yield keeps the rq lock across the switch for the same reason as 2:
  *     a queued, switching-out task cannot be stolen by a balancer (which
  *     needs that lock) before its context is saved.

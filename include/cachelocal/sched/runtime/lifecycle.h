@@ -181,6 +181,9 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->chan_key = rt->serial << 16 | i; /* i < CL_MAX_CPUS <= 2^16 */
 		w->rq = cl__sched_rq(rt->sched, i);
 		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
+		cl__rt_wheel_init(&w->wheel, cl__rt_timer_now() >> CL__RT_TW_SHIFT);
+		w->timer_next = CL__RT_TIMER_NONE;
+		cl_spin_init(&w->timer_lock);
 	}
 	if (!(attr && (attr->flags & CL_RUNTIME_UNPINNED)))
 		cl__rt_balance_domains(rt, cpus, nr_allowed);
@@ -247,10 +250,11 @@ CL_INLINE const char *cl_runtime_context_kind(void)
 }
 
 /*
- * cl__rt_all_asleep() - is every worker asleep with an empty rq, and stayed
- * so across two collections? Then no task runs, none is queued, and no
- * task can wake another: the live tasks are all blocked for good (unless a
- * thread outside the runtime wakes one, which the caller rules out).
+ * cl__rt_all_asleep() - is every worker asleep with an empty rq and no
+ * timer armed, and stayed so across two collections? Then no task runs,
+ * none is queued or asleep on a timer, and no task can wake another: the
+ * live tasks are all blocked for good (unless a thread outside the runtime
+ * wakes one, which the caller rules out).
  */
 CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
 {
@@ -264,8 +268,10 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
 			struct cl__rt_worker *w = &rt->workers[i];
 
 			epoch[pass][i] = CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST);
+			/* a task asleep on a timer is not blocked for good */
 			if (!CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST) ||
-			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST) || cl__rt_remote_pending(w))
+			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST) || cl__rt_remote_pending(w) ||
+			    CL_ATOMIC_LOAD(&w->wheel.nr, CL_SEQ_CST))
 				return 0;
 			if (CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST) != epoch[pass][i])
 				return 0;

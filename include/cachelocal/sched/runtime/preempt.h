@@ -133,8 +133,8 @@ CL_INLINE int cl__rt_preempt_signal_init(void)
 
 /*
  * The tick sleeps while the runtime is idle. A look that finds every
- * worker asleep (`sleeping` set: each sleeps on its futex without a
- * timeout) parks the tick: it sets `tick_parked`, looks again, and sleeps
+ * worker asleep (`sleeping` set: each sleeps on its futex until a waker,
+ * or its own next timer, wakes it) parks the tick: it sets `tick_parked`, looks again, and sleeps
  * on that word without a timeout if every worker still sleeps. A worker
  * that wakes clears its `sleeping`, then unparks the tick (below) before
  * it runs anything: no switch pays for it. Both sides store, then load,
@@ -175,8 +175,12 @@ CL_INLINE void cl__rt_tick_park(struct cl_runtime *rt)
  * if tasks wait on some awake worker's rq (2 or more runnable there), it
  * wakes one sleeping worker (cl__rt_kick_idle()), which balances on its way
  * back to sleep: the kernel's nohz idle balancer, kicked from a busy CPU's
- * tick, balancing for the idle ones. Sleeping workers never wake on a timer.
- * Without preemption (slice_ns 0) only the balancer's clock runs.
+ * tick, balancing for the idle ones. Sleeping workers never wake on a period
+ * (only at their own next timer: worker.h). A worker running a task when
+ * one of its timers is due gets the timer mark (CL__RT_PP_TIMER; the
+ * signal too, if preemption is on): its task's preemption check fires it.
+ * Without preemption (slice_ns 0) only the balancer's clock and the timer
+ * marks run.
  */
 CL_INLINE void *cl__rt_tick_main(void *arg)
 {
@@ -206,6 +210,12 @@ CL_INLINE void *cl__rt_tick_main(void *arg)
 				awake++;
 				if (waiting < 0 && CL_READ_ONCE(w->rq->nr_running) >= 2)
 					waiting = (int)i;
+			}
+			/* a timer due on a worker that runs a task: its next
+			 * preemption check fires it (an idle worker fires its own) */
+			if (!asleep && CL_ATOMIC_LOAD(&w->in_task, CL_RELAXED) && cl__rt_timer_due(w)) {
+				CL_ATOMIC_FETCH_OR(&w->preempt_pending, CL__RT_PP_TIMER, CL_RELAXED);
+				cl__rt_preempt_kick(w);
 			}
 			if (!rt->slice_ns)
 				continue;

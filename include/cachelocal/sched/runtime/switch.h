@@ -79,6 +79,15 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 	}
 }
 
+/* A switch answers the slice and wake marks; a timer mark stays until a
+ * task's preemption check fires the timers (cl__rt_preempt_due()). A mark
+ * the tick sets meanwhile may be lost: it sets it again a look later. */
+CL_INLINE void cl__rt_marks_answered(struct cl__rt_worker *w)
+{
+	CL_ATOMIC_STORE(&w->preempt_pending, CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED) & CL__RT_PP_TIMER,
+			CL_RELAXED);
+}
+
 /* Make @t the worker's current task (before switching to it). */
 CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
@@ -94,7 +103,7 @@ CL_INLINE void cl__rt_set_curr(struct cl__rt_worker *w, struct cl_rt_task *t)
 	if (CL_UNLIKELY(!w->in_task))
 		CL_ATOMIC_STORE(&w->in_task, 1, CL_RELAXED);
 	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)))
-		CL_ATOMIC_STORE(&w->preempt_pending, 0, CL_RELAXED);
+		cl__rt_marks_answered(w);
 }
 
 /* ---- balancing and next buddies ---- */
@@ -405,7 +414,7 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	if (next == &self->task) {
 		/* picked again: a new slice, marks answered (cl__rt_set_curr()) */
 		if (CL_UNLIKELY(CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED)))
-			CL_ATOMIC_STORE(&w->preempt_pending, 0, CL_RELAXED);
+			cl__rt_marks_answered(w);
 		cl__rq_unlock(rq);
 		return;
 	}
@@ -485,6 +494,11 @@ CL_INLINE int cl__rt_preempt_due(struct cl__rt_worker *w, struct cl_rt_task *t)
 {
 	int pp = CL_ATOMIC_LOAD(&w->preempt_pending, CL_RELAXED);
 
+	if (pp & CL__RT_PP_TIMER) { /* fire them here: woken on this worker */
+		CL_ATOMIC_FETCH_AND(&w->preempt_pending, ~CL__RT_PP_TIMER, CL_RELAXED);
+		if (cl__rt_timers_run(w) && w->rt->slice_ns)
+			pp |= CL__RT_PP_WAKE; /* may a wakee preempt it? */
+	}
 	if (pp & CL__RT_PP_SLICE)
 		return 1;
 	if ((pp & CL__RT_PP_WAKE) && cl__rt_wake_check(w, t)) {

@@ -154,10 +154,65 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 /* Why a worker's running task should switch (struct cl__rt_worker.preempt_pending). */
 #define CL__RT_PP_SLICE 0x1 /* the tick: it ran a whole slice without a switch */
 #define CL__RT_PP_WAKE 0x2  /* a wakeup may preempt it: run the EEVDF check (cl__rt_wake_check()) */
+#define CL__RT_PP_TIMER 0x4 /* the tick: a timer of its worker is due (timer.h) */
 
 struct cl_runtime;
 struct cl__rt_worker;
 struct cl__rt_waiter;
+
+/*
+ * Timers (timer.h): a hierarchical timing wheel per worker. A wheel tick
+ * is 2^CL__RT_TW_SHIFT ns (1024 ns); each level has CL__RT_TW_SLOTS slots
+ * of 64^level ticks; CL__RT_TW_LEVELS levels of 6 bits cover every tick
+ * of a 64-bit ns clock (54 = 64 - 10 bits).
+ */
+#define CL__RT_TW_SHIFT 10
+#define CL__RT_TW_BITS 6
+#define CL__RT_TW_SLOTS 64
+#define CL__RT_TW_LEVELS 9
+#define CL__RT_TIMER_NONE UINT64_MAX /* struct cl__rt_worker.timer_next: no timer */
+
+/*
+ * struct cl__rt_timer - one armed timer (a task's: struct cl_rt_task.timer):
+ * in one slot of one worker's wheel (a list linked through @next/@pprev:
+ * O(1) unlink), then, once expired, on the list of timers that worker
+ * fires. Armed by a task on the worker it runs on, fired by that worker's
+ * thread, disarmed (a timed wait that a waker ended) by the task wherever
+ * it runs then: under the worker's timer_lock.
+ */
+struct cl__rt_timer {
+	struct cl__rt_timer *next;
+	struct cl__rt_timer **pprev;       /* NULL: not in a wheel */
+	uint64_t when;                     /* expiry in wheel ticks: the deadline rounded up */
+	struct cl__rt_worker *w;           /* the worker whose wheel it is on */
+	struct cl_ticketlock *lock;        /* a timed wait: its wait list's lock; NULL: a sleep */
+	int state;                         /* CL__RT_TIMER_*: FIRING while its worker handles it
+					    * off the wheel (atomic) */
+};
+#define CL__RT_TIMER_IDLE 0
+#define CL__RT_TIMER_ARMED 1
+#define CL__RT_TIMER_FIRING 2
+
+/* struct cl__rt_waiter.status of a timed wait (timeout.h): on its list
+ * still (wakers overwrite it under the list's lock), or ended by its timer. */
+#define CL__RT_WAIT_PENDING 1
+#define CL__RT_WAIT_TIMEDOUT (-2)
+
+/*
+ * struct cl__rt_wheel - a worker's timers. A timer due at tick `when` sits
+ * on the level of the highest 6-bit group in which `when` and `elapsed`
+ * differ, in the slot that group's value names: a level-L slot is always
+ * ahead of `elapsed`'s slot on that level, and every timer on a lower
+ * level expires before every timer on a higher one. Processing a slot
+ * fires its timers that are due and moves the rest one or more levels
+ * down (each timer moves at most CL__RT_TW_LEVELS - 1 times).
+ */
+struct cl__rt_wheel {
+	uint64_t elapsed;                  /* ticks processed: no slot before it holds a timer */
+	unsigned int nr;                   /* timers armed (atomic: shutdown reads it) */
+	uint64_t occupied[CL__RT_TW_LEVELS]; /* bit s: slot s of the level is not empty */
+	struct cl__rt_timer *slot[CL__RT_TW_LEVELS][CL__RT_TW_SLOTS];
+};
 
 /* A context the runtime can switch to: a task's or a worker's own stack. */
 struct cl__rt_ctx {
@@ -264,6 +319,9 @@ struct cl_rt_task {
 		unsigned vg_stack;         /* valgrind's id of the stack */
 #endif
 	} keep;
+	/* armed while it sleeps (cl_sleep_until()); after keep, so not
+	 * cleared at spawn: arming sets all of it */
+	struct cl__rt_timer timer;
 };
 
 
@@ -341,6 +399,15 @@ struct cl__rt_worker {
 	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
 	uint64_t nr_spin_skips;            /* idle spins not begun: half the workers spun */
 	uint64_t nr_wakeps;                /* spins that found more than one task and woke a sleeper */
+	uint64_t nr_timers_fired;          /* timers that expired here (timer.h) */
+	uint64_t nr_timer_sleeps;          /* of nr_idle_sleeps: with a timeout, to the next timer */
+	/* timers of the tasks that blocked here (timer.h), under timer_lock:
+	 * this thread's and its tasks' but for a timed wait's disarm (the
+	 * waker won) by its task elsewhere; the tick reads timer_next */
+	struct cl_spinlock timer_lock;
+	uint64_t timer_next;               /* CLOCK_MONOTONIC ns of the wheel's next event, or
+					    * CL__RT_TIMER_NONE (atomic) */
+	struct cl__rt_wheel wheel;
 };
 
 /**

@@ -20,6 +20,38 @@ CL_BEGIN_DECLS
 /* workers that can be a home (the vote keeps the worker in 12 bits) */
 #define CL__RT_AFF_MAX_HOME 0xfffu
 
+/* Put the current task's waiter record (self->wait, its data already set)
+ * on @list with @status (@list's lock held). */
+CL_INLINE void cl__rt_wait_enlist(struct cl_rt_task *self, struct cds_list_head *list, short status)
+{
+	struct cl__rt_waiter *wt = &self->wait;
+
+	wt->t = self;
+	/* stays while it waits (the balancer moves queued tasks only); atomic:
+	 * a stale watcher may read it (cl__rt_watch_begin()) */
+	CL_WRITE_ONCE(wt->w, self->w);
+	wt->status = status;
+	CL_ATOMIC_STORE(&wt->watch, CL__RT_WATCH_NONE, CL_RELAXED);
+	self->w->watch_cand = wt;
+	/* for its waker (cl__rt_wake_affine()), on the line it writes anyway */
+	if (self->task.cpus_allowed || self->task.tg || !self->rt->wake_affine)
+		wt->aff_flips = -1;
+	else
+		wt->aff_flips = (short)(self->wakee_flips < 0x7fffu ? self->wakee_flips : 0x7fffu);
+	cds_list_add_tail(&wt->node, list);
+}
+
+/* Block the current task, its record enlisted under @lock (held; released
+ * after the switch, or at once if the worker watches the record). */
+CL_INLINE void cl__rt_wait_block(struct cl_rt_task *self, struct cl_ticketlock *lock)
+{
+	if (cl__rt_watch_early(self->w, lock)) {
+		lock = NULL;
+		CL_INJECT(67); /* watched, the wait list released, the switch not begun */
+	}
+	cl__rt_block(self, lock);
+}
+
 /*
  * Enqueue the current task's waiter record (self->wait, its data already
  * set) on @list and block; @lock is held by the caller and released after
@@ -29,35 +61,66 @@ CL_BEGIN_DECLS
 CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *list,
 			      struct cl_ticketlock *lock)
 {
-	struct cl__rt_waiter *wt = &self->wait;
-
-	wt->t = self;
-	/* stays while it waits (the balancer moves queued tasks only); atomic:
-	 * a stale watcher may read it (cl__rt_watch_begin()) */
-	CL_WRITE_ONCE(wt->w, self->w);
-	wt->status = -1;
-	CL_ATOMIC_STORE(&wt->watch, CL__RT_WATCH_NONE, CL_RELAXED);
-	self->w->watch_cand = wt;
-	/* for its waker (cl__rt_wake_affine()), on the line it writes anyway */
-	if (self->task.cpus_allowed || self->task.tg || !self->rt->wake_affine)
-		wt->aff_flips = -1;
-	else
-		wt->aff_flips = (short)(self->wakee_flips < 0x7fffu ? self->wakee_flips : 0x7fffu);
-	cds_list_add_tail(&wt->node, list);
-	if (cl__rt_watch_early(self->w, lock)) {
-		lock = NULL;
-		CL_INJECT(67); /* watched, the wait list released, the switch not begun */
-	}
-	cl__rt_block(self, lock);
-	return wt->status;
+	cl__rt_wait_enlist(self, list, -1);
+	cl__rt_wait_block(self, lock);
+	return self->wait.status;
 }
 
-/* cl__rt_wait_rec() with the record carrying @data. */
-CL_INLINE int cl__rt_wait_on(struct cl_rt_task *self, struct cds_list_head *list,
-			     struct cl_ticketlock *lock, void *data)
+/* A deadline @ns from now (CLOCK_MONOTONIC), at most CL_SLEEP_MAX_NS. */
+CL_INLINE uint64_t cl__rt_deadline(uint64_t ns)
 {
-	self->wait.data = data;
-	return cl__rt_wait_rec(self, list, lock);
+	uint64_t now = cl__rt_timer_now();
+
+	return ns < CL_SLEEP_MAX_NS - now ? now + ns : CL_SLEEP_MAX_NS;
+}
+
+/*
+ * cl__rt_wait_rec() until @deadline (CLOCK_MONOTONIC ns; 0: none). With a
+ * deadline the record waits with status CL__RT_WAIT_PENDING and a timer on
+ * the worker's wheel (armed under @lock: the timer takes the record off
+ * the list under @lock too, timer.h). Exactly one of a waker and the timer
+ * ends the wait: the one that finds the record on the list. Returns the
+ * status: 0 (woken), -1 (failed: a closed channel), CL__RT_WAIT_TIMEDOUT.
+ * Woken by a waker, it disarms its timer (not preemptible meanwhile), or
+ * waits for its firing to let go of the record, before it returns.
+ */
+CL_INLINE int cl__rt_wait_rec_dl(struct cl_rt_task *self, struct cds_list_head *list,
+				 struct cl_ticketlock *lock, uint64_t deadline)
+{
+	int st;
+
+	if (!deadline)
+		return cl__rt_wait_rec(self, list, lock);
+	cl__rt_wait_enlist(self, list, CL__RT_WAIT_PENDING);
+	cl__rt_timer_arm(self->w, self, deadline, lock);
+	cl__rt_wait_block(self, lock);
+	st = self->wait.status;
+	if (st != CL__RT_WAIT_TIMEDOUT) {
+		cl__rt_np_inc(self); /* the wheel's lock, held by a task (timer.h) */
+		cl__rt_timer_cancel(self);
+		cl__rt_np_exit(self);
+		cl__rt_timer_wait_fired(self);
+	}
+	return st;
+}
+
+/* errno for a failed cl__rt_wait_rec_dl() status @st: ETIMEDOUT, else @err. */
+CL_INLINE int cl__rt_wait_fail(int st, int err)
+{
+	errno = st == CL__RT_WAIT_TIMEDOUT ? ETIMEDOUT : err;
+	return -1;
+}
+
+/* Take every record off @from onto @to, each with @status written (the
+ * list's lock held: a timed waiter's timer reads the status under it). */
+CL_INLINE void cl__rt_waiters_take(struct cds_list_head *from, struct cds_list_head *to, short status)
+{
+	struct cds_list_head *pos;
+
+	cds_list_for_each(pos, from)
+		cl_container_of(pos, struct cl__rt_waiter, node)->status = status;
+	cds_list_splice(from, to);
+	CDS_INIT_LIST_HEAD(from);
 }
 
 /* Take the first waiter record off @list (lock held), or NULL. Its line is
@@ -320,6 +383,24 @@ CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
 	cl__rt_unlock(&wq->lock);
 }
 
+/* cl_waitq_wait() until @deadline (cl__rt_wait_rec_dl(); 0: none). */
+CL_INLINE int cl__waitq_wait_dl(struct cl_waitq *wq, uint64_t deadline)
+{
+	struct cl_rt_task *self;
+	int st;
+
+	if (CL__BAD_ARG(wq == NULL))
+		return -1;
+	self = cl__rt_need_task();
+	if (!self) {
+		cl__rt_unlock(&wq->lock);
+		return -1;
+	}
+	self->wait.data = NULL;
+	st = cl__rt_wait_rec_dl(self, &wq->waiters, &wq->lock, deadline);
+	return st ? cl__rt_wait_fail(st, EINTR) : 0;
+}
+
 /**
  * cl_waitq_wait() - sleep on @wq until woken.
  * @wq: the queue, locked by the caller (who found its condition false).
@@ -333,17 +414,27 @@ CL_INLINE void cl_waitq_unlock(struct cl_waitq *wq)
  */
 CL_INLINE int cl_waitq_wait(struct cl_waitq *wq)
 {
-	struct cl_rt_task *self;
+	return cl__waitq_wait_dl(wq, 0);
+}
 
-	if (CL__BAD_ARG(wq == NULL))
-		return -1;
-	self = cl__rt_need_task();
-	if (!self) {
-		cl__rt_unlock(&wq->lock);
-		return -1;
-	}
-	cl__rt_wait_on(self, &wq->waiters, &wq->lock, NULL);
-	return 0;
+/**
+ * cl_waitq_wait_timeout() - cl_waitq_wait() for at most @timeout_ns.
+ * @wq: the queue, locked by the caller (who found its condition false).
+ * @timeout_ns: how long at most (relative, ns; 0: the wait ends at once
+ *              unless a wake is already on its way, after a switch).
+ *
+ * Returns with the lock released. A wake racing the timeout is delivered
+ * exactly once: either this returns 0 (the wake was for this task), or it
+ * times out and the wake went to another waiter (cl_waitq_wake_one()
+ * takes the next one) or to none.
+ *
+ * Context: a runtime task holding @wq's lock and no other spinlock.
+ * Return: 0, or -1 with errno ETIMEDOUT, EPERM outside a task (the lock is
+ * then released too), EINVAL (NULL @wq).
+ */
+CL_INLINE int cl_waitq_wait_timeout(struct cl_waitq *wq, uint64_t timeout_ns)
+{
+	return cl__waitq_wait_dl(wq, cl__rt_deadline(timeout_ns));
 }
 
 /**
@@ -392,14 +483,10 @@ CL_INLINE int cl_waitq_wake_all(struct cl_waitq *wq)
 		return 0;
 	CDS_INIT_LIST_HEAD(&list);
 	cl__rt_lock(&wq->lock);
-	cds_list_splice(&wq->waiters, &list);
-	CDS_INIT_LIST_HEAD(&wq->waiters);
+	cl__rt_waiters_take(&wq->waiters, &list, 0);
 	cl__rt_unlock(&wq->lock);
 	while (!cds_list_empty(&list)) {
-		struct cl__rt_waiter *wt = cl__rt_waiter_pop(&list);
-
-		wt->status = 0;
-		cl__rt_wake_rec(wt);
+		cl__rt_wake_rec(cl__rt_waiter_pop(&list));
 		n++;
 	}
 	return n;

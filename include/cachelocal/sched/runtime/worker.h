@@ -3,7 +3,7 @@
  * cachelocal/sched/runtime/worker.h - worker threads.
  *
  * Pinning, the idle pick and the worker's loop (pick, run, spin, balance,
- * sleep on its futex).
+ * sleep on its futex until a waker or its next timer).
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -87,6 +87,7 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	struct cl_task *next;
 	struct cl_rt_task *n;
 
+	cl__rt_timers_run(w); /* due timers: their tasks on the local wake list */
 	cl__rq_lock(w->rq);
 	cl__rt_drain_remote(w);
 	if (w->watching && cl__rt_watch_claimed(w, w->watching))
@@ -165,7 +166,8 @@ CL_INLINE void cl__rt_spin_end(struct cl__rt_worker *w, int hit)
 
 /*
  * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
- * balance, spin (bounded), then sleep on its futex.
+ * balance, spin (bounded, never past its next timer), then sleep on its
+ * futex (until its next timer, if it has one).
  */
 CL_INLINE void *cl__rt_worker_main(void *arg)
 {
@@ -175,6 +177,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 
 	if (w->os_cpu >= 0)
 		cl__rt_pin_self(w->os_cpu);
+	(void)syscall(SYS_prctl, CL__RT_PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	urcu_memb_register_thread();
 	cl__ctx_init_thread(&w->sched.ctx);
 #ifdef CL_HAVE_TSAN
@@ -259,6 +262,10 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 					}
 					if (t > until)
 						break;
+					if (cl__rt_timer_due(w)) { /* never spin past a timer */
+						hit = 1;
+						break;
+					}
 				}
 			}
 			if (watch) /* before any sleep: a sleeper watches nothing */
@@ -284,12 +291,17 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		cl__rq_unlock(w->rq);
 		CL_INJECT(68); /* announced asleep (rq lock released), not yet waiting */
 		/* a remote waker pushes, then reads `sleeping`: see cl__rt_drain_remote().
-		 * No timeout: only a waker (cl__rt_kick()) ends the sleep; the tick
-		 * kicks a sleeper when tasks wait elsewhere (preempt.h) */
+		 * Until a waker (cl__rt_kick()) ends the sleep, or the worker's own
+		 * next timer (timer.h): no timeout without one; the tick kicks a
+		 * sleeper when tasks wait elsewhere (preempt.h) */
 		if (CL_ATOMIC_LOAD(&w->sleeping, CL_RELAXED) && !CL_ATOMIC_LOAD(&w->remote_wakes, CL_SEQ_CST)) {
+			struct timespec ts;
+			const struct timespec *tmo = cl__rt_timer_timeout(w, &ts);
+
 			w->nr_idle_sleeps++;
+			w->nr_timer_sleeps += tmo != NULL;
 			cl__rt_poke_shutdown(rt);
-			cl__futex_wait(&w->sleeping, 1, NULL);
+			cl__futex_wait(&w->sleeping, 1, tmo);
 		}
 		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
 		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
