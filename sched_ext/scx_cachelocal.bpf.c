@@ -193,6 +193,7 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	m->nice = p->static_prio - 120;
+	m->cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 	m->flags = (enq_flags & SCX_ENQ_WAKEUP) ? SCX_CL_ENQ_WAKEUP : 0;
 	m->nr_cpus_allowed = p->nr_cpus_allowed;
 	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
@@ -306,6 +307,38 @@ static __always_inline void cpu_event(s32 cpu, u32 kind)
 	__sync_fetch_and_add(&nr_cpu_events, 1);
 }
 
+/* a cgroup's weight for the daemon (it maps each cgroup to a cl task group) */
+static __always_inline void cgroup_event(u32 kind, struct cgroup *cgrp, u32 weight)
+{
+	struct scx_cl_msg *m = msg_new(kind, -1, -1);
+
+	if (!m)
+		return; /* the daemon keeps the weight it knew (the default at first) */
+	m->cgid = BPF_CORE_READ(cgrp, kn, id);
+	m->level = BPF_CORE_READ(cgrp, level);
+	m->weight = weight;
+	bpf_ringbuf_submit(m, 0);
+}
+
+SEC("struct_ops.s/cl_cgroup_init")
+s32 BPF_PROG(cl_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
+{
+	cgroup_event(SCX_CL_CGROUP, cgrp, args->weight);
+	return 0;
+}
+
+SEC("struct_ops/cl_cgroup_set_weight")
+void BPF_PROG(cl_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	cgroup_event(SCX_CL_CGROUP, cgrp, weight);
+}
+
+SEC("struct_ops/cl_cgroup_exit")
+void BPF_PROG(cl_cgroup_exit, struct cgroup *cgrp)
+{
+	cgroup_event(SCX_CL_CGROUP_EXIT, cgrp, 0);
+}
+
 SEC("struct_ops/cl_cpu_online")
 void BPF_PROG(cl_cpu_online, s32 cpu)
 {
@@ -409,6 +442,9 @@ struct sched_ext_ops cachelocal_ops = {
 	.exit_task = (void *)cl_exit_task,
 	.cpu_online = (void *)cl_cpu_online,
 	.cpu_offline = (void *)cl_cpu_offline,
+	.cgroup_init = (void *)cl_cgroup_init,
+	.cgroup_set_weight = (void *)cl_cgroup_set_weight,
+	.cgroup_exit = (void *)cl_cgroup_exit,
 	.init = (void *)cl_init,
 	.exit = (void *)cl_exit,
 	.flags = SCX_OPS_ENQ_LAST,

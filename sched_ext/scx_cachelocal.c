@@ -51,6 +51,7 @@
 #include <cachelocal/topology.h>
 #include <cachelocal/sched/rq.h>
 #include <cachelocal/sched/balance.h>
+#include <cachelocal/sched/group.h>
 
 #include "scx_cachelocal.h"
 #include "scx_cachelocal.skel.h"
@@ -70,7 +71,25 @@ struct dtask {
 	struct dtask *next; /* hash chain */
 	struct dtask *fifo_next, *fifo_prev; /* -p fifo: the run queue, NULL prev/next at the ends */
 	int in_fifo;
+	uint64_t cgid; /* the cgroup it was last queued in (0: none yet) */
 };
+
+/* A cgroup (v2) the kernel told us about (ops.cgroup_init and
+ * cgroup_set_weight): its cpu.weight, and the cl task group its tasks are
+ * queued in, made at the first task seen in it. Flat: every group is a
+ * child of the root group, whatever the cgroups' nesting; the root cgroup
+ * (level 0) is the root group itself. */
+struct dcg {
+	uint64_t id;
+	unsigned long shares; /* cpu.weight x 1024 / 100, as the kernel maps it */
+	int level;
+	struct cl_task_group *tg;
+	struct dcg *next;
+};
+
+#define CG_HASH 1024
+static struct dcg *cgroups[CG_HASH];
+static unsigned long n_cg_events, n_cg_groups, n_cg_moves;
 
 #define HASH_SIZE 65536
 static struct dtask *tasks[HASH_SIZE];
@@ -294,6 +313,54 @@ static int mask_from_msg(struct dtask *d, const struct scx_cl_msg *m, int all)
 	return n;
 }
 
+static struct dcg *cg_find(uint64_t id, int create)
+{
+	struct dcg *c = cgroups[id % CG_HASH];
+
+	while (c && c->id != id)
+		c = c->next;
+	if (!c && create && (c = calloc(1, sizeof(*c)))) {
+		c->id = id;
+		c->shares = CL_TG_DEFAULT_SHARES;
+		c->level = -1; /* unknown until its event: a group of its own */
+		c->next = cgroups[id % CG_HASH];
+		cgroups[id % CG_HASH] = c;
+	}
+	return c;
+}
+
+/* the task group of cgroup @id (NULL: the root group, or none could be made) */
+static struct cl_task_group *cg_group(uint64_t id)
+{
+	struct dcg *c = cg_find(id, 1);
+
+	if (!c || c->level == 0)
+		return NULL;
+	if (!c->tg && (c->tg = cl_task_group_create(cl_sched_root_group(sched), c->shares)))
+		n_cg_groups++;
+	return c->tg;
+}
+
+static void on_cgroup(const struct scx_cl_msg *m)
+{
+	struct dcg *c = cg_find(m->cgid, m->kind == SCX_CL_CGROUP);
+
+	n_cg_events++;
+	if (!c)
+		return;
+	if (m->kind == SCX_CL_CGROUP_EXIT) {
+		/* gone from the kernel: its tasks left it first; a group
+		 * still holding a task the model did not see leave stays */
+		if (!c->tg || cl_task_group_destroy(c->tg) == 0)
+			c->tg = NULL;
+		return;
+	}
+	c->level = (int)m->level;
+	c->shares = (unsigned long)m->weight * CL_TG_DEFAULT_SHARES / 100;
+	if (c->tg)
+		cl_task_group_set_shares(c->tg, c->shares);
+}
+
 static void set_props(struct dtask *d, const struct scx_cl_msg *m)
 {
 	struct cl_rq *rq = cl_task_rq_lock(sched, &d->t);
@@ -303,6 +370,13 @@ static void set_props(struct dtask *d, const struct scx_cl_msg *m)
 	if (!any) /* more CPUs than the message carries: all */
 		mask_from_msg(d, m, 1);
 	cl_task_set_affinity(&d->t, m->nr_cpus_allowed >= nr_cpus ? NULL : d->mask, nr_cpus);
+	if (m->cgid != d->cgid && !d->t.on_rq) {
+		if (cl_task_set_group(&d->t, cg_group(m->cgid)) == 0) {
+			if (d->cgid)
+				n_cg_moves++;
+			d->cgid = m->cgid;
+		}
+	}
 	if (m->nice != d->nice) {
 		cl_task_set_weight(&d->t, cl_nice_to_weight(m->nice));
 		d->t.nice = m->nice;
@@ -338,7 +412,7 @@ static void on_enq(const struct scx_cl_msg *m, uint64_t now)
 		int cpu_now = d->t.cpu;
 
 		n_requeue++;
-		if (m->nice == d->nice && cpu_usable((unsigned int)cpu_now) &&
+		if (m->nice == d->nice && m->cgid == d->cgid && cpu_usable((unsigned int)cpu_now) &&
 		    (m->nr_cpus_allowed >= nr_cpus) == (d->t.cpus_allowed == NULL)) {
 			/* refresh the mask in place (one thread: nobody reads it meanwhile) */
 			if (mask_from_msg(d, m, 0) && mask_has(d->mask, (unsigned int)cpu_now))
@@ -402,6 +476,13 @@ static void on_exit_task(const struct scx_cl_msg *m, uint64_t now)
 	if (d->run_cpu >= 0)
 		stopped(d, 0, now);
 	unqueue(d, now);
+	if (d->t.tg) { /* out of its group: a group with tasks attached cannot go */
+		struct cl_rq *rq = cl_task_rq_lock(sched, &d->t);
+
+		cl_task_set_group(&d->t, NULL);
+		if (rq)
+			cl_task_rq_unlock(rq, &d->t);
+	}
 	task_free(d);
 }
 
@@ -457,6 +538,10 @@ static int handle(void *ctx, void *data, size_t len)
 	case SCX_CL_CPU_ON:
 	case SCX_CL_CPU_OFF:
 		on_cpu(m, now);
+		break;
+	case SCX_CL_CGROUP:
+	case SCX_CL_CGROUP_EXIT:
+		on_cgroup(m);
 		break;
 	}
 	return 0;
@@ -572,7 +657,8 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	printf("scx_cachelocal: %s: tasks %lu enq %lu wake %lu requeue %lu stop %lu exit %lu picks %lu "
 	       "timeouts %lu global %lu qfull %lu kicks %lu/%lu cpu-off %lu cpu-on %lu "
 	       "balance moved %lu (smt %lu llc %lu node %lu numa %lu) | bpf enq %llu fallback %llu daemon %llu "
-	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu late %llu\n",
+	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu late %llu"
+	       " | cgroup events %lu groups %lu moves %lu\n",
 	       when, nr_tasks, n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
 	       n_qfull, n_kicks, n_kick_fail, n_cpu_off, n_cpu_on, bstats.moved, bstats.moved_smt,
 	       bstats.moved_llc, bstats.moved_node, bstats.moved_numa,
@@ -581,7 +667,8 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	       (unsigned long long)skel->bss->nr_dispatched, (unsigned long long)skel->bss->nr_dispatch_global,
 	       (unsigned long long)skel->bss->nr_stale, (unsigned long long)skel->bss->nr_stops,
 	       (unsigned long long)skel->bss->nr_stop_slice_left, (unsigned long long)skel->bss->nr_run_undispatched,
-	       (unsigned long long)skel->bss->nr_rescued, (unsigned long long)skel->bss->nr_daemon_late);
+	       (unsigned long long)skel->bss->nr_rescued, (unsigned long long)skel->bss->nr_daemon_late, n_cg_events,
+	       n_cg_groups, n_cg_moves);
 	fflush(stdout);
 }
 

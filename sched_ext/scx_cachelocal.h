@@ -22,6 +22,8 @@ enum scx_cl_kind {
 	SCX_CL_EXIT = 3,    /* a task left sched_ext (exited, or another class) */
 	SCX_CL_CPU_ON = 4,  /* cpu came online */
 	SCX_CL_CPU_OFF = 5, /* cpu went offline */
+	SCX_CL_CGROUP = 6,  /* a cgroup's weight (at its creation, the scheduler's load, a write of cpu.weight) */
+	SCX_CL_CGROUP_EXIT = 7, /* a cgroup went away */
 };
 
 /* bits of scx_cl_msg.flags for SCX_CL_ENQ */
@@ -36,6 +38,9 @@ struct scx_cl_msg {
 	__u32 nr_cpus_allowed;
 	__u64 runtime_ns; /* STOP: what it ran since it was picked (kernel's accounting) */
 	__u64 cpus[SCX_CL_MASK_WORDS]; /* ENQ: the task's affinity, bit n = CPU n */
+	__u64 cgid;    /* ENQ: the task's cgroup (v2) id; CGROUP*: the cgroup's */
+	__u32 weight;  /* CGROUP: cpu.weight, 1..10000 (100: the default) */
+	__u32 level;   /* CGROUP: depth in the hierarchy (0: the root cgroup) */
 };
 
 struct scx_cl_dispatch {

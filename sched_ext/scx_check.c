@@ -5,11 +5,13 @@
  * /bin/scx_cachelocal beside it.
  *
  *   1. the load below under the kernel's own scheduler (the table's first
- *      column), and the nice test;
+ *      column), the nice test and the cgroup test;
  *   2. starts the daemon; checks that sched_ext is enabled with ops
  *      "cachelocal";
  *   3. the load again, for LOAD_S seconds (the table's second column), the
- *      nice test, the affinity test, a CPU offlined and onlined mid-run;
+ *      nice test, the cgroup test (cgroups of cpu.weight 100 and 300, a
+ *      spinning process each on one CPU), the affinity test, a CPU
+ *      offlined and onlined mid-run;
  *      the daemon stopped (SIGSTOP) for 8 s mid-load: the tasks it holds
  *      reach the global DSQ after 5 s and keep running;
  *      after each, that the scheduler is still enabled (no watchdog or
@@ -49,7 +51,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -270,6 +274,84 @@ static double nice_share(int cpu, double secs)
 	if (a1 - a0 + b1 - b0 == 0)
 		return 0;
 	return (double)(a1 - a0) / (double)(a1 - a0 + b1 - b0);
+}
+
+/* Two spinning processes pinned to @cpu, one in cgroup scx_a (cpu.weight
+ * 100), one in scx_b (cpu.weight 300); returns scx_b's share of their CPU
+ * time over @secs (weights say 0.75), or -1 if the cgroups could not be
+ * set up (@why says why). cgroup2 is mounted on /sys/fs/cgroup if it is
+ * not yet. */
+#define CG_ROOT "/sys/fs/cgroup"
+static double cgroup_share(int cpu, double secs, const char **why)
+{
+	static const char *const names[2] = { CG_ROOT "/scx_a", CG_ROOT "/scx_b" };
+	static const char *const weights[2] = { "100", "300" };
+	char path[128], buf[128];
+	pid_t kid[2] = { 0, 0 };
+	unsigned long long t0[2], t1[2];
+	double share = -1;
+
+	*why = "";
+	if (access(CG_ROOT "/cgroup.controllers", F_OK) != 0) {
+		mkdir(CG_ROOT, 0755);
+		if (mount("none", CG_ROOT, "cgroup2", 0, NULL) != 0) {
+			*why = "mount cgroup2 failed";
+			return -1;
+		}
+	}
+	if (write_str(CG_ROOT "/cgroup.subtree_control", "+cpu") != 0) {
+		*why = "enabling the cpu controller failed";
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/cpu.weight", names[i]);
+		if ((mkdir(names[i], 0755) != 0 && errno != EEXIST) || write_str(path, weights[i]) != 0) {
+			*why = "making the cgroups or writing cpu.weight failed";
+			goto out;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		kid[i] = fork();
+		if (kid[i] == 0) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+			for (;;)
+				spin_burst();
+		}
+		snprintf(path, sizeof(path), "%s/cgroup.procs", names[i]);
+		snprintf(buf, sizeof(buf), "%d", (int)kid[i]);
+		if (kid[i] < 0 || write_str(path, buf) != 0) {
+			*why = "moving a process into its cgroup failed";
+			goto out;
+		}
+	}
+	sleep_s(1); /* settle: both on the CPU, in their groups */
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)kid[i]);
+		t0[i] = read_str(path, buf, sizeof(buf)) == 0 ? strtoull(buf, NULL, 10) : 0;
+	}
+	sleep_s(secs);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)kid[i]);
+		t1[i] = read_str(path, buf, sizeof(buf)) == 0 ? strtoull(buf, NULL, 10) : 0;
+	}
+	if (t1[0] - t0[0] + t1[1] - t0[1] > 0)
+		share = (double)(t1[1] - t0[1]) / (double)(t1[0] - t0[0] + t1[1] - t0[1]);
+	else
+		*why = "no CPU time measured";
+out:
+	for (int i = 0; i < 2; i++) {
+		if (kid[i] > 0) {
+			kill(kid[i], SIGKILL);
+			waitpid(kid[i], NULL, 0);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		rmdir(names[i]);
+	return share;
 }
 
 /* ---- hackbench and schbench shapes, as plain pthreads ----
@@ -611,8 +693,12 @@ static struct shape_result wake_run(int m, int t, double run_s, double limit_s)
  * FIFO's value (-1 where the FIFO did not run) */
 static void table_row(const char *name, int decimals, double kern, double ours, double fifo, int have_fifo)
 {
+	if (!have_fifo) { /* not run (or not measured) under fifo */
+		printf("scx TABLE | %-28s | %12.*f | %12.*f | %12s |\n", name, decimals, kern, decimals, ours, "-");
+		return;
+	}
 	printf("scx TABLE | %-28s | %12.*f | %12.*f | %12.*f |\n", name, decimals, kern, decimals, ours, decimals,
-	       have_fifo ? fifo : -1);
+	       fifo);
 }
 
 static pid_t daemon_pid;
@@ -641,7 +727,8 @@ int main(int argc, char **argv)
 	double load_s = argc > 1 ? atof(argv[1]) : 30;
 	struct load_result kern, ours, fifo_res = { 0 };
 	struct shape_result kmsg, kwake, omsg, owake, fmsg = { 0 }, fwake = { 0 };
-	double kshare, oshare, fshare = 0, t_enabled;
+	double kshare, oshare, fshare = 0, t_enabled, kcg, ocg;
+	const char *cg_why = "";
 	int have_fifo = 0;
 	char ops[128];
 	int nice_cpu, pin_cpu, hp_cpu;
@@ -672,6 +759,7 @@ int main(int argc, char **argv)
 	/* 1. the kernel's scheduler */
 	kern = run_load(load_s / 3);
 	kshare = nice_share(nice_cpu, 5);
+	kcg = cgroup_share(nice_cpu, 5, &cg_why);
 	printf("scx_check: kernel: %.1f migrations/s, %ld cross-LLC, nice-0 share %.3f\n", kern.mig_per_s,
 	       kern.cross_llc, kshare);
 	kmsg = msg_run(MSG_GROUPS, MSG_LOOPS, SHAPE_LIMIT_S);
@@ -709,6 +797,13 @@ int main(int argc, char **argv)
 	check(oshare > 0.60 && oshare < 0.90, "nice-share",
 	      "nice 0 vs 5 on CPU %d: nice 0 got %.3f of the CPU, weights say 0.754, bound 0.60..0.90; kernel %.3f",
 	      nice_cpu, oshare, kshare);
+
+	ocg = cgroup_share(nice_cpu, 10, &cg_why);
+	/* the weights' share 0.75; the same bound as nice */
+	check(ocg > 0.60 && ocg < 0.90, "cgroup-weight",
+	      "cgroups with cpu.weight 100 and 300, a process each on CPU %d: the 300 one got %.3f of the CPU, "
+	      "weights say 0.750, bound 0.60..0.90; kernel %.3f%s%s",
+	      nice_cpu, ocg, kcg, cg_why[0] ? "; " : "", cg_why);
 
 	{
 		static struct worker pinned;
@@ -900,6 +995,7 @@ int main(int argc, char **argv)
 		  have_fifo);
 	table_row("nice 0 share (vs nice 5)", 3, kshare, oshare, fshare, have_fifo);
 	table_row("nice 5 share", 3, 1 - kshare, 1 - oshare, 1 - fshare, have_fifo);
+	table_row("cpu.weight 300 vs 100 share", 3, kcg, ocg, 0, 0);
 	table_row("hackbench seconds", 1, kmsg.secs, omsg.secs, fmsg.secs, have_fifo);
 	table_row("hackbench migrations/s", 1, kmsg.mig_per_s, omsg.mig_per_s, fmsg.mig_per_s, have_fifo);
 	table_row("hackbench cross-LLC/s", 1, kmsg.cross_llc_per_s, omsg.cross_llc_per_s, fmsg.cross_llc_per_s,

@@ -1783,6 +1783,15 @@ static void l5_sched_cases(void)
 			g = cl_task_group_create(g, 1024);
 		RB_NULL(g ? cl_task_group_create(g, 1024) : NIL, EINVAL);
 	}
+	CASE("cl_task_group_set_shares", "tg NULL")
+	{
+		RB_INT(cl_task_group_set_shares(NIL, 1024), -1, EINVAL);
+	}
+	CASE("cl_task_group_set_shares", "the root group")
+	{
+		struct cl_sched *s = sched2();
+		RB_INT(cl_task_group_set_shares(cl_sched_root_group(s), 2048), -1, EINVAL);
+	}
 	CASE("cl_task_group_destroy", "tg NULL")
 	{
 		RB_INT(cl_task_group_destroy(NIL), -1, EINVAL);

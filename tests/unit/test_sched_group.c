@@ -206,6 +206,53 @@ Test(sched_group, equal_shares_equal_time, .init = rcu_init, .fini = rcu_fini)
 	cr_assert_eq(cl_sched_destroy(s), 0);
 }
 
+/* Equal shares at first, then cl_task_group_set_shares(ga, 3072) while
+ * both run: the second half of the run splits 3:1. */
+Test(sched_group, set_shares_changes_the_split_while_running, .init = rcu_init, .fini = rcu_fini)
+{
+	struct cl_sched *s = cl_sched_create(1, NULL);
+	struct cl_task_group *root = cl_sched_root_group(s);
+	struct cl_task_group *ga = cl_task_group_create(root, 1024), *gb = cl_task_group_create(root, 1024);
+	struct cl_task t[2];
+	uint64_t now = 0, a0, b0;
+	double r;
+
+	for (int i = 0; i < 2; i++) {
+		cl_task_init(&t[i], 0);
+		cl_task_set_group(&t[i], i == 0 ? ga : gb);
+		sim_enqueue(s, 0, &t[i], now);
+	}
+	sim_run(s, &now, 2000, 1);
+	a0 = t[0].se.sum_exec_runtime;
+	b0 = t[1].se.sum_exec_runtime;
+	r = (double)a0 / (double)b0;
+	cr_assert(r > 0.98 && r < 1.02, "equal shares: ratio %f", r);
+	cr_assert_eq(cl_task_group_set_shares(ga, 3072), 0);
+	cr_assert_eq(ga->shares, 3072ul);
+	sim_run(s, &now, 4000, 1);
+	r = (double)(t[0].se.sum_exec_runtime - a0) / (double)(t[1].se.sum_exec_runtime - b0);
+	cr_assert(r > 2.9 && r < 3.1, "after set_shares 3072:1024: ratio %f", r);
+	/* 0 is the default, out-of-range values clamp; root and NULL refused */
+	cr_assert_eq(cl_task_group_set_shares(gb, 0), 0);
+	cr_assert_eq(gb->shares, CL_TG_DEFAULT_SHARES);
+	cr_assert_eq(cl_task_group_set_shares(gb, 1), 0);
+	cr_assert_eq(gb->shares, CL_MIN_SHARES);
+	errno = 0;
+	cr_assert_eq(cl_task_group_set_shares(root, 2048), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(root->shares, CL_TG_DEFAULT_SHARES);
+	sim_drain(s, t, 2, now);
+	sim_detach(s, t, 2);
+	cl_sched_rcu_read_lock(); /* ga's memory stays until the unlock */
+	cr_assert_eq(cl_task_group_destroy(ga), 0);
+	errno = 0;
+	cr_assert_eq(cl_task_group_set_shares(ga, 2048), -1, "a destroyed group took new shares");
+	cr_assert_eq(errno, EINVAL);
+	cl_sched_rcu_read_unlock();
+	cl_task_group_destroy(gb);
+	cr_assert_eq(cl_sched_destroy(s), 0);
+}
+
 /* Shares 2048:1024 between nested groups give 2:1, independent of depth. */
 Test(sched_group, shares_ratio_nested, .init = rcu_init, .fini = rcu_fini)
 {

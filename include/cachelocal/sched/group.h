@@ -321,6 +321,38 @@ CL_INLINE int cl_task_group_destroy(struct cl_task_group *tg)
 	return 0;
 }
 
+/**
+ * cl_task_group_set_shares() - change @tg's weight against its siblings.
+ * @tg: a live group (not the root).
+ * @shares: the new weight; 0 = CL_TG_DEFAULT_SHARES; clamped to
+ *          [CL_MIN_SHARES, CL_MAX_SHARES] as cl_task_group_create() does.
+ *
+ * The group's entity on each CPU takes the new weight at that CPU's next
+ * update of it (an enqueue, dequeue or tick of a task in the group or
+ * below), as the kernel's update_cfs_group(); what ran before keeps the
+ * vruntime it was charged at the old weight. A cgroup's cpu.weight
+ * written while its tasks run, for a scheduler that mirrors cgroups.
+ *
+ * Context: any thread, no lock needed (one relaxed store; the rq-locked
+ * updates read it once each).
+ * Return: 0, or -1 with errno EINVAL (@tg NULL, the root or destroyed).
+ */
+CL_INLINE int cl_task_group_set_shares(struct cl_task_group *tg, unsigned long shares)
+{
+	if (!tg || !tg->parent || CL_READ_ONCE(tg->dead)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (shares == 0)
+		shares = CL_TG_DEFAULT_SHARES;
+	if (shares < CL_MIN_SHARES)
+		shares = CL_MIN_SHARES;
+	if (shares > CL_MAX_SHARES)
+		shares = CL_MAX_SHARES;
+	CL_WRITE_ONCE(tg->shares, shares);
+	return 0;
+}
+
 /* ---- walks (one CPU, under RCU) ---- */
 
 /**

@@ -344,22 +344,22 @@ CL_INLINE void cl__update_cfs_group(struct cl_sched_entity *se)
 {
 	struct cl_cfs_rq *gcfs = se->my_q;
 	const struct cl_task_group *tg;
-	unsigned long shares;
+	unsigned long shares, tg_shares;
 	long tg_w, local;
 
 	if (!gcfs)
 		return;
 	tg = gcfs->tg;
+	tg_shares = CL_READ_ONCE(tg->shares); /* cl_task_group_set_shares() may write it */
 	local = (long)gcfs->load.weight;
 	tg_w = CL_ATOMIC_LOAD(&tg->load_weight, CL_RELAXED);
 	if (tg_w < local)
 		tg_w = local;
-	shares = tg_w > 0 ? (unsigned long)((uint64_t)tg->shares * (uint64_t)local / (uint64_t)tg_w)
-			  : tg->shares;
+	shares = tg_w > 0 ? (unsigned long)((uint64_t)tg_shares * (uint64_t)local / (uint64_t)tg_w) : tg_shares;
 	if (shares < CL_MIN_SHARES)
 		shares = CL_MIN_SHARES;
-	if (shares > tg->shares)
-		shares = tg->shares;
+	if (shares > tg_shares)
+		shares = tg_shares;
 	cl__reweight_entity(se->cfs_rq, se, shares);
 }
 
