@@ -858,9 +858,12 @@ Test(sched_runtime_timeout, exit_racing_the_join_timeout_is_delivered_once)
 }
 
 /*
- * Without hooks: joinees on worker 1 return after a varying number of
- * yields, joiners (a task on worker 0, or this thread) join them with
- * short timeouts, again and again until joined. Each result is taken once.
+ * Without hooks: joinees return after a varying number of yields and a
+ * varying sleep, joiners
+ * join them with short timeouts, again and again until joined: a task on
+ * worker 0 joins joinees on worker 1 (the exit path wakes it remotely,
+ * cl__rt_finish()) and on its own worker (cl__rt_exit_wake_local()), and
+ * this thread joins joinees on worker 1. Each result is taken once.
  */
 static void *yield_then_return(void *p)
 {
@@ -868,13 +871,15 @@ static void *yield_then_return(void *p)
 
 	for (long i = 0; i < k % 13; i++)
 		cl_yield();
+	if (k & 1) /* a varying delay in which the joiner's timer may come due */
+		cl_sleep_ns((uint64_t)(k % 7) * 1500);
 	return (void *)(intptr_t)(k + 1);
 }
 
-static const char *join_with_short_timeouts(long n, long *timeouts)
+static const char *join_with_short_timeouts(long n, unsigned int worker, long *timeouts)
 {
 	for (long k = 0; k < n; k++) {
-		struct cl_rt_task *h = spawn_pinned(join_rt, 1, yield_then_return, (void *)(intptr_t)k);
+		struct cl_rt_task *h = spawn_pinned(join_rt, worker, yield_then_return, (void *)(intptr_t)k);
 		void *r = NULL;
 
 		if (!h)
@@ -894,14 +899,16 @@ static const char *join_with_short_timeouts(long n, long *timeouts)
 
 static void *join_short_task(void *p)
 {
-	long timeouts = 0;
-	const char *err = join_with_short_timeouts((long)(intptr_t)p, &timeouts);
+	long timeouts = 0, local = 0;
+	const char *err = join_with_short_timeouts((long)(intptr_t)p, 1, &timeouts);
 
-	cr_log_info("task: %ld join timeouts", timeouts);
+	if (!err)
+		err = join_with_short_timeouts((long)(intptr_t)p, 0, &local);
+	cr_log_info("task: %ld join timeouts (joinees on another worker), %ld (on its own)", timeouts, local);
 	return (void *)err;
 }
 
-Test(sched_runtime_timeout, join_timeouts_beside_exits_on_another_worker_take_each_result_once)
+Test(sched_runtime_timeout, join_timeouts_beside_exits_take_each_result_once)
 {
 	long n = rounds(100000) / 20, timeouts = 0;
 	struct cl_rt_task *h;
@@ -912,7 +919,7 @@ Test(sched_runtime_timeout, join_timeouts_beside_exits_on_another_worker_take_ea
 	cr_assert_not_null(h);
 	cr_assert_eq(cl_join(h, (void **)&err), 0);
 	cr_assert_null(err, "from a task: %s", err);
-	err = join_with_short_timeouts(n, &timeouts);
+	err = join_with_short_timeouts(n, 1, &timeouts);
 	cr_assert_null(err, "from a thread: %s", err);
 	cr_log_info("thread: %ld join timeouts", timeouts);
 	cr_assert_eq(cl_runtime_destroy(join_rt), 0);
