@@ -2065,6 +2065,28 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_join(NIL, NIL), -1, EINVAL);
 	}
+	CASE("cl_join_timeout", "t NULL")
+	{
+		RB_INT(cl_join_timeout(NIL, NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_join_timeout", "t detached")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		struct cl_spawn_attr sa = { .detached = 1 };
+		struct cl_rt_task *t = cl_spawn(rt, &sa, rb_task_fn, NIL);
+		RB_INT(cl_join_timeout(t, NIL, 1000), -1, EINVAL);
+		cl_runtime_destroy(rt);
+	}
+	CASE("cl_join_timeout", "t joined already")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		struct cl_rt_task *t = cl_spawn(rt, NIL, rb_task_fn, NIL);
+		cl_join(t, NIL);
+		RB_INT(cl_join_timeout(t, NIL, 1000), -1, EINVAL);
+		cl_runtime_destroy(rt);
+	}
 	CASE("cl_sleep_ns", "ns UINT64_MAX (a negative value passed by mistake)")
 	{
 		RB_INT(cl_sleep_ns(UINT64_MAX), -1, EINVAL);

@@ -2,9 +2,10 @@
 /*
  * tests/unit/test_sched_runtime_timeout.c - waits with a timeout
  * (cl_chan_send_timeout(), cl_chan_recv_timeout(), cl_waitq_wait_timeout(),
- * cl_mutex_lock_timeout(), cl_cond_wait_timeout()): each times out with
- * ETIMEDOUT and leaves its object as if it had never waited, and a wakeup
- * racing the expiry is delivered exactly once. The race windows are
+ * cl_mutex_lock_timeout(), cl_cond_wait_timeout(), cl_join_timeout()):
+ * each times out with ETIMEDOUT and leaves its object as if it had never
+ * waited (a task whose join timed out is still joinable), and a wakeup
+ * (an exit) racing the expiry is delivered exactly once. The race windows are
  * forced with the CL_INJECT() points of the timer's firing (timer.h), on
  * the worker's thread, outside any task:
  *   70  a timed wait's timer is off the wheel, its list not yet locked:
@@ -15,7 +16,7 @@
  * Point 72 (a woken task disarms its timer, the wheel's lock held) gets
  * the preemption signal with a timer mark, in the task itself.
  * A message is received once or is still in the channel, never lost or
- * duplicated. CL_TEST_TIMEOUT_ROUNDS sets the forced rounds (100,000).
+ * duplicated; a task's result is taken by exactly one join. CL_TEST_TIMEOUT_ROUNDS sets the forced rounds (100,000).
  */
 #include <stdatomic.h>
 
@@ -558,4 +559,368 @@ Test(sched_runtime_timeout, timed_receiver_beside_a_sender_on_another_worker_get
 Test(sched_runtime_timeout, timed_sender_beside_a_receiver_on_another_worker_sends_each_message_once)
 {
 	pair_on_two_workers(send_seq_timed, recv_seq);
+}
+
+/* ---- cl_join_timeout() ---- */
+
+/*
+ * A joinee waits on the gate (a channel of capacity 1) for a word the test
+ * sends when it chooses, and returns that word plus its tag: a join that
+ * times out meanwhile must leave it joinable, and the later join must get
+ * exactly that result. Joinees are pinned to worker 1, joiner tasks to
+ * worker 0 (a forced race below spins on worker 0's thread until the
+ * joinee exited on worker 1).
+ */
+static struct cl_chan *gate;
+
+static void *wait_gate(void *p)
+{
+	long v;
+
+	if (cl_chan_recv(gate, &v) != 0)
+		return NULL;
+	return (void *)(intptr_t)(v + (long)(intptr_t)p);
+}
+
+static struct cl_rt_task *spawn_pinned(struct cl_runtime *rt, unsigned int worker, void *(*fn)(void *),
+				       void *arg)
+{
+	struct cl_spawn_attr sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.worker = CL_SPAWN_WORKER(worker);
+	sa.pin = 1;
+	return cl_spawn(rt, &sa, fn, arg);
+}
+
+static struct cl_runtime *join_rt;
+
+static void *open_gate_later(void *p)
+{
+	long v = (long)(intptr_t)p;
+
+	cl_sleep_ns(2000000); /* (only so that the join is likely to wait: either way is right) */
+	return cl_chan_send(gate, &v) == 0 ? NULL : (void *)"send";
+}
+
+/* The checks, from a task or a plain thread (the same calls). */
+static const char *join_timeout_checks(void)
+{
+	struct cl_rt_task *h, *o;
+	void *r = (void *)-1;
+	uint64_t t0;
+	long v = 5;
+	int rc;
+
+	/* the joinee waits at the gate: the join times out, @ret untouched */
+	h = spawn_pinned(join_rt, 1, wait_gate, (void *)100);
+	if (!h)
+		return "spawn";
+	t0 = mono_ns();
+	if (cl_join_timeout(h, &r, 1000000) != -1 || errno != ETIMEDOUT)
+		return "join_timeout of a waiting task did not time out";
+	if (mono_ns() - t0 < 1000000)
+		return "join_timeout returned early";
+	if (r != (void *)-1)
+		return "join_timeout wrote @ret on a timeout";
+	if (cl_join_timeout(h, &r, 0) != -1 || errno != ETIMEDOUT)
+		return "join_timeout 0 of a waiting task";
+	if (cl_join_timeout(h, NULL, 100000) != -1 || errno != ETIMEDOUT)
+		return "a second timeout";
+	/* still joinable: a later cl_join() gets its result, once */
+	if (cl_chan_send(gate, &v) != 0)
+		return "send";
+	if (cl_join(h, &r) != 0 || r != (void *)105)
+		return "cl_join after timeouts: not the task's result";
+	if (cl_join(h, &r) != -1 || errno != EINVAL || cl_join_timeout(h, &r, 1000) != -1 || errno != EINVAL)
+		return "a task joined twice";
+	/* joined in time: the gate opens while the join waits */
+	h = spawn_pinned(join_rt, 1, wait_gate, (void *)200);
+	o = spawn_pinned(join_rt, 1, open_gate_later, (void *)7);
+	if (!h || !o)
+		return "spawn";
+	r = NULL;
+	if (cl_join_timeout(h, &r, 10000000000ULL) != 0 || r != (void *)207)
+		return "join_timeout in time: not 0 with the task's result";
+	if (cl_join_timeout(h, &r, 1000) != -1 || errno != EINVAL)
+		return "a task joined twice (after join_timeout)";
+	if (cl_join(o, &r) != 0 || r)
+		return "the opener";
+	/* the longest timeout waits as long as a timer can, and joins */
+	v = 9;
+	h = spawn_pinned(join_rt, 1, wait_gate, (void *)300);
+	if (!h || cl_chan_send(gate, &v) != 0)
+		return "spawn, send";
+	if (cl_join_timeout(h, &r, UINT64_MAX) != 0 || r != (void *)309)
+		return "join_timeout UINT64_MAX";
+	/* an exited task: a zero timeout joins it (until then, times out) */
+	v = 1;
+	h = spawn_pinned(join_rt, 1, wait_gate, (void *)400);
+	if (!h || cl_chan_send(gate, &v) != 0)
+		return "spawn, send";
+	while ((rc = cl_join_timeout(h, &r, 0)) != 0)
+		if (errno != ETIMEDOUT)
+			return "join_timeout 0 failed, not with ETIMEDOUT";
+	if (r != (void *)401)
+		return "join_timeout 0: not the task's result";
+	return NULL;
+}
+
+static void *join_timeout_checks_task(void *p)
+{
+	(void)p;
+	return (void *)join_timeout_checks();
+}
+
+Test(sched_runtime_timeout, join_timeout_times_out_and_the_task_stays_joinable_from_a_task)
+{
+	const char *err;
+	struct cl_rt_task *h;
+
+	join_rt = new_rt(2);
+	gate = cl_chan_create(sizeof(long), 1);
+	h = spawn_pinned(join_rt, 0, join_timeout_checks_task, NULL);
+	cr_assert_not_null(h);
+	cr_assert_eq(cl_join(h, (void **)&err), 0);
+	cr_assert_null(err, "%s", err);
+	cr_assert_eq(cl_chan_destroy(gate), 0);
+	cr_assert_eq(cl_runtime_destroy(join_rt), 0);
+}
+
+Test(sched_runtime_timeout, join_timeout_times_out_and_the_task_stays_joinable_from_a_thread)
+{
+	const char *err;
+
+	join_rt = new_rt(2);
+	gate = cl_chan_create(sizeof(long), 1);
+	err = join_timeout_checks();
+	cr_assert_null(err, "%s", err);
+	cr_assert_eq(cl_chan_destroy(gate), 0);
+	cr_assert_eq(cl_runtime_destroy(join_rt), 0);
+}
+
+static struct cl_rt_task *joinee;
+
+static void *nothing(void *p)
+{
+	return p;
+}
+
+static void *join_self_then_joinee(void *p)
+{
+	void *r = NULL;
+
+	(void)p;
+	if (cl_join_timeout(cl_self(), NULL, 1000) != -1 || errno != EDEADLK)
+		return (void *)"join_timeout of itself: not EDEADLK";
+	if (cl_join_timeout(joinee, &r, 10000000000ULL) != 0 || r != (void *)(intptr_t)11)
+		return (void *)"join_timeout: not the joinee's result";
+	return NULL;
+}
+
+Test(sched_runtime_timeout, join_timeout_refuses_what_cl_join_refuses)
+{
+	struct cl_spawn_attr sa;
+	struct cl_rt_task *h, *d;
+	void *r = (void *)-1;
+	long v = 1;
+	unsigned int spins = 0;
+
+	join_rt = new_rt(2);
+	gate = cl_chan_create(sizeof(long), 1);
+	cr_assert_eq(cl_join_timeout(NULL, &r, 1000), -1);
+	cr_assert_eq(errno, EINVAL);
+	/* detached */
+	memset(&sa, 0, sizeof(sa));
+	sa.detached = 1;
+	d = cl_spawn(join_rt, &sa, nothing, NULL);
+	cr_assert_not_null(d);
+	cr_assert_eq(cl_join_timeout(d, &r, 1000), -1, "a detached task joined");
+	cr_assert_eq(errno, EINVAL);
+	/* itself (EDEADLK), and a task another join waits for (EINVAL) */
+	joinee = spawn_pinned(join_rt, 1, wait_gate, (void *)10);
+	h = spawn_pinned(join_rt, 0, join_self_then_joinee, NULL);
+	cr_assert(joinee && h);
+	/* the task's join claimed the joinee's handle (its joined bit) */
+	while (!(CL_ATOMIC_LOAD(&cl__rt_handle_task(joinee)->keep.jgen, CL_ACQUIRE) & 1u))
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
+	cr_assert_eq(cl_join_timeout(joinee, &r, 1000), -1, "joined while another join waits");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_join(joinee, &r), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(r, (void *)-1, "@ret written by a refused join");
+	cr_assert_eq(cl_chan_send(gate, &v), 0);
+	cr_assert_eq(cl_join_timeout(h, &r, 10000000000ULL), 0);
+	cr_assert_null(r, "%s", (const char *)r);
+	/* joined: a second join of either handle is refused */
+	cr_assert_eq(cl_join_timeout(h, &r, 1000), -1, "a task joined twice");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_join_timeout(joinee, &r, 1000), -1, "a task joined twice");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(cl_chan_destroy(gate), 0);
+	cr_assert_eq(cl_runtime_destroy(join_rt), 0);
+}
+
+/*
+ * An exit racing the join's expiry, forced at the timer's points (on
+ * worker 0's thread, outside any task): the action opens the gate and
+ * waits until the joinee has exited on worker 1. At 70 (the timer off the
+ * wheel, join_lock not yet taken) the exit finds the joiner's record and
+ * wins: the join returns 0 with the result. At 71 (the timer took the
+ * record) the exit finds none: the join times out and a later cl_join()
+ * gets the result. Every joinee is joined exactly once either way.
+ */
+static struct cl_rt_task *race_h;
+static long race_word;
+
+static void open_gate_wait_exit(void)
+{
+	struct cl_rt_task *t = cl__rt_handle_task(race_h);
+	unsigned int spins = 0;
+
+	if (cl_chan_trysend(gate, &race_word) != 0)
+		return; /* (not reached: the gate is empty each round) */
+	while (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE))
+		cl__backoff(&spins, CL__BACKOFF_SPINS);
+}
+
+static atomic_long join_won, timer_won, plain_timeouts;
+
+static void *join_rounds(void *p)
+{
+	long n = (long)(intptr_t)p;
+
+	for (round_no = 0; round_no < n; round_no++) {
+		int mode = (int)(round_no % 3), rc;
+		long before = atomic_load(&acted);
+		void *r = NULL;
+
+		race_word = round_no;
+		race_h = spawn_pinned(join_rt, 1, wait_gate, (void *)(intptr_t)1000);
+		if (!race_h)
+			return (void *)"spawn";
+		if (mode)
+			atomic_store(&armed, mode == 1 ? 70 : 71);
+		rc = cl_join_timeout(race_h, &r, 2000);
+		atomic_store(&armed, 0);
+		if (rc != 0 && errno != ETIMEDOUT)
+			return (void *)"join_timeout failed, not with ETIMEDOUT";
+		if (atomic_load(&acted) != before) { /* the action ran: the joinee exited in it */
+			if (mode == 1 && rc != 0)
+				return (void *)"an exit in window 70 did not end the join";
+			if (mode == 2 && rc == 0)
+				return (void *)"an exit in window 71 ended a join the timer had ended";
+			atomic_fetch_add(rc ? &timer_won : &join_won, 1);
+		} else if (rc == 0) {
+			return (void *)"joined a task nobody let go";
+		} else {
+			atomic_fetch_add(&plain_timeouts, 1);
+			if (cl_chan_send(gate, &race_word) != 0)
+				return (void *)"send";
+		}
+		if (rc) { /* timed out: still joinable, its result kept */
+			if (cl_join(race_h, &r) != 0)
+				return (void *)"a timed-out join left the task unjoinable";
+		}
+		if (r != (void *)(intptr_t)(round_no + 1000))
+			return (void *)"not the joinee's result";
+		if (cl_join(race_h, &r) != -1 || errno != EINVAL)
+			return (void *)"a task joined twice";
+	}
+	return NULL;
+}
+
+Test(sched_runtime_timeout, exit_racing_the_join_timeout_is_delivered_once)
+{
+	long n = rounds(100000) / 10;
+	struct cl_rt_task *h;
+	const char *err = NULL;
+
+	join_rt = new_rt(2);
+	gate = cl_chan_create(sizeof(long), 1);
+	action = open_gate_wait_exit;
+	atomic_store(&acted, 0);
+	atomic_store(&join_won, 0);
+	atomic_store(&timer_won, 0);
+	atomic_store(&plain_timeouts, 0);
+	h = spawn_pinned(join_rt, 0, join_rounds, (void *)(intptr_t)n);
+	cr_assert_not_null(h);
+	cr_assert_eq(cl_join(h, (void **)&err), 0);
+	cr_assert_null(err, "round %ld: %s", round_no, err);
+	cr_log_info("%ld rounds: %ld joins won in window 70, %ld timeouts in window 71, %ld plain timeouts", n,
+		    atomic_load(&join_won), atomic_load(&timer_won), atomic_load(&plain_timeouts));
+	/* each window was hit in (nearly) every round armed for it */
+	cr_assert_gt(atomic_load(&join_won), n / 4, "the exit never won at point 70");
+	cr_assert_gt(atomic_load(&timer_won), n / 4, "the timer never won at point 71");
+	cr_assert_gt(atomic_load(&plain_timeouts), n / 4);
+	cr_assert_eq(cl_chan_destroy(gate), 0);
+	cr_assert_eq(cl_runtime_destroy(join_rt), 0);
+}
+
+/*
+ * Without hooks: joinees return after a varying number of yields and a
+ * varying sleep, joiners
+ * join them with short timeouts, again and again until joined: a task on
+ * worker 0 joins joinees on worker 1 (the exit path wakes it remotely,
+ * cl__rt_finish()) and on its own worker (cl__rt_exit_wake_local()), and
+ * this thread joins joinees on worker 1. Each result is taken once.
+ */
+static void *yield_then_return(void *p)
+{
+	long k = (long)(intptr_t)p;
+
+	for (long i = 0; i < k % 13; i++)
+		cl_yield();
+	if (k & 1) /* a varying delay in which the joiner's timer may come due */
+		cl_sleep_ns((uint64_t)(k % 7) * 1500);
+	return (void *)(intptr_t)(k + 1);
+}
+
+static const char *join_with_short_timeouts(long n, unsigned int worker, long *timeouts)
+{
+	for (long k = 0; k < n; k++) {
+		struct cl_rt_task *h = spawn_pinned(join_rt, worker, yield_then_return, (void *)(intptr_t)k);
+		void *r = NULL;
+
+		if (!h)
+			return "spawn";
+		while (cl_join_timeout(h, &r, 1000 + (uint64_t)(k % 5) * 3000) != 0) {
+			if (errno != ETIMEDOUT)
+				return "join_timeout failed, not with ETIMEDOUT";
+			(*timeouts)++;
+		}
+		if (r != (void *)(intptr_t)(k + 1))
+			return "not the joinee's result";
+		if (cl_join_timeout(h, &r, 0) != -1 || errno != EINVAL)
+			return "a task joined twice";
+	}
+	return NULL;
+}
+
+static void *join_short_task(void *p)
+{
+	long timeouts = 0, local = 0;
+	const char *err = join_with_short_timeouts((long)(intptr_t)p, 1, &timeouts);
+
+	if (!err)
+		err = join_with_short_timeouts((long)(intptr_t)p, 0, &local);
+	cr_log_info("task: %ld join timeouts (joinees on another worker), %ld (on its own)", timeouts, local);
+	return (void *)err;
+}
+
+Test(sched_runtime_timeout, join_timeouts_beside_exits_take_each_result_once)
+{
+	long n = rounds(100000) / 20, timeouts = 0;
+	struct cl_rt_task *h;
+	const char *err = NULL;
+
+	join_rt = new_rt(2);
+	h = spawn_pinned(join_rt, 0, join_short_task, (void *)(intptr_t)n);
+	cr_assert_not_null(h);
+	cr_assert_eq(cl_join(h, (void **)&err), 0);
+	cr_assert_null(err, "from a task: %s", err);
+	err = join_with_short_timeouts(n, 1, &timeouts);
+	cr_assert_null(err, "from a thread: %s", err);
+	cr_log_info("thread: %ld join timeouts", timeouts);
+	cr_assert_eq(cl_runtime_destroy(join_rt), 0);
 }

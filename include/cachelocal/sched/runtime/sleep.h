@@ -21,9 +21,7 @@
 
 CL_BEGIN_DECLS
 
-/* The latest deadline a sleep takes (ns of CLOCK_MONOTONIC): a timespec's
- * seconds stay positive, and a negative value passed by mistake is refused. */
-#define CL_SLEEP_MAX_NS ((uint64_t)INT64_MAX)
+/* CL_SLEEP_MAX_NS, the latest deadline a sleep takes: timer.h. */
 
 /* clock_nanosleep(2)'s flag for an absolute deadline (strict C11 has no <time.h> one). */
 #define CL__TIMER_ABSTIME 1

@@ -61,13 +61,16 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 	if (unlock)
 		(void)cl_ticket_unlock(unlock);
 	if (prev && mode == CL__RT_EXIT) {
-		struct cds_list_head waiters;
+		struct cds_list_head waiters, *pos;
 
 		cl__rt_guard_check_exit(prev); /* a checked guard written to: abort (overflow.h) */
 		CDS_INIT_LIST_HEAD(&waiters);
 		cl__rt_task_detach(prev); /* before a joiner can see it exited */
 		cl_ticket_lock(&prev->join_lock);
 		CL_ATOMIC_STORE(&prev->exited, 1, CL_SEQ_CST);
+		/* each status under the lock: a timed joiner's timer reads it there */
+		cds_list_for_each(pos, &prev->join_waiters)
+			cl_container_of(pos, struct cl__rt_waiter, node)->status = 0;
 		cds_list_splice(&prev->join_waiters, &waiters);
 		CDS_INIT_LIST_HEAD(&prev->join_waiters);
 		(void)cl_ticket_unlock(&prev->join_lock);

@@ -4,7 +4,7 @@
  *
  * The task API: cl_spawn() with the spawn-versus-shutdown admission
  * protocol, cl_self(), cl_worker_id(), cl_yield(), cl_join(),
- * cl_preempt_disable()/cl_preempt_enable().
+ * cl_join_timeout(), cl_preempt_disable()/cl_preempt_enable().
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -252,6 +252,124 @@ CL_INLINE int cl_yield(void)
 	return 0;
 }
 
+/*
+ * End a timed wait of @self that a waker ended (its timer may still be
+ * armed): disarm the timer, not preemptible meanwhile (the wheel's lock,
+ * held by a task: timer.h), or wait for its firing to let go of the
+ * record. After this the timer and the record are @self's again.
+ */
+CL_INLINE void cl__rt_timer_disarm(struct cl_rt_task *self)
+{
+	cl__rt_np_inc(self); /* the wheel's lock, held by a task (timer.h) */
+	cl__rt_timer_cancel(self);
+	cl__rt_np_exit(self);
+	cl__rt_timer_wait_fired(self);
+}
+
+/*
+ * A task @self waits for @t to exit, until @deadline (CLOCK_MONOTONIC ns;
+ * 0: none). Without a deadline its record is on its stack; with one it is
+ * self->wait, waiting with status CL__RT_WAIT_PENDING and a timer armed
+ * under join_lock (the timer takes it off join_waiters under that lock,
+ * timer.h), and the exit path writes each record's status under that lock
+ * too (cl__rt_exit_wake_local(), cl__rt_finish()): exactly one of the exit
+ * and the timer ends the wait. Returns 0 (@t exited), CL__RT_WAIT_TIMEDOUT.
+ */
+CL_INLINE int cl__rt_join_task(struct cl_rt_task *self, struct cl_rt_task *t, uint64_t deadline)
+{
+	struct cl__rt_waiter wt, *rec = deadline ? &self->wait : &wt;
+	int st;
+
+	cl__rt_lock(&t->join_lock);
+	if (CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE)) {
+		cl__rt_unlock(&t->join_lock);
+		return 0;
+	}
+	rec->t = self;
+	rec->data = NULL;
+	rec->status = deadline ? CL__RT_WAIT_PENDING : -1;
+	cds_list_add_tail(&rec->node, &t->join_waiters);
+	/* run @t next if it waits on this worker's rq (its
+	 * switch tests that race-free: cl__rt_set_buddy()) */
+	self->w->buddy = t;
+	if (deadline) /* not preemptible: join_lock held */
+		cl__rt_timer_arm(self->w, self, deadline, &t->join_lock);
+	cl__rt_block(self, &t->join_lock);
+	if (!deadline)
+		return 0;
+	st = rec->status;
+	if (st != CL__RT_WAIT_TIMEDOUT)
+		cl__rt_timer_disarm(self); /* before @t may be freed: its firing takes join_lock */
+	return st;
+}
+
+/* A thread outside the runtime waits for @t to exit, until @deadline
+ * (CLOCK_MONOTONIC ns; 0: none), on a futex. Returns 0, or -1 timed out
+ * (ext_joiner stays set: the exit path then wakes nobody, harmlessly). */
+CL_INLINE int cl__rt_join_thread(struct cl_rt_task *t, uint64_t deadline)
+{
+	CL_ATOMIC_STORE(&t->ext_joiner, 1, CL_SEQ_CST);
+	while (!CL_ATOMIC_LOAD(&t->exited, CL_SEQ_CST)) {
+		struct timespec ts, *rel = NULL;
+
+		if (deadline) {
+			uint64_t now = cl__rt_timer_now(), d;
+
+			if (now >= deadline)
+				return -1;
+			d = deadline - now;
+			ts.tv_sec = (time_t)(d / 1000000000ULL);
+			ts.tv_nsec = (long)(d % 1000000000ULL);
+			rel = &ts;
+		}
+		cl__futex_wait(&t->exited, 0, rel);
+	}
+	/* the exit path may still be in its futex wake on t: sync on join_lock */
+	cl_ticket_lock(&t->join_lock);
+	(void)cl_ticket_unlock(&t->join_lock);
+	return 0;
+}
+
+/* cl_join() until @deadline (CLOCK_MONOTONIC ns; 0: none). A join that
+ * times out gives its claim on the handle back: the task stays joinable. */
+CL_INLINE int cl__rt_join_dl(struct cl_rt_task *h, void **ret, uint64_t deadline)
+{
+	struct cl_rt_task *self = cl__rt_current(), *t = cl__rt_handle_task(h);
+	unsigned int want = cl__rt_handle_gen(h) << 1;
+	int st;
+
+	if (!t) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (t == self) {
+		errno = EDEADLK;
+		return -1;
+	}
+	/* the descriptor outlives its task (the cache keeps it): reading a stale one is safe */
+	if (!want || !CL_ATOMIC_CAS(&t->keep.jgen, &want, want | 1u, CL_ACQ_REL, CL_RELAXED)) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* claimed: the handle's reference keeps @t until this join puts it */
+	st = self ? cl__rt_join_task(self, t, deadline) : cl__rt_join_thread(t, deadline);
+	if (st) {
+		/* only a join changes the claim, and only this one holds it */
+		CL_ATOMIC_STORE(&t->keep.jgen, want, CL_RELEASE);
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	if (ret)
+		*ret = t->ret;
+	/* not preempted while the release may hold the task cache's depot lock */
+	if (self)
+		cl__rt_np_inc(self);
+	cl__rt_task_put(t);
+	if (self)
+		cl__rt_np_exit(self);
+	return 0;
+}
+
 /**
  * cl_join() - wait for the task @h names to return, take its result, and
  * free it.
@@ -270,55 +388,35 @@ CL_INLINE int cl_yield(void)
  */
 CL_INLINE int cl_join(struct cl_rt_task *h, void **ret)
 {
-	struct cl_rt_task *self = cl__rt_current(), *t = cl__rt_handle_task(h);
-	unsigned int want = cl__rt_handle_gen(h) << 1;
+	return cl__rt_join_dl(h, ret, 0);
+}
 
-	if (!t) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (t == self) {
-		errno = EDEADLK;
-		return -1;
-	}
-	/* the descriptor outlives its task (the cache keeps it): reading a stale one is safe */
-	if (!want || !CL_ATOMIC_CAS(&t->keep.jgen, &want, want | 1u, CL_ACQ_REL, CL_RELAXED)) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (self) {
-		struct cl__rt_waiter wt;
-
-		cl__rt_lock(&t->join_lock);
-		if (!CL_ATOMIC_LOAD(&t->exited, CL_ACQUIRE)) {
-			wt.t = self;
-			wt.data = NULL;
-			wt.status = -1;
-			cds_list_add_tail(&wt.node, &t->join_waiters);
-			/* run @t next if it waits on this worker's rq (its
-			 * switch tests that race-free: cl__rt_set_buddy()) */
-			self->w->buddy = t;
-			cl__rt_block(self, &t->join_lock);
-		} else {
-			cl__rt_unlock(&t->join_lock);
-		}
-	} else {
-		CL_ATOMIC_STORE(&t->ext_joiner, 1, CL_SEQ_CST);
-		while (!CL_ATOMIC_LOAD(&t->exited, CL_SEQ_CST))
-			cl__futex_wait(&t->exited, 0, NULL);
-		/* the exit path may still be in its futex wake on t: sync on join_lock */
-		cl_ticket_lock(&t->join_lock);
-		(void)cl_ticket_unlock(&t->join_lock);
-	}
-	if (ret)
-		*ret = t->ret;
-	/* not preempted while the release may hold the task cache's depot lock */
-	if (self)
-		cl__rt_np_inc(self);
-	cl__rt_task_put(t);
-	if (self)
-		cl__rt_np_exit(self);
-	return 0;
+/**
+ * cl_join_timeout() - cl_join(), waiting at most @timeout_ns.
+ * @h: a handle cl_spawn() returned for a task of this runtime, not
+ *     detached, not joined yet.
+ * @ret: where to store the task's return value (may be NULL; untouched
+ *       on a timeout).
+ * @timeout_ns: how long at most to wait (relative, ns; 0: joins a task
+ *              that has already exited, else times out at once, after a
+ *              switch in a task; longer than a timer can wait, as
+ *              CL_SLEEP_MAX_NS: that long).
+ *
+ * Inside a task the caller blocks on a timer of its worker's wheel as
+ * well (as the other *_timeout calls, docs/runtime.md, Time); outside it
+ * sleeps on the futex with a timeout. On a timeout the task is still
+ * joinable: a later cl_join() or cl_join_timeout() through the same
+ * handle joins it and gets its result. An exit racing the expiry is
+ * delivered exactly once: either this returns 0 with the result (the task
+ * is freed), or -1 with ETIMEDOUT and the task stays joinable.
+ *
+ * Context: any thread; not the task itself; the runtime not destroyed.
+ * Return: 0, or -1 with errno ETIMEDOUT, EINVAL (NULL @h, detached,
+ * already joined or being joined) or EDEADLK (@h is the caller).
+ */
+CL_INLINE int cl_join_timeout(struct cl_rt_task *h, void **ret, uint64_t timeout_ns)
+{
+	return cl__rt_join_dl(h, ret, cl__rt_deadline(timeout_ns));
 }
 
 /**

@@ -175,6 +175,20 @@ CL_INLINE uint64_t cl__rt_timer_now(void)
 	return (uint64_t)cl__now_ns();
 }
 
+/* The latest deadline a timer takes (ns of CLOCK_MONOTONIC; a sleep's:
+ * sleep.h): a timespec's seconds stay positive, and a negative value
+ * passed by mistake is refused. */
+#define CL_SLEEP_MAX_NS ((uint64_t)INT64_MAX)
+
+/* A deadline @ns from now (CLOCK_MONOTONIC), at most CL_SLEEP_MAX_NS (a
+ * timed wait's: a longer timeout waits as long as a timer can). */
+CL_INLINE uint64_t cl__rt_deadline(uint64_t ns)
+{
+	uint64_t now = cl__rt_timer_now();
+
+	return ns < CL_SLEEP_MAX_NS - now ? now + ns : CL_SLEEP_MAX_NS;
+}
+
 /* Publish @w's next timer event (ns) for its idle loop and the tick.
  * Context: @w's timer_lock. */
 CL_INLINE void cl__rt_timer_publish(struct cl__rt_worker *w)

@@ -66,14 +66,6 @@ CL_INLINE int cl__rt_wait_rec(struct cl_rt_task *self, struct cds_list_head *lis
 	return self->wait.status;
 }
 
-/* A deadline @ns from now (CLOCK_MONOTONIC), at most CL_SLEEP_MAX_NS. */
-CL_INLINE uint64_t cl__rt_deadline(uint64_t ns)
-{
-	uint64_t now = cl__rt_timer_now();
-
-	return ns < CL_SLEEP_MAX_NS - now ? now + ns : CL_SLEEP_MAX_NS;
-}
-
 /*
  * cl__rt_wait_rec() until @deadline (CLOCK_MONOTONIC ns; 0: none). With a
  * deadline the record waits with status CL__RT_WAIT_PENDING and a timer on
@@ -95,12 +87,8 @@ CL_INLINE int cl__rt_wait_rec_dl(struct cl_rt_task *self, struct cds_list_head *
 	cl__rt_timer_arm(self->w, self, deadline, lock);
 	cl__rt_wait_block(self, lock);
 	st = self->wait.status;
-	if (st != CL__RT_WAIT_TIMEDOUT) {
-		cl__rt_np_inc(self); /* the wheel's lock, held by a task (timer.h) */
-		cl__rt_timer_cancel(self);
-		cl__rt_np_exit(self);
-		cl__rt_timer_wait_fired(self);
-	}
+	if (st != CL__RT_WAIT_TIMEDOUT)
+		cl__rt_timer_disarm(self);
 	return st;
 }
 

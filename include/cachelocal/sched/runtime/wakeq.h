@@ -314,7 +314,8 @@ CL_INLINE void cl__rt_wake(struct cl_rt_task *t)
 	cl__rt_wake_to(t->w, t, &t->rnode);
 }
 
-/* Wake every waiter of a list the caller detached (join waiters). */
+/* Wake every waiter of a list the caller detached (join waiters), each
+ * record's status written (0) under the list's lock before. */
 CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list)
 {
 	struct cds_list_head *pos, *n;
@@ -324,7 +325,6 @@ CL_INLINE void cl__rt_wake_waiters(struct cds_list_head *list)
 		struct cl_rt_task *t = wt->t;
 
 		cds_list_del(pos);
-		wt->status = 0;
 		cl__rt_wake(t);
 	}
 }
