@@ -4,7 +4,7 @@
  * per worker (types.h, struct cl__rt_wheel), and firing the timers that
  * are due.
  *
- * A task that sleeps (sleep.h) or waits with a timeout (timeout.h) arms a
+ * A task that sleeps (sleep.h) or waits with a timeout (waitq.h) arms a
  * timer in the wheel of the worker it runs on and blocks; that worker's
  * thread uses the wheel: its tasks arm timers, and it fires them in its idle loop (worker.h: before a
  * pick, in the spin, and from a futex sleep whose timeout is the next
@@ -205,7 +205,7 @@ CL_INLINE void cl__rt_timer_publish(struct cl__rt_worker *w)
  * Arm @t's timer on @w (the worker it runs on), due at @deadline
  * (CLOCK_MONOTONIC ns, at most INT64_MAX): it fires at the first wheel
  * tick at or after it. @lock: NULL for a sleep; for a timed wait, the lock
- * of the list @t's record (t->wait) is on, held by the caller (timeout.h).
+ * of the list @t's record (t->wait) is on, held by the caller (waitq.h).
  * Context: @t running on @w, non-preemptible.
  */
 CL_INLINE void cl__rt_timer_arm(struct cl__rt_worker *w, struct cl_rt_task *t, uint64_t deadline,

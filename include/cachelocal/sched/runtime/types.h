@@ -193,7 +193,7 @@ struct cl__rt_timer {
 #define CL__RT_TIMER_ARMED 1
 #define CL__RT_TIMER_FIRING 2
 
-/* struct cl__rt_waiter.status of a timed wait (timeout.h): on its list
+/* struct cl__rt_waiter.status of a timed wait (waitq.h): on its list
  * still (wakers overwrite it under the list's lock), or ended by its timer. */
 #define CL__RT_WAIT_PENDING 1
 #define CL__RT_WAIT_TIMEDOUT (-2)
@@ -240,8 +240,8 @@ struct cl__rt_wnode {
 
 /*
  * struct cl__rt_waiter - one blocked task on a wait list: the line of its
- * descriptor kept for it (struct cl_rt_task.wait; a join's is on its
- * stack). @data (or @msg) and
+ * descriptor kept for it (struct cl_rt_task.wait; an untimed join's is
+ * on its stack, a timed join's is the descriptor's). @data (or @msg) and
  * @status are the primitive's (message slot, result); written by the
  * waker before it wakes the task. A wakeup from another worker moves this
  * line and no other line of the wakee: the waker reads @w here (not the
