@@ -262,6 +262,7 @@ CL_INLINE void cl__ticket_sleep(struct cl_ticketlock *l, uint32_t me)
 	uint32_t seen;
 	struct timespec until;
 	unsigned long long t;
+	int saved = errno; /* a lock call leaves errno as it found it */
 
 	CL_ATOMIC_FETCH_ADD(&l->sleepers, 1, CL_SEQ_CST);
 	seen = CL_ATOMIC_LOAD(&l->owner, CL_SEQ_CST);
@@ -272,6 +273,7 @@ CL_INLINE void cl__ticket_sleep(struct cl_ticketlock *l, uint32_t me)
 		(void)cl__futex_wait_bits((int *)&l->owner, (int)seen, &until, cl__ticket_bit(me));
 	}
 	CL_ATOMIC_FETCH_SUB(&l->sleepers, 1, CL_RELAXED);
+	errno = saved;
 }
 
 /**
