@@ -199,6 +199,15 @@ CL_INLINE int cl__task_group_alloc_percpu(struct cl_task_group *tg)
 #endif
 }
 
+/* @shares as a group takes it: 0 = CL_TG_DEFAULT_SHARES, clamped to
+ * [CL_MIN_SHARES, CL_MAX_SHARES] */
+CL_INLINE unsigned long cl__tg_shares(unsigned long shares)
+{
+	if (shares == 0)
+		return CL_TG_DEFAULT_SHARES;
+	return shares < CL_MIN_SHARES ? CL_MIN_SHARES : shares > CL_MAX_SHARES ? CL_MAX_SHARES : shares;
+}
+
 /**
  * cl_task_group_create() - create a group under @parent.
  * @parent: the parent group (the root from cl_sched_root_group(), or any
@@ -225,12 +234,7 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
 		return NULL;
 	}
 	root = parent->root;
-	if (shares == 0)
-		shares = CL_TG_DEFAULT_SHARES;
-	if (shares < CL_MIN_SHARES)
-		shares = CL_MIN_SHARES;
-	if (shares > CL_MAX_SHARES)
-		shares = CL_MAX_SHARES;
+	shares = cl__tg_shares(shares);
 	tg = (struct cl_task_group *)calloc(1, sizeof(*tg));
 	if (!tg) {
 		errno = ENOMEM;
@@ -343,13 +347,7 @@ CL_INLINE int cl_task_group_set_shares(struct cl_task_group *tg, unsigned long s
 		errno = EINVAL;
 		return -1;
 	}
-	if (shares == 0)
-		shares = CL_TG_DEFAULT_SHARES;
-	if (shares < CL_MIN_SHARES)
-		shares = CL_MIN_SHARES;
-	if (shares > CL_MAX_SHARES)
-		shares = CL_MAX_SHARES;
-	CL_WRITE_ONCE(tg->shares, shares);
+	CL_WRITE_ONCE(tg->shares, cl__tg_shares(shares));
 	return 0;
 }
 
