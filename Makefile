@@ -32,6 +32,8 @@ endif
 
 URCU_CFLAGS := $(shell pkg-config --cflags liburcu-memb liburcu-cds 2>/dev/null)
 URCU_LIBS := $(shell pkg-config --libs liburcu-memb liburcu-cds 2>/dev/null)
+# the runtime's I/O (sched/runtime/iopoll.h): io_uring through liburing
+URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 CRITERION_LIBS := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # Warnings the headers must pass (house style); tests and benches use a subset
@@ -70,7 +72,7 @@ endif
 SYSFS_DIR := tests/data
 CPPFLAGS_ALL := -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"$(CURDIR)/$(SYSFS_DIR)"' $(URCU_CFLAGS)
 CFLAGS_PROG := -std=c11 $(OPT) $(DBG) $(PROG_WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(EXTRA_CFLAGS)
-LDLIBS_PROG := -pthread $(URCU_LIBS) -lm $(SAN_FLAGS)
+LDLIBS_PROG := -pthread $(URCU_LIBS) $(URING_LIBS) -lm $(SAN_FLAGS)
 
 HEADERS := $(shell find include/cachelocal -name '*.h' | sort)
 

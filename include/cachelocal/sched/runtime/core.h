@@ -22,12 +22,14 @@
 #include "wakeq.h" /* the wake side: remote and local wake lists, kicks, wake entry points */
 #include "watch.h" /* watched waiter records (an idle worker's claims) */
 #include "timer.h" /* per-worker timing wheels, firing due timers */
+#include "iopoll.h" /* per-worker I/O backend: io_uring or epoll, reaping, the idle wait */
 #include "switch.h" /* the switch, buddies, balancing, cl__rt_schedule(), np exit, blocking */
 #include "preempt.h" /* the tick thread and the preemption signal */
 #include "worker.h" /* worker threads: the idle pick and loop */
 #include "task.h" /* the task API */
 #include "sleep.h" /* cl_sleep_ns(), cl_sleep_until(): a task sleeps on its worker's wheel */
 #include "waitq.h" /* waiter records, wake-affine, the wait queue */
+#include "io.h" /* cl_read(), cl_write(), ...: I/O that parks the task */
 #include "chan.h" /* the bounded channel */
 #include "sync.h" /* mutex, condition variable */
 #include "lifecycle.h" /* create, shutdown, destroy */

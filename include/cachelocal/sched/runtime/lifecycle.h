@@ -36,6 +36,7 @@ CL_INLINE void cl__rt_free(struct cl_runtime *rt)
 	for (unsigned int i = 0; i < rt->nr_batches; i++)
 		munmap(rt->batches[i], cl__rt_batch_slots(rt) * cl__rt_slot_size(rt));
 	free(rt->batches);
+	cl__rt_io_fini(rt);
 	if (rt->tcache)
 		cl_objcache_destroy(rt->tcache);
 	free(rt->workers);
@@ -95,10 +96,14 @@ CL_INLINE void cl__rt_balance_domains(struct cl_runtime *rt, const int *cpus, un
  *
  * Context: any thread registered with liburcu-memb if it creates task
  * groups later (the runtime's workers register themselves).
+ * The I/O backend (io.h) is chosen here: io_uring, else epoll (env
+ * CL_RUNTIME_IO=epoll or =io_uring forces one; cl_runtime_io_mode()).
+ *
  * Return: the runtime, or NULL with errno EINVAL (more workers than
  * CL_MAX_CPUS, @attr->stack_size or @attr->guard_size out of bounds, an
  * unknown @attr->guard_mode), ENOSYS (CL_RUNTIME_GUARD_MARKERS on a kernel
- * without guard markers), ENOMEM, or pthread_create's error.
+ * without guard markers), ENOMEM, pthread_create's error, or
+ * io_uring_setup()'s (CL_RUNTIME_IO=io_uring where it fails).
  */
 CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *attr)
 {
@@ -185,6 +190,12 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->timer_next = CL__RT_TIMER_NONE;
 		cl_spin_init(&w->timer_lock);
 	}
+	e = cl__rt_io_init(rt); /* the I/O backend (iopoll.h) */
+	if (e) {
+		cl__rt_free(rt);
+		errno = e;
+		return NULL;
+	}
 	if (!(attr && (attr->flags & CL_RUNTIME_UNPINNED)))
 		cl__rt_balance_domains(rt, cpus, nr_allowed);
 	if (!rt->no_overflow_report)
@@ -268,10 +279,10 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
 			struct cl__rt_worker *w = &rt->workers[i];
 
 			epoch[pass][i] = CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST);
-			/* a task asleep on a timer is not blocked for good */
+			/* a task asleep on a timer, or parked in I/O, is not blocked for good */
 			if (!CL_ATOMIC_LOAD(&w->sleeping, CL_SEQ_CST) ||
 			    CL_ATOMIC_LOAD(&w->rq->nr_running, CL_SEQ_CST) || cl__rt_remote_pending(w) ||
-			    CL_ATOMIC_LOAD(&w->wheel.nr, CL_SEQ_CST))
+			    CL_ATOMIC_LOAD(&w->wheel.nr, CL_SEQ_CST) || CL_ATOMIC_LOAD(&w->io_nr, CL_SEQ_CST))
 				return 0;
 			if (CL_ATOMIC_LOAD(&w->idle_epoch, CL_SEQ_CST) != epoch[pass][i])
 				return 0;
@@ -293,6 +304,9 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
  * from outside that was admitted before is waited for (never lost). If
  * every remaining task is blocked (no task can run, so none can wake the
  * others), it returns at once with EDEADLK and the runtime keeps running:
+ * a task parked in I/O (io.h) is not waited for: its call fails with
+ * ECANCELED, as every call of a task that would park from then on, so the
+ * tasks serving connections return;
  * a thread outside may unblock them (cl_chan_close(), cl_waitq_wake_all(),
  * ...) and call it again. Joinable tasks not yet joined are freed by
  * cl_runtime_destroy(). Idempotent, and safe from several threads at once:
@@ -331,6 +345,7 @@ CL_INLINE int cl_runtime_shutdown(struct cl_runtime *rt)
 		spawning = CL_ATOMIC_LOAD(&rt->spawning, CL_SEQ_CST);
 		if (!spawning && CL_ATOMIC_LOAD(&rt->live, CL_SEQ_CST) == 0)
 			break;
+		cl__rt_io_cancel(rt, 0, 1); /* tasks parked in I/O: ECANCELED (io.h), each pass */
 		if (!spawning && cl__rt_all_asleep(rt)) {
 			CL_ATOMIC_FETCH_SUB(&rt->shutdown_waiting, 1, CL_SEQ_CST);
 			errno = EDEADLK;

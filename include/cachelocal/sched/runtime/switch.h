@@ -7,6 +7,8 @@
  * a block, a yield, a preemption or an exit), the wakeup-preemption check,
  * the exit of the non-preemptible count (cl__rt_np_exit(): it acts on a
  * preemption mark), the runtime locks, and blocking (cl__rt_block()).
+ * A task that resumes reaps its worker's I/O (iopoll.h) once the switch
+ * is finished.
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -287,6 +289,7 @@ CL_INLINE void cl__rt_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self,
 	w = cl__rt_switch(w, &self->rc, &n->rc, 0);
 	/* resumed, maybe on another worker */
 	cl__rt_finish(w);
+	cl__rt_io_reap(w, 0); /* I/O that completed: its tasks on the wake list (iopoll.h) */
 	if (CL_UNLIKELY((int64_t)(w->now_ns - w->last_balance_ns) > (int64_t)w->rt->balance_ns))
 		cl__rt_balance(w, w->now_ns);
 }
@@ -439,6 +442,7 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	}
 	/* resumed, maybe on another worker */
 	cl__rt_finish(w);
+	cl__rt_io_reap(w, 0); /* I/O that completed: its tasks on the wake list (iopoll.h) */
 	if (CL_UNLIKELY((int64_t)(w->now_ns - w->last_balance_ns) > (int64_t)w->rt->balance_ns))
 		cl__rt_balance(w, w->now_ns);
 }

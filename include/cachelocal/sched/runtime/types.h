@@ -214,6 +214,68 @@ struct cl__rt_wheel {
 	struct cl__rt_timer *slot[CL__RT_TW_LEVELS][CL__RT_TW_SLOTS];
 };
 
+/*
+ * I/O (iopoll.h: the per-worker backend; io.h: the calls). The backend a
+ * runtime uses (struct cl_runtime.io_mode), chosen at cl_runtime_create().
+ */
+#define CL__RT_IO_URING 1
+#define CL__RT_IO_EPOLL 2
+/* A worker's ring: submission entries (a full queue is submitted at once)
+ * and completion entries (the kernel keeps completions past them:
+ * IORING_FEAT_NODROP). */
+#define CL__RT_IO_SQ_ENTRIES 256u
+#define CL__RT_IO_CQ_ENTRIES 4096u
+/* Submissions a worker batches before it submits them at a switch. */
+#define CL__RT_IO_BATCH 16u
+/* Events one epoll_wait() of a worker takes. */
+#define CL__RT_IO_EVENTS 64
+/* Buckets of the runtime's table of tasks waiting on fds (by fd). */
+#define CL__RT_IO_BUCKETS 256u
+/* Ring user data: ignored completions (cancels, link timeouts), and the
+ * read of the worker's eventfd (its kick); epoll data of the eventfd. */
+#define CL__RT_IO_UD_IGNORE 0ULL
+#define CL__RT_IO_UD_KICK 1ULL
+/* struct cl__rt_worker.sleeping: asleep on the futex, or in the I/O backend
+ * (a kick then writes the worker's eventfd). */
+#define CL__RT_SLEEP_FUTEX 1
+#define CL__RT_SLEEP_IO 2
+/* struct cl__rt_waiter.status of an epoll wait that cl_close() or
+ * cl_runtime_shutdown() ended. */
+#define CL__RT_WAIT_CANCELED (-3)
+
+/*
+ * struct cl__rt_iobucket - the tasks waiting on fds that hash here: their
+ * waiter records (struct cl__rt_waiter, data: the struct cl__rt_ioop), so
+ * that cl_close() finds the waits on an fd. An epoll wait's record is
+ * taken off by whoever ends the wait (the readiness, a close, its timer)
+ * under @lock; a ring operation's by its task once it completed.
+ */
+struct cl__rt_iobucket {
+	struct cl_ticketlock lock;
+	struct cds_list_head waiters;
+} CL_ALIGNED(CL_CACHELINE_SIZE);
+
+/* struct cl__rt_ioop - one I/O wait of a task, on its stack. */
+struct cl__rt_ioop {
+	int fd;
+	short events;                      /* epoll: the poll events it waits for */
+	short revents;                     /* epoll: the events that ended it */
+	int res;                           /* io_uring: the completion's result */
+	int cancelled;                     /* a cancel was asked (cl_close(), shutdown) */
+	uint64_t ud;                       /* io_uring: its user data (address | generation) */
+	struct cl_rt_task *t;              /* the waiting task */
+	struct cl__rt_worker *w;           /* the worker it waits on (its ring or epoll) */
+};
+
+/* struct cl__rt_iocancel - a cancel of a ring operation posted to the
+ * worker that owns the ring (a ring is single-issuer). */
+struct cl__rt_iocancel {
+	struct cl__rt_iocancel *next;
+	uint64_t ud;
+};
+
+struct io_uring;
+
 /* A context the runtime can switch to: a task's or a worker's own stack. */
 struct cl__rt_ctx {
 	struct cl__ctx ctx;
@@ -408,6 +470,19 @@ struct cl__rt_worker {
 	uint64_t timer_next;               /* CLOCK_MONOTONIC ns of the wheel's next event, or
 					    * CL__RT_TIMER_NONE (atomic) */
 	struct cl__rt_wheel wheel;
+	/* I/O (iopoll.h) */
+	struct io_uring *io_ring;          /* io_uring mode: this worker's ring (this thread submits) */
+	int io_epfd;                       /* epoll mode: this worker's epoll instance */
+	int io_evfd;                       /* eventfd a kick writes while it sleeps in I/O */
+	uint64_t io_evbuf;                 /* io_uring mode: the eventfd read's buffer */
+	unsigned int io_nr;                /* tasks parked in I/O here (atomic) */
+	unsigned int io_sq_pending;        /* io_uring: prepared, not yet submitted */
+	unsigned int io_gen;               /* io_uring: generation of the next operation */
+	int io_cancel_all;                 /* io_uring: cancel every operation (shutdown; atomic) */
+	struct cl__rt_iocancel *io_cancels; /* io_uring: cancels posted here (a lock-free stack) */
+	uint64_t io_last_poll;             /* epoll: now_ns at its last look at a switch */
+	uint64_t nr_io_waits;              /* statistics: I/O waits begun here ... */
+	uint64_t nr_io_sleeps;             /* ... idle sleeps in the backend (of nr_idle_sleeps) */
 };
 
 /**
@@ -536,6 +611,8 @@ struct cl_runtime {
 	pthread_t tick_thread;
 	uint64_t nr_tick_parks;            /* statistics: the tick parked (tick thread) */
 	uint64_t nr_balance_kicks;         /* ... it woke a sleeping worker to balance */
+	int io_mode;                       /* CL__RT_IO_URING or CL__RT_IO_EPOLL (iopoll.h) */
+	struct cl__rt_iobucket *io_buckets; /* CL__RT_IO_BUCKETS: tasks waiting on fds */
 	/* workers in an idle spin without a watch (atomic; worker.h): written at
 	 * idle transitions, so kept off the lines every switch reads (the
 	 * clock's, slice_ns) by padding on both sides, whatever the alignment */

@@ -197,14 +197,27 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
 
 /*
  * cl__rt_kick() - wake @w's thread out of its futex sleep (the protocol:
- * cl__rt_enqueue_wake(), cl__rt_wake_push()). The swap to 0 makes one
- * waker do the FUTEX_WAKE; one that lands before the worker's FUTEX_WAIT
- * makes that wait return at once (the word is no longer 1).
+ * cl__rt_enqueue_wake(), cl__rt_wake_push()), or out of its wait in the
+ * I/O backend (CL__RT_SLEEP_IO, iopoll.h): its eventfd, which its ring or
+ * epoll instance watches. The swap to 0 makes one waker do the FUTEX_WAKE
+ * or the write; one that lands before the worker's FUTEX_WAIT makes that
+ * wait return at once (the word is no longer 1); an eventfd written
+ * before the I/O wait stays readable until the worker reads it.
  */
 CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
 {
-	if (CL_ATOMIC_XCHG(&w->sleeping, 0, CL_ACQ_REL) == 1)
+	int was = CL_ATOMIC_XCHG(&w->sleeping, 0, CL_ACQ_REL);
+
+	if (was == CL__RT_SLEEP_FUTEX) {
 		cl__futex_wake(&w->sleeping, 1);
+	} else if (was == CL__RT_SLEEP_IO) {
+		uint64_t one = 1;
+		int e = errno;
+
+		if (write(w->io_evfd, &one, sizeof(one)) < 0) { /* EAGAIN: it is readable already */
+		}
+		errno = e;
+	}
 }
 
 /* Some other worker that sleeps, to pull work from a queue that grew; kick it. */

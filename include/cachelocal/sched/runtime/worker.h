@@ -3,7 +3,8 @@
  * cachelocal/sched/runtime/worker.h - worker threads.
  *
  * Pinning, the idle pick and the worker's loop (pick, run, spin, balance,
- * sleep on its futex until a waker or its next timer).
+ * sleep on its futex, or in its I/O backend while tasks are parked in I/O
+ * on it, until a waker, a completion or its next timer).
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -88,6 +89,7 @@ CL_INLINE int cl__rt_worker_pick(struct cl__rt_worker *w)
 	struct cl_rt_task *n;
 
 	cl__rt_timers_run(w); /* due timers: their tasks on the local wake list */
+	cl__rt_io_reap(w, 0); /* I/O that completed, the same (iopoll.h) */
 	cl__rq_lock(w->rq);
 	cl__rt_drain_remote(w);
 	if (w->watching && cl__rt_watch_claimed(w, w->watching))
@@ -200,7 +202,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 #endif
 	for (;;) {
 		uint64_t now, until;
-		int balanced;
+		int balanced, io;
 
 		while (cl__rt_worker_pick(w))
 			;
@@ -245,7 +247,7 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			until = now + rt->spin_ns;
 			for (unsigned int i = 1; watch || counted; i++) {
 				cl__rt_prefetchw(&w->remote_wakes);
-				if (cl__rt_idle_work(w, watch) || CL_READ_ONCE(rt->stop)) {
+				if (cl__rt_idle_work(w, watch) || CL_READ_ONCE(rt->stop) || cl__rt_io_ready(w)) {
 					hit = 1;
 					break;
 				}
@@ -284,10 +286,12 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			if (CL_READ_ONCE(w->rq->nr_running))
 				continue;
 		}
-		/* sleep: announce, recheck, wait (see the wake protocol) */
+		/* sleep: announce, recheck, wait (see the wake protocol); with
+		 * tasks parked in I/O here, in the I/O backend (iopoll.h) */
+		io = cl__rt_io_sleeps(w);
 		cl__rq_lock(w->rq);
 		if (!w->rq->nr_running && !CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE))
-			CL_ATOMIC_STORE(&w->sleeping, 1, CL_SEQ_CST);
+			CL_ATOMIC_STORE(&w->sleeping, io ? CL__RT_SLEEP_IO : CL__RT_SLEEP_FUTEX, CL_SEQ_CST);
 		cl__rq_unlock(w->rq);
 		CL_INJECT(68); /* announced asleep (rq lock released), not yet waiting */
 		/* a remote waker pushes, then reads `sleeping`: see cl__rt_drain_remote().
@@ -301,7 +305,10 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 			w->nr_idle_sleeps++;
 			w->nr_timer_sleeps += tmo != NULL;
 			cl__rt_poke_shutdown(rt);
-			cl__futex_wait(&w->sleeping, 1, tmo);
+			if (io)
+				cl__rt_io_wait(w, tmo); /* a kick writes its eventfd */
+			else
+				cl__futex_wait(&w->sleeping, CL__RT_SLEEP_FUTEX, tmo);
 		}
 		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
 		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);

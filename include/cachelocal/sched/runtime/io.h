@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cachelocal/sched/runtime/io.h - I/O that parks the task, not the worker:
+ * cl_read(), cl_write(), cl_recv(), cl_send(), cl_accept(), cl_connect(),
+ * cl_poll_fd(), cl_close(), cl_runtime_io_mode().
+ *
+ * In a task, a call parks only the task: the worker runs other tasks and
+ * resumes it when the operation completed (io_uring: the operation itself
+ * is submitted to the worker's ring) or when the fd is ready (epoll: the
+ * call is retried once the fd is ready). Outside a task each call is the
+ * plain system call. Each returns what the system call returns (-1 and
+ * errno). The backends and their limits: iopoll.h and docs/runtime.md, I/O.
+ *
+ * A private piece of sched/runtime/core.h, which includes its pieces in
+ * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
+ * includes the whole core first.
+ */
+#include "core.h"
+
+#ifndef CACHELOCAL_SCHED_RUNTIME_IO_H
+#define CACHELOCAL_SCHED_RUNTIME_IO_H
+
+#include <sys/types.h>
+
+CL_BEGIN_DECLS
+
+/* cl_poll_fd()'s timeout that waits as long as it takes. */
+#define CL_POLL_FOREVER UINT64_MAX
+
+/* The calls, for the shared paths. */
+#define CL__IO_READ 0
+#define CL__IO_WRITE 1
+#define CL__IO_RECV 2
+#define CL__IO_SEND 3
+#define CL__IO_ACCEPT 4
+#define CL__IO_CONNECT 5
+#define CL__IO_POLL 6
+
+struct cl__rt_ioargs {
+	int kind;
+	int fd;
+	void *buf;                          /* read, recv, write, send (const for the last two) */
+	size_t n;
+	int flags;                          /* recv, send */
+	struct sockaddr *addr;              /* accept, connect */
+	socklen_t *alen;                    /* accept */
+	socklen_t clen;                     /* connect */
+	short events;                       /* poll */
+	uint64_t deadline;                  /* poll: CLOCK_MONOTONIC ns, 0: none */
+};
+
+/* Put @self's waiter record on @b for @op (@b's lock held). */
+CL_INLINE void cl__rt_io_enlist(struct cl_rt_task *self, struct cl__rt_iobucket *b, struct cl__rt_ioop *op,
+				short status)
+{
+	struct cl__rt_waiter *wt = &self->wait;
+
+	wt->t = self;
+	CL_WRITE_ONCE(wt->w, self->w);
+	wt->data = op;
+	wt->status = status;
+	wt->aff_flips = -1; /* woken where it parked: its ring or epoll is there */
+	CL_ATOMIC_STORE(&wt->watch, CL__RT_WATCH_NONE, CL_RELAXED);
+	if (self->w->watch_cand == wt)
+		self->w->watch_cand = NULL;
+	cds_list_add_tail(&wt->node, &b->waiters);
+}
+
+/* ---- io_uring: the operation in the worker's ring ---- */
+
+#ifdef CL__RT_HAVE_URING
+/* Prepare @a in @sqe. */
+CL_INLINE void cl__rt_io_prep(struct io_uring_sqe *sqe, const struct cl__rt_ioargs *a)
+{
+	switch (a->kind) {
+	case CL__IO_READ:
+		io_uring_prep_read(sqe, a->fd, a->buf, (unsigned int)(a->n > 0x7ffff000u ? 0x7ffff000u : a->n),
+				   (uint64_t)-1);
+		break;
+	case CL__IO_WRITE:
+		io_uring_prep_write(sqe, a->fd, a->buf, (unsigned int)(a->n > 0x7ffff000u ? 0x7ffff000u : a->n),
+				    (uint64_t)-1);
+		break;
+	case CL__IO_RECV:
+		io_uring_prep_recv(sqe, a->fd, a->buf, a->n, a->flags);
+		break;
+	case CL__IO_SEND:
+		io_uring_prep_send(sqe, a->fd, a->buf, a->n, a->flags);
+		break;
+	case CL__IO_ACCEPT:
+		io_uring_prep_accept(sqe, a->fd, a->addr, a->alen, 0);
+		break;
+	case CL__IO_CONNECT:
+		io_uring_prep_connect(sqe, a->fd, a->addr, a->clen);
+		break;
+	default:
+		io_uring_prep_poll_add(sqe, a->fd, (unsigned int)(uint16_t)a->events);
+		break;
+	}
+}
+
+/*
+ * @a as one operation in @self's worker's ring (a poll with a deadline:
+ * linked to a timeout), parked until its completion is reaped there. Its
+ * record is on the fd table meanwhile, for cl_close(). Return: the
+ * completion's result (-errno on failure; -ECANCELED if cancelled; a poll
+ * that timed out: 0).
+ */
+CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
+{
+	struct cl__rt_iobucket *b = cl__rt_io_bucket(self->rt, a->fd);
+	unsigned int need = a->kind == CL__IO_POLL && a->deadline ? 2u : 1u;
+	struct __kernel_timespec ts;
+	struct io_uring_sqe *sqe;
+	struct cl__rt_worker *w;
+	struct cl__rt_ioop op;
+	int cancelled;
+
+	cl__rt_np_inc(self); /* on this worker (its ring) until parked */
+	w = self->w;
+	if (CL_ATOMIC_LOAD(&self->rt->closing, CL_ACQUIRE)) {
+		cl__rt_np_exit(self);
+		return -ECANCELED; /* shutdown under way: see cl_runtime_shutdown() */
+	}
+	if (io_uring_sq_space_left(w->io_ring) < need)
+		cl__rt_io_submit(w);
+	if (io_uring_sq_space_left(w->io_ring) < need) {
+		cl__rt_np_exit(self);
+		return -EAGAIN;
+	}
+	memset(&op, 0, sizeof(op));
+	op.fd = a->fd;
+	op.w = w;
+	op.t = self;
+	op.ud = (uint64_t)(uintptr_t)&op | (uint64_t)(w->io_gen++ & 0xffffu) << 48;
+	cl_ticket_lock(&b->lock);
+	cl__rt_io_enlist(self, b, &op, -1);
+	(void)cl_ticket_unlock(&b->lock);
+	sqe = io_uring_get_sqe(w->io_ring);
+	cl__rt_io_prep(sqe, a);
+	io_uring_sqe_set_data64(sqe, op.ud);
+	if (need == 2) {
+		uint64_t now = cl__rt_timer_now(), d = a->deadline > now ? a->deadline - now : 0;
+
+		sqe->flags |= IOSQE_IO_LINK;
+		ts.tv_sec = (long long)(d / 1000000000ULL);
+		ts.tv_nsec = (long long)(d % 1000000000ULL);
+		sqe = io_uring_get_sqe(w->io_ring);
+		io_uring_prep_link_timeout(sqe, &ts, 0);
+		io_uring_sqe_set_data64(sqe, CL__RT_IO_UD_IGNORE);
+	}
+	w->io_sq_pending += need;
+	CL_ATOMIC_FETCH_ADD(&w->io_nr, 1u, CL_RELAXED);
+	w->nr_io_waits++;
+	cl__rt_np_inc(self); /* cl__rt_block() drops one */
+	cl__rt_block(self, NULL);
+	/* its completion was reaped on op.w, which woke it */
+	CL_ATOMIC_FETCH_SUB(&op.w->io_nr, 1u, CL_RELAXED);
+	cl_ticket_lock(&b->lock);
+	cds_list_del(&self->wait.node);
+	cancelled = op.cancelled;
+	(void)cl_ticket_unlock(&b->lock);
+	cl__rt_np_exit(self);
+	if (op.res == -ECANCELED && need == 2 && !cancelled)
+		return 0; /* the linked timeout cancelled the poll */
+	if (op.res < 0 && cancelled)
+		return -ECANCELED;
+	return op.res;
+}
+#endif /* CL__RT_HAVE_URING */
+
+/* ---- epoll: readiness, then the call ---- */
+
+/*
+ * Park @self until @fd is ready for @events in its worker's epoll instance,
+ * or @deadline (CLOCK_MONOTONIC ns; 0: none) passes: its record on the fd
+ * table with status CL__RT_WAIT_PENDING, ended by exactly one of the
+ * worker's reaping, cl_close() or shutdown (CL__RT_WAIT_CANCELED), and
+ * its timer (the waitq.h protocol, the bucket's lock for the list's).
+ * Return: the events that came (> 0), 0 (timed out), or -errno
+ * (ECANCELED; EPERM: epoll cannot watch @fd, which is then always ready).
+ */
+CL_INLINE int cl__rt_io_epoll_wait(struct cl_rt_task *self, int fd, short events, uint64_t deadline)
+{
+	struct cl__rt_iobucket *b = cl__rt_io_bucket(self->rt, fd);
+	struct cl__rt_worker *w;
+	struct cl__rt_ioop op;
+	int st, err;
+
+	cl__rt_lock_as(self, &b->lock);
+	w = self->w;
+	if (CL_ATOMIC_LOAD(&self->rt->closing, CL_ACQUIRE)) {
+		cl__rt_unlock_as(self, &b->lock);
+		return -ECANCELED;
+	}
+	memset(&op, 0, sizeof(op));
+	op.fd = fd;
+	op.events = events;
+	op.w = w;
+	op.t = self;
+	cl__rt_io_enlist(self, b, &op, CL__RT_WAIT_PENDING);
+	err = cl__rt_io_epoll_arm(w, b, fd);
+	if (err) {
+		cds_list_del(&self->wait.node);
+		cl__rt_unlock_as(self, &b->lock);
+		return -err;
+	}
+	if (deadline)
+		cl__rt_timer_arm(w, self, deadline, &b->lock);
+	CL_ATOMIC_FETCH_ADD(&w->io_nr, 1u, CL_RELAXED);
+	w->nr_io_waits++;
+	cl__rt_block(self, &b->lock); /* the lock is released after the switch */
+	st = self->wait.status;
+	if (deadline && st != CL__RT_WAIT_TIMEDOUT)
+		cl__rt_timer_disarm(self);
+	CL_ATOMIC_FETCH_SUB(&op.w->io_nr, 1u, CL_RELAXED);
+	if (st == 0)
+		return op.revents ? op.revents : events;
+	return st == CL__RT_WAIT_TIMEDOUT ? 0 : -ECANCELED;
+}
+
+/* poll(2) of one fd for at most @ns (NULL-like UINT64_MAX: no limit). */
+CL_INLINE int cl__rt_io_poll1(int fd, short events, uint64_t ns)
+{
+	struct pollfd p;
+	struct timespec ts;
+	long r;
+
+	p.fd = fd;
+	p.events = events;
+	p.revents = 0;
+	ts.tv_sec = (time_t)(ns / 1000000000ULL);
+	ts.tv_nsec = (long)(ns % 1000000000ULL);
+	r = syscall(SYS_ppoll, &p, 1UL, ns == CL_POLL_FOREVER ? NULL : &ts, NULL, (size_t)8);
+	if (r < 0)
+		return -1;
+	if (r > 0 && (p.revents & POLLNVAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	return r ? p.revents : 0;
+}
+
+/* The plain (blocking) system call of @a. */
+CL_INLINE long cl__rt_io_plain(const struct cl__rt_ioargs *a)
+{
+	switch (a->kind) {
+	case CL__IO_READ:
+		return (long)read(a->fd, a->buf, a->n);
+	case CL__IO_WRITE:
+		return (long)write(a->fd, a->buf, a->n);
+	case CL__IO_RECV:
+		return (long)recv(a->fd, a->buf, a->n, a->flags);
+	case CL__IO_SEND:
+		return (long)send(a->fd, a->buf, a->n, a->flags);
+	case CL__IO_ACCEPT:
+		return accept(a->fd, a->addr, a->alen);
+	default:
+		return connect(a->fd, a->addr, a->clen);
+	}
+}
+
+/*
+ * @a without blocking the worker: -EAGAIN when it would block. Sockets:
+ * MSG_DONTWAIT. Other fds, and accept(): the call once poll() says the fd
+ * is ready (@ready: the caller knows it is), so a blocking fd whose
+ * readiness another thread takes first may still block the worker (see
+ * docs/runtime.md, I/O). Sets *@sock to 0 once an fd is not a socket.
+ */
+CL_INLINE long cl__rt_io_try(const struct cl__rt_ioargs *a, int *sock, int ready)
+{
+	long r;
+	short ev = a->kind == CL__IO_WRITE ? POLLOUT : POLLIN;
+
+	if (*sock && (a->kind == CL__IO_READ || a->kind == CL__IO_RECV))
+		r = (long)recv(a->fd, a->buf, a->n, (a->kind == CL__IO_RECV ? a->flags : 0) | MSG_DONTWAIT);
+	else if (*sock && (a->kind == CL__IO_WRITE || a->kind == CL__IO_SEND))
+		r = (long)send(a->fd, a->buf, a->n, (a->kind == CL__IO_SEND ? a->flags : 0) | MSG_DONTWAIT);
+	else
+		goto polled;
+	if (r >= 0 || errno != ENOTSOCK || a->kind == CL__IO_RECV || a->kind == CL__IO_SEND)
+		return r < 0 ? -errno : r;
+	*sock = 0;
+polled:
+	if (!ready) {
+		int p = cl__rt_io_poll1(a->fd, ev, 0);
+
+		if (p == 0)
+			return -EAGAIN;
+	}
+	r = cl__rt_io_plain(a);
+	return r < 0 ? -errno : r;
+}
+
+/* connect() in a task, epoll mode: non-blocking for the call, parked until
+ * the socket is writable, then its SO_ERROR. */
+CL_INLINE long cl__rt_io_epoll_connect(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
+{
+	int fl = fcntl(a->fd, F_GETFL), r, err = 0;
+	socklen_t el = sizeof(err);
+
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_NONBLOCK) && fcntl(a->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	r = connect(a->fd, a->addr, a->clen);
+	if (r < 0 && errno == EINPROGRESS) {
+		r = cl__rt_io_epoll_wait(self, a->fd, POLLOUT, 0);
+		if (r > 0)
+			r = getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ? -errno : err ? -err : 0;
+	} else if (r < 0) {
+		r = -errno;
+	}
+	if (!(fl & O_NONBLOCK))
+		(void)fcntl(a->fd, F_SETFL, fl);
+	return r;
+}
+
+/* @a in a task, epoll mode: tried, and retried each time the fd is ready. */
+CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
+{
+	short ev = a->kind == CL__IO_WRITE || a->kind == CL__IO_SEND ? POLLOUT : POLLIN;
+	int sock = a->kind != CL__IO_ACCEPT, ready = 0;
+
+	if (a->kind == CL__IO_CONNECT)
+		return cl__rt_io_epoll_connect(self, a);
+	for (;;) {
+		long r = cl__rt_io_try(a, &sock, ready);
+		int p;
+
+		if (r != -EAGAIN && r != -EWOULDBLOCK)
+			return r;
+		p = cl__rt_io_epoll_wait(self, a->fd, ev, 0);
+		if (p == -EPERM) { /* a regular file: always ready */
+			r = cl__rt_io_plain(a);
+			return r < 0 ? -errno : r;
+		}
+		if (p < 0)
+			return p;
+		ready = 1;
+	}
+}
+
+/* @a: in a task through the runtime's backend, else the plain call. */
+CL_INLINE long cl__rt_io_call(const struct cl__rt_ioargs *a)
+{
+	struct cl_rt_task *self = cl__rt_current();
+	long r;
+
+	if (!self || !self->rt->io_buckets || a->fd < 0)
+		return cl__rt_io_plain(a);
+#ifdef CL__RT_HAVE_URING
+	if (self->rt->io_mode == CL__RT_IO_URING)
+		r = cl__rt_io_ring_call(self, a);
+	else
+#endif
+		r = cl__rt_io_epoll_call(self, a);
+	if (r < 0) {
+		cl__rt_set_errno((int)-r);
+		return -1;
+	}
+	return r;
+}
+
+/**
+ * cl_read() - read(2) that parks the calling task, not its worker.
+ * @fd: the file descriptor.
+ * @buf: where to read to.
+ * @n: at most this many bytes.
+ *
+ * In a task the task parks until data (or EOF) is there; the worker runs
+ * other tasks meanwhile. Outside a task: read(2). See docs/runtime.md, I/O.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: read(2)'s: bytes read, 0 at EOF, or -1 with errno (EBADF, EFAULT,
+ * ...; ECANCELED: cl_close() of @fd by another task, or
+ * cl_runtime_shutdown(), ended the wait).
+ */
+CL_INLINE ssize_t cl_read(int fd, void *buf, size_t n)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_READ;
+	a.fd = fd;
+	a.buf = buf;
+	a.n = n;
+	return (ssize_t)cl__rt_io_call(&a);
+}
+
+/**
+ * cl_write() - write(2) that parks the calling task, not its worker.
+ * @fd: the file descriptor.
+ * @buf: the bytes.
+ * @n: how many.
+ *
+ * As cl_read(), for writing: the task parks until the fd takes data.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: write(2)'s: bytes written (maybe fewer than @n), or -1 with errno
+ * (as cl_read()).
+ */
+CL_INLINE ssize_t cl_write(int fd, const void *buf, size_t n)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_WRITE;
+	a.fd = fd;
+	a.buf = (void *)(uintptr_t)buf;
+	a.n = n;
+	return (ssize_t)cl__rt_io_call(&a);
+}
+
+/**
+ * cl_recv() - recv(2) that parks the calling task, not its worker.
+ * @fd: a socket.
+ * @buf: where to receive to.
+ * @n: at most this many bytes.
+ * @flags: recv(2)'s flags (MSG_DONTWAIT: never parks).
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: recv(2)'s, or -1 with errno (as cl_read()).
+ */
+CL_INLINE ssize_t cl_recv(int fd, void *buf, size_t n, int flags)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_RECV;
+	a.fd = fd;
+	a.buf = buf;
+	a.n = n;
+	a.flags = flags;
+	return (ssize_t)cl__rt_io_call(&a);
+}
+
+/**
+ * cl_send() - send(2) that parks the calling task, not its worker.
+ * @fd: a socket.
+ * @buf: the bytes.
+ * @n: how many.
+ * @flags: send(2)'s flags (MSG_NOSIGNAL: EPIPE without SIGPIPE).
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: send(2)'s, or -1 with errno (as cl_read()).
+ */
+CL_INLINE ssize_t cl_send(int fd, const void *buf, size_t n, int flags)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_SEND;
+	a.fd = fd;
+	a.buf = (void *)(uintptr_t)buf;
+	a.n = n;
+	a.flags = flags;
+	return (ssize_t)cl__rt_io_call(&a);
+}
+
+/**
+ * cl_accept() - accept(2) that parks the calling task, not its worker.
+ * @fd: a listening socket.
+ * @addr: the peer's address (NULL: not wanted).
+ * @addrlen: in: @addr's size, out: the address's (NULL with @addr NULL).
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: the new connection's fd, or -1 with errno (as cl_read()).
+ */
+CL_INLINE int cl_accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_ACCEPT;
+	a.fd = fd;
+	a.addr = addr;
+	a.alen = addrlen;
+	return (int)cl__rt_io_call(&a);
+}
+
+/**
+ * cl_connect() - connect(2) that parks the calling task, not its worker.
+ * @fd: a socket.
+ * @addr: the address.
+ * @len: its size.
+ *
+ * In a task the task parks until the connection is made or failed (also
+ * on a non-blocking socket: no EINPROGRESS).
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: 0, or -1 with errno (connect(2)'s; ECANCELED as cl_read()).
+ */
+CL_INLINE int cl_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_CONNECT;
+	a.fd = fd;
+	a.addr = (struct sockaddr *)(uintptr_t)addr;
+	a.clen = len;
+	return (int)cl__rt_io_call(&a);
+}
+
+/**
+ * cl_poll_fd() - wait until one fd is ready, parking the task.
+ * @fd: the file descriptor.
+ * @events: poll(2) events (POLLIN, POLLOUT, ...).
+ * @timeout_ns: at most this long (0: look without waiting;
+ *              CL_POLL_FOREVER: no limit).
+ *
+ * Context: any thread (outside a task: ppoll(2)); in a task, no spinlock
+ * held.
+ * Return: the events that came (> 0; POLLERR and POLLHUP come unasked), 0
+ * when the timeout expired, or -1 with errno (EBADF: @fd is not open,
+ * where poll(2) would report POLLNVAL; ECANCELED as cl_read(); EINTR
+ * outside a task).
+ */
+CL_INLINE int cl_poll_fd(int fd, short events, uint64_t timeout_ns)
+{
+	struct cl_rt_task *self = cl__rt_current();
+	struct cl__rt_ioargs a;
+	int r;
+
+	if (!self || !self->rt->io_buckets || fd < 0 || !timeout_ns)
+		return cl__rt_io_poll1(fd, events, timeout_ns);
+	memset(&a, 0, sizeof(a));
+	a.kind = CL__IO_POLL;
+	a.fd = fd;
+	a.events = events;
+	a.deadline = timeout_ns == CL_POLL_FOREVER ? 0 : cl__rt_deadline(timeout_ns);
+#ifdef CL__RT_HAVE_URING
+	if (self->rt->io_mode == CL__RT_IO_URING) {
+		r = (int)cl__rt_io_ring_call(self, &a);
+	} else
+#endif
+	{
+		r = cl__rt_io_poll1(fd, events, 0); /* ready now: no park */
+		if (r == 0) {
+			r = cl__rt_io_epoll_wait(self, fd, events, a.deadline);
+			if (r == -EPERM)
+				r = cl__rt_io_poll1(fd, events, 0) < 0 ? -errno : events;
+		} else if (r < 0) {
+			r = -errno;
+		}
+	}
+	if (r < 0) {
+		cl__rt_set_errno(-r);
+		return -1;
+	}
+	return r;
+}
+
+/*
+ * End every I/O wait on @fd in @rt (cl_close()), or every one (@all:
+ * shutdown) with ECANCELED: epoll waits are taken off the table and woken
+ * here; ring operations get a cancel posted to the worker that owns them.
+ */
+CL_INLINE void cl__rt_io_cancel(struct cl_runtime *rt, int fd, int all)
+{
+	struct cds_list_head woken, *pos, *n;
+
+	CDS_INIT_LIST_HEAD(&woken);
+	if (rt->io_mode == CL__RT_IO_URING && all) {
+		for (unsigned int i = 0; i < rt->nr_workers; i++)
+			if (CL_ATOMIC_LOAD(&rt->workers[i].io_nr, CL_RELAXED)) {
+				CL_ATOMIC_STORE(&rt->workers[i].io_cancel_all, 1, CL_RELEASE);
+				cl__rt_kick(&rt->workers[i]);
+			}
+		return;
+	}
+	for (unsigned int i = all ? 0 : (unsigned int)fd % CL__RT_IO_BUCKETS; i < CL__RT_IO_BUCKETS; i++) {
+		struct cl__rt_iobucket *b = &rt->io_buckets[i];
+
+		cl__rt_lock(&b->lock);
+		cds_list_for_each_safe(pos, n, &b->waiters) {
+			struct cl__rt_waiter *wt = cl_container_of(pos, struct cl__rt_waiter, node);
+			struct cl__rt_ioop *op = (struct cl__rt_ioop *)wt->data;
+
+			if (!all && op->fd != fd)
+				continue;
+			if (rt->io_mode == CL__RT_IO_EPOLL) {
+				cds_list_del(pos);
+				wt->status = CL__RT_WAIT_CANCELED;
+				cds_list_add_tail(pos, &woken);
+			} else if (!op->cancelled) {
+				struct cl__rt_iocancel *c = (struct cl__rt_iocancel *)malloc(sizeof(*c));
+
+				op->cancelled = 1;
+				if (!c)
+					continue; /* (no memory: the operation goes on) */
+				c->ud = op->ud;
+				c->next = CL_ATOMIC_LOAD(&op->w->io_cancels, CL_RELAXED);
+				while (!CL_ATOMIC_CAS(&op->w->io_cancels, &c->next, c, CL_RELEASE, CL_RELAXED))
+					;
+				cl__rt_kick(op->w);
+			}
+		}
+		cl__rt_unlock(&b->lock);
+		if (!all)
+			break;
+	}
+	while (!cds_list_empty(&woken))
+		cl__rt_wake_rec(cl__rt_waiter_pop(&woken));
+}
+
+/**
+ * cl_close() - close(2), ending the waits of other tasks on the fd.
+ * @fd: the file descriptor.
+ *
+ * In a task, every task of the runtime parked in a call on @fd (on any
+ * worker) is woken and that call fails with ECANCELED (or completes, if
+ * its operation finished first); then @fd is closed. Outside a task:
+ * close(2) (a wait on @fd is not ended: close it from a task).
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: close(2)'s: 0, or -1 with errno (EBADF, ...).
+ */
+CL_INLINE int cl_close(int fd)
+{
+	struct cl_rt_task *self = cl__rt_current();
+
+	if (self && fd >= 0 && self->rt->io_buckets)
+		cl__rt_io_cancel(self->rt, fd, 0);
+	return close(fd);
+}
+
+/**
+ * cl_runtime_io_mode() - the I/O backend of @rt.
+ * @rt: the runtime.
+ *
+ * Context: any.
+ * Return: "io_uring" or "epoll", or NULL with errno EINVAL (NULL @rt).
+ */
+CL_INLINE const char *cl_runtime_io_mode(const struct cl_runtime *rt)
+{
+	if (CL__BAD_ARG(rt == NULL))
+		return NULL;
+	return rt->io_mode == CL__RT_IO_URING ? "io_uring" : "epoll";
+}
+
+CL_END_DECLS
+
+#endif /* CACHELOCAL_SCHED_RUNTIME_IO_H */
