@@ -307,6 +307,9 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(HEADERS) tests/unit/cl_test.h tests/unit
 $(BUILD)/tests/unit/test_example_histogram $(BUILD)/tests/unit/test_example_histogram.v1 \
 	$(BUILD)/tests/unit/test_example_histogram.v2: examples/histogram.c
 
+# The echo server example, tested by including it.
+$(BUILD)/tests/unit/test_example_echo_server: examples/echo_server.c
+
 # Variant N of a unit test: flags from line N of NAME.variants.
 define VARIANT_RULE
 $$(BUILD)/tests/unit/%.v$(1): tests/unit/%.c tests/unit/%.variants $$(HEADERS) tests/unit/cl_test.h tests/unit/crshim.h \
