@@ -899,7 +899,7 @@ X64_CC ?= gcc
 X64_OUT := build/x86_64
 X64_CFLAGS := -std=c11 -O2 $(PROG_WARN) -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"/data"' \
 	-DCL_TEST_SHIM $(EXTRA_CFLAGS)
-X64_LDFLAGS := -static -pthread -lurcu-cds -lurcu-memb -lurcu-common -lm
+X64_LDFLAGS := -static -pthread -lurcu-cds -lurcu-memb -lurcu-common -luring -lm
 $(eval $(call STATIC_RULES,$(X64_OUT),$(X64_CC),$(X64_CFLAGS),$(X64_LDFLAGS),X64,\
 	-std=gnu11 -O2 -Wall -Iinclude $(EXTRA_CFLAGS)))
 

@@ -49,7 +49,8 @@ static int server_in(int m, struct echo_server *s, unsigned short *port)
 	if (!s->rt)
 		return 0;
 	s->lfd = echo_listen(port);
-	cr_assert_geq(s->lfd, 0);
+	if (s->lfd < 0)
+		cr_skip_test("no loopback here (listen on 127.0.0.1: %s)", strerror(errno));
 	return 1;
 }
 

