@@ -107,7 +107,7 @@ CL_INLINE void cl__rt_io_prep(struct io_uring_sqe *sqe, const struct cl__rt_ioar
  * @a as one operation in @self's worker's ring (a poll with a deadline:
  * linked to a timeout), parked until its completion is reaped there. Its
  * record is on the fd table meanwhile, for cl_close(). Return: the
- * completion's result (-errno on failure; -ECANCELED if cancelled; a poll
+ * completion's result (-cl__rt_io_errno() on failure; -ECANCELED if cancelled; a poll
  * that timed out: 0).
  */
 CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
@@ -181,7 +181,7 @@ CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_
  * table with status CL__RT_WAIT_PENDING, ended by exactly one of the
  * worker's reaping, cl_close() or shutdown (CL__RT_WAIT_CANCELED), and
  * its timer (the waitq.h protocol, the bucket's lock for the list's).
- * Return: the events that came (> 0), 0 (timed out), or -errno
+ * Return: the events that came (> 0), 0 (timed out), or -cl__rt_io_errno()
  * (ECANCELED; EPERM: epoll cannot watch @fd, which is then always ready).
  */
 CL_INLINE int cl__rt_io_epoll_wait(struct cl_rt_task *self, int fd, short events, uint64_t deadline)
@@ -223,7 +223,7 @@ CL_INLINE int cl__rt_io_epoll_wait(struct cl_rt_task *self, int fd, short events
 	return st == CL__RT_WAIT_TIMEDOUT ? 0 : -ECANCELED;
 }
 
-/* poll(2) of one fd for at most @ns (NULL-like UINT64_MAX: no limit). */
+/* poll(2) of one fd for at most @ns (CL_POLL_FOREVER: no limit). */
 CL_INLINE int cl__rt_io_poll1(int fd, short events, uint64_t ns)
 {
 	struct pollfd p;
@@ -239,7 +239,7 @@ CL_INLINE int cl__rt_io_poll1(int fd, short events, uint64_t ns)
 	if (r < 0)
 		return -1;
 	if (r > 0 && (p.revents & POLLNVAL)) {
-		errno = EBADF;
+		cl__rt_set_errno(EBADF);
 		return -1;
 	}
 	return r ? p.revents : 0;
@@ -283,8 +283,8 @@ CL_INLINE long cl__rt_io_try(const struct cl__rt_ioargs *a, int *sock, int ready
 		r = (long)send(a->fd, a->buf, a->n, (a->kind == CL__IO_SEND ? a->flags : 0) | MSG_DONTWAIT);
 	else
 		goto polled;
-	if (r >= 0 || errno != ENOTSOCK || a->kind == CL__IO_RECV || a->kind == CL__IO_SEND)
-		return r < 0 ? -errno : r;
+	if (r >= 0 || cl__rt_io_errno() != ENOTSOCK || a->kind == CL__IO_RECV || a->kind == CL__IO_SEND)
+		return r < 0 ? -cl__rt_io_errno() : r;
 	*sock = 0;
 polled:
 	if (!ready) {
@@ -302,7 +302,7 @@ polled:
 	} else {
 		r = cl__rt_io_plain(a);
 	}
-	return r < 0 ? -errno : r;
+	return r < 0 ? -cl__rt_io_errno() : r;
 }
 
 /* connect() in a task, epoll mode: non-blocking for the call, parked until
@@ -313,16 +313,16 @@ CL_INLINE long cl__rt_io_epoll_connect(struct cl_rt_task *self, const struct cl_
 	socklen_t el = sizeof(err);
 
 	if (fl < 0)
-		return -errno;
+		return -cl__rt_io_errno();
 	if (!(fl & O_NONBLOCK) && fcntl(a->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
+		return -cl__rt_io_errno();
 	r = connect(a->fd, a->addr, a->clen);
-	if (r < 0 && errno == EINPROGRESS) {
+	if (r < 0 && cl__rt_io_errno() == EINPROGRESS) {
 		r = cl__rt_io_epoll_wait(self, a->fd, POLLOUT, 0);
 		if (r > 0)
-			r = getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ? -errno : err ? -err : 0;
+			r = getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ? -cl__rt_io_errno() : err ? -err : 0;
 	} else if (r < 0) {
-		r = -errno;
+		r = -cl__rt_io_errno();
 	}
 	if (!(fl & O_NONBLOCK))
 		(void)fcntl(a->fd, F_SETFL, fl);
@@ -346,7 +346,7 @@ CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt
 		p = cl__rt_io_epoll_wait(self, a->fd, ev, 0);
 		if (p == -EPERM) { /* a regular file: always ready */
 			r = cl__rt_io_plain(a);
-			return r < 0 ? -errno : r;
+			return r < 0 ? -cl__rt_io_errno() : r;
 		}
 		if (p < 0)
 			return p;
@@ -553,9 +553,9 @@ CL_INLINE int cl_poll_fd(int fd, short events, uint64_t timeout_ns)
 		if (r == 0) {
 			r = cl__rt_io_epoll_wait(self, fd, events, a.deadline);
 			if (r == -EPERM)
-				r = cl__rt_io_poll1(fd, events, 0) < 0 ? -errno : events;
+				r = cl__rt_io_poll1(fd, events, 0) < 0 ? -cl__rt_io_errno() : events;
 		} else if (r < 0) {
-			r = -errno;
+			r = -cl__rt_io_errno();
 		}
 	}
 	if (r < 0) {

@@ -61,6 +61,16 @@ CL_BEGIN_DECLS
  * operation whose record has the same address. */
 #define CL__RT_IO_UD_ADDR ((1ULL << 48) - 1)
 
+/*
+ * errno, read through a call the compiler cannot see through: a task may
+ * resume on another worker thread, and an errno address computed before a
+ * switch would be the old thread's (as cl__rt_set_errno()).
+ */
+CL_NOINLINE CL_UNUSED static int cl__rt_io_errno(void)
+{
+	return errno;
+}
+
 /* The bucket of the runtime's fd table for @fd. */
 CL_INLINE struct cl__rt_iobucket *cl__rt_io_bucket(struct cl_runtime *rt, int fd)
 {
@@ -95,9 +105,9 @@ CL_INLINE int cl__rt_io_epoll_arm(struct cl__rt_worker *w, struct cl__rt_iobucke
 	ev.data.u64 = (uint64_t)(unsigned int)fd;
 	if (epoll_ctl(w->io_epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
 		return 0;
-	if (errno == ENOENT && epoll_ctl(w->io_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+	if (cl__rt_io_errno() == ENOENT && epoll_ctl(w->io_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
 		return 0;
-	return errno;
+	return cl__rt_io_errno();
 }
 
 /* @fd is ready with @revents on @w: wake its waiters on @w whose events
@@ -287,10 +297,8 @@ CL_INLINE int cl__rt_io_ready(const struct cl__rt_worker *w)
  * at most once per CL__RT_IO_POLL_NS unless @force). At picks and
  * switches. Context: @w's thread, holding no lock.
  */
-CL_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
+CL_NOINLINE CL_UNUSED static void cl__rt_io_reap_slow(struct cl__rt_worker *w, int force)
 {
-	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending && !cl__rt_io_ready(w))
-		return;
 #ifdef CL__RT_HAVE_URING
 	if (w->io_ring) {
 		if (CL_UNLIKELY(CL_ATOMIC_LOAD(&w->io_cancels, CL_RELAXED) ||
@@ -309,6 +317,16 @@ CL_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
 		w->io_last_poll = w->now_ns;
 		cl__rt_io_epoll_poll(w);
 	}
+}
+
+/* Inline, the test that finds nothing to do; the rest out of line (it
+ * saves errno, whose address must be this thread's: a task that resumed
+ * after a switch may be on another worker thread, cl__rt_set_errno()). */
+CL_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
+{
+	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending && !cl__rt_io_ready(w))
+		return;
+	cl__rt_io_reap_slow(w, force);
 }
 
 /* Does @w sleep in its I/O backend (tasks parked in I/O, or submissions

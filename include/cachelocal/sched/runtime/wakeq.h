@@ -195,6 +195,19 @@ CL_INLINE void cl__rt_wake_mark_local(struct cl__rt_worker *w)
 		CL_ATOMIC_FETCH_OR(&w->preempt_pending, CL__RT_PP_WAKE, CL_RELAXED);
 }
 
+/* Write 1 to a worker's eventfd (its kick while it sleeps in I/O), errno
+ * kept. Out of line: errno's address must be this thread's, and a task
+ * that wakes another may have resumed on another worker thread. */
+CL_NOINLINE CL_UNUSED static void cl__rt_kick_evfd(int fd)
+{
+	uint64_t one = 1;
+	int e = errno;
+
+	if (write(fd, &one, sizeof(one)) < 0) { /* EAGAIN: it is readable already */
+	}
+	errno = e;
+}
+
 /*
  * cl__rt_kick() - wake @w's thread out of its futex sleep (the protocol:
  * cl__rt_enqueue_wake(), cl__rt_wake_push()), or out of its wait in the
@@ -211,12 +224,7 @@ CL_INLINE void cl__rt_kick(struct cl__rt_worker *w)
 	if (was == CL__RT_SLEEP_FUTEX) {
 		cl__futex_wake(&w->sleeping, 1);
 	} else if (was == CL__RT_SLEEP_IO) {
-		uint64_t one = 1;
-		int e = errno;
-
-		if (write(w->io_evfd, &one, sizeof(one)) < 0) { /* EAGAIN: it is readable already */
-		}
-		errno = e;
+		cl__rt_kick_evfd(w->io_evfd);
 	}
 }
 
