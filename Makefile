@@ -714,7 +714,7 @@ check-bench-report: $(BENCH_BIN)
 
 # cachelocal.pc links liburcu only where used (the sched/ headers), if installed.
 comma := ,
-URCU_LIBS_AS_NEEDED := $(if $(URCU_LIBS),-Wl$(comma)--push-state$(comma)--as-needed $(strip $(URCU_LIBS)) -Wl$(comma)--pop-state)
+URCU_LIBS_AS_NEEDED := $(if $(URCU_LIBS),-Wl$(comma)--push-state$(comma)--as-needed $(strip $(URCU_LIBS) $(URING_LIBS)) -Wl$(comma)--pop-state)
 # The CMake config finds the headers relative to its own location (relocatable).
 CMAKE_TO_INCLUDEDIR = $(shell realpath -m --relative-to=$(CMAKEDIR) $(INCLUDEDIR))
 CMAKE_FILES := cachelocalConfig cachelocalConfigVersion
