@@ -74,6 +74,14 @@ out:
 	return NULL;
 }
 
+/* errno after a call that parked the task: read through a call the
+ * compiler cannot inline (the task may have resumed on another worker
+ * thread, and errno's address is the thread's: docs/runtime.md, I/O). */
+static __attribute__((noinline)) int task_errno(void)
+{
+	return errno;
+}
+
 struct echo_server {
 	struct cl_runtime *rt;
 	int lfd;
@@ -95,11 +103,11 @@ static void *echo_serve(void *p)
 		int c = cl_accept(s->lfd, NULL, NULL);
 
 		if (c < 0)
-			return (void *)(intptr_t)errno;
+			return (void *)(intptr_t)task_errno();
 		s->accepted++;
 		if (!cl_spawn(s->rt, &sa, echo_conn, (void *)(intptr_t)c)) {
 			close(c);
-			return (void *)(intptr_t)errno;
+			return (void *)(intptr_t)task_errno();
 		}
 	}
 	return NULL;

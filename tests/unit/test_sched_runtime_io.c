@@ -33,6 +33,22 @@
 
 /* ---- helpers ---- */
 
+/*
+ * errno in a task, through calls the compiler cannot see through: a task
+ * may resume on another worker thread after a call that parked it (or was
+ * preempted), and an errno address computed before would be the old
+ * thread's (TSan reports the read on the other thread's TLS).
+ */
+static __attribute__((noinline)) int err(void)
+{
+	return errno;
+}
+
+static __attribute__((noinline)) void clear_err(void)
+{
+	errno = 0;
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -174,7 +190,7 @@ Test(sched_runtime_io, mode_reports_the_forced_backend)
 	cr_assert_not_null(rt);
 	cr_assert(!strcmp(cl_runtime_io_mode(rt), "io_uring") || !strcmp(cl_runtime_io_mode(rt), "epoll"));
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
-	errno = 0;
+	clear_err();
 	cr_assert_null(cl_runtime_io_mode(NULL));
 	cr_assert_eq(errno, EINVAL);
 }
@@ -399,7 +415,7 @@ static void *refused(void *p)
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	long r = cl_connect(s, (struct sockaddr *)sa, sizeof(*sa));
 
-	r = r == -1 ? errno : 0;
+	r = r == -1 ? err() : 0;
 	close(s);
 	return (void *)(intptr_t)r;
 }
@@ -430,13 +446,13 @@ static void *poller(void *p)
 
 	pt->r_zero = cl_poll_fd(pt->rfd, POLLIN, 0);
 	pt->r_timeout = cl_poll_fd(pt->rfd, POLLIN, 5000000);
-	pt->e_timeout = errno;
+	pt->e_timeout = err();
 	pt->waited = mono_ns() - t0;
 	cr_assert_eq(write(pt->wfd, "x", 1), 1);
 	pt->r_ready = cl_poll_fd(pt->rfd, POLLIN, CL_POLL_FOREVER);
-	errno = 0;
+	clear_err();
 	pt->r_bad = cl_poll_fd(1000000, POLLIN, 1000000);
-	pt->e_bad = errno;
+	pt->e_bad = err();
 	return NULL;
 }
 
@@ -517,14 +533,14 @@ static void *close_victim(void *p)
 	struct closer *c = p;
 	char b[8];
 
-	errno = 0;
+	clear_err();
 	if (c->kind == 0)
 		c->r = cl_read(c->fd, b, sizeof(b));
 	else if (c->kind == 1)
 		c->r = cl_accept(c->fd, NULL, NULL);
 	else
 		c->r = cl_poll_fd(c->fd, POLLIN, CL_POLL_FOREVER);
-	c->e = errno;
+	c->e = err();
 	return NULL;
 }
 
@@ -602,14 +618,14 @@ static void *shut_victim(void *p)
 	int i = (int)(intptr_t)p;
 	char b[8];
 
-	errno = 0;
+	clear_err();
 	if (i % 2)
 		shut_arg->r[i] = cl_read(shut_arg->fds[i][0], b, sizeof(b));
 	else
 		shut_arg->r[i] = cl_poll_fd(shut_arg->fds[i][0], POLLIN, CL_POLL_FOREVER);
-	shut_arg->e[i] = errno;
+	shut_arg->e[i] = err();
 	/* a call after the cancel fails too, at once */
-	if (cl_read(shut_arg->fds[i][0], b, sizeof(b)) != -1 || errno != ECANCELED)
+	if (cl_read(shut_arg->fds[i][0], b, sizeof(b)) != -1 || err() != ECANCELED)
 		shut_arg->e[i] = -1;
 	atomic_fetch_add(&shut_arg->returned, 1);
 	return NULL;
@@ -659,31 +675,31 @@ static int bad_calls(void)
 
 	if (pipe(fds))
 		return 1;
-	errno = 0;
-	fail |= (cl_read(fds[1] + 1000, b, 4) != -1 || errno != EBADF) << 0;
-	errno = 0;
-	fail |= (cl_write(-1, b, 4) != -1 || errno != EBADF) << 1;
+	clear_err();
+	fail |= (cl_read(fds[1] + 1000, b, 4) != -1 || err() != EBADF) << 0;
+	clear_err();
+	fail |= (cl_write(-1, b, 4) != -1 || err() != EBADF) << 1;
 	fail |= (write(fds[1], "abcd", 4) != 4) << 2;
-	errno = 0;
-	fail |= (cl_read(fds[0], nil, 4) != -1 || errno != EFAULT) << 3;
-	errno = 0;
-	fail |= (cl_recv(fds[0], b, 4, 0) != -1 || errno != ENOTSOCK) << 4;
-	errno = 0;
-	fail |= (cl_send(-1, b, 4, 0) != -1 || errno != EBADF) << 5;
-	errno = 0;
-	fail |= (cl_accept(fds[0], NULL, NULL) != -1 || errno != ENOTSOCK) << 6;
+	clear_err();
+	fail |= (cl_read(fds[0], nil, 4) != -1 || err() != EFAULT) << 3;
+	clear_err();
+	fail |= (cl_recv(fds[0], b, 4, 0) != -1 || err() != ENOTSOCK) << 4;
+	clear_err();
+	fail |= (cl_send(-1, b, 4, 0) != -1 || err() != EBADF) << 5;
+	clear_err();
+	fail |= (cl_accept(fds[0], NULL, NULL) != -1 || err() != ENOTSOCK) << 6;
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
-	errno = 0;
-	fail |= (cl_connect(-1, (struct sockaddr *)&sa, sizeof(sa)) != -1 || errno != EBADF) << 7;
-	errno = 0;
+	clear_err();
+	fail |= (cl_connect(-1, (struct sockaddr *)&sa, sizeof(sa)) != -1 || err() != EBADF) << 7;
+	clear_err();
 	fail |= (cl_poll_fd(-1, POLLIN, 1000) != 0) << 8; /* poll(2) ignores a negative fd */
-	errno = 0;
-	fail |= (cl_close(fds[1] + 1000) != -1 || errno != EBADF) << 9;
+	clear_err();
+	fail |= (cl_close(fds[1] + 1000) != -1 || err() != EBADF) << 9;
 	fail |= (cl_close(fds[0]) != 0) << 10;
-	errno = 0;
-	fail |= (cl_read(fds[0], b, 4) != -1 || errno != EBADF) << 11; /* closed */
-	fail |= (cl_write(fds[1], "xy", 2) != -1 || errno != EPIPE) << 12; /* reader gone */
+	clear_err();
+	fail |= (cl_read(fds[0], b, 4) != -1 || err() != EBADF) << 11; /* closed */
+	fail |= (cl_write(fds[1], "xy", 2) != -1 || err() != EPIPE) << 12; /* reader gone */
 	close(fds[1]);
 	return fail;
 }
@@ -722,7 +738,7 @@ Test(sched_runtime_io, outside_a_task_each_call_is_the_system_call)
 	cr_assert_eq(cl_poll_fd(fds[1], POLLIN, 1000000), 0);
 	cr_assert_eq(cl_send(fds[1], "de", 2, 0), 2);
 	cr_assert_eq(cl_recv(fds[0], b, sizeof(b), 0), 2);
-	errno = 0;
+	clear_err();
 	cr_assert_eq(cl_recv(fds[0], b, sizeof(b), MSG_DONTWAIT), -1);
 	cr_assert_eq(errno, EAGAIN);
 	cr_assert_eq(cl_close(fds[0]), 0);
@@ -777,7 +793,7 @@ static void *echo_accept(void *p)
 		int c = cl_accept(s->lfd, NULL, NULL);
 
 		if (c < 0)
-			return (void *)(intptr_t)-errno;
+			return (void *)(intptr_t)-err();
 		s->accepted++;
 		if (!cl_spawn(s->rt, &sa, echo_conn, (void *)(intptr_t)c))
 			return (void *)(intptr_t)-1000;
