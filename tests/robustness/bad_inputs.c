@@ -2095,6 +2095,46 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_sleep_until(CL_SLEEP_MAX_NS + 1), -1, EINVAL);
 	}
+	CASE("cl_read", "fd -1 (outside a task: read(2))")
+	{
+		char b[4];
+
+		RB_INT(cl_read(-1, b, sizeof(b)), -1, EBADF);
+	}
+	CASE("cl_write", "fd -1 (outside a task: write(2))")
+	{
+		RB_INT(cl_write(-1, "x", 1), -1, EBADF);
+	}
+	CASE("cl_recv", "fd -1 (outside a task: recv(2))")
+	{
+		char b[4];
+
+		RB_INT(cl_recv(-1, b, sizeof(b), 0), -1, EBADF);
+	}
+	CASE("cl_send", "fd -1 (outside a task: send(2))")
+	{
+		RB_INT(cl_send(-1, "x", 1, 0), -1, EBADF);
+	}
+	CASE("cl_accept", "fd -1, addr NULL (outside a task: accept(2))")
+	{
+		RB_INT(cl_accept(-1, NIL, NIL), -1, EBADF);
+	}
+	CASE("cl_connect", "fd -1, addr NULL (outside a task: connect(2))")
+	{
+		RB_INT(cl_connect(-1, NIL, 0), -1, EBADF);
+	}
+	CASE("cl_poll_fd", "fd not open (poll(2) would say POLLNVAL)")
+	{
+		RB_INT(cl_poll_fd(1 << 20, 1, 1000), -1, EBADF);
+	}
+	CASE("cl_close", "fd -1 (close(2))")
+	{
+		RB_INT(cl_close(-1), -1, EBADF);
+	}
+	CASE("cl_runtime_io_mode", "rt NULL")
+	{
+		RB_NULL(cl_runtime_io_mode(NIL), EINVAL);
+	}
 	CASE("cl_waitq_wait_timeout", "wq NULL")
 	{
 		RB_INT(cl_waitq_wait_timeout(NIL, 1000), -1, EINVAL);
