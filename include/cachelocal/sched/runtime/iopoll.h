@@ -152,12 +152,12 @@ CL_INLINE void cl__rt_io_epoll_handle(struct cl__rt_worker *w, const struct epol
 CL_INLINE void cl__rt_io_epoll_poll(struct cl__rt_worker *w)
 {
 	struct epoll_event ev[CL__RT_IO_EVENTS];
-	int n, e = errno;
+	int n, e = cl__rt_io_errno();
 
 	n = epoll_wait(w->io_epfd, ev, CL__RT_IO_EVENTS, 0);
 	if (n > 0)
 		cl__rt_io_epoll_handle(w, ev, n);
-	errno = e;
+	cl__rt_set_errno(e);
 }
 
 /* ---- io_uring ---- */
@@ -182,11 +182,11 @@ CL_INLINE void cl__rt_io_arm_kick(struct cl__rt_worker *w)
 /* Submit @w's prepared operations. */
 CL_INLINE void cl__rt_io_submit(struct cl__rt_worker *w)
 {
-	int e = errno;
+	int e = cl__rt_io_errno();
 
 	if (w->io_sq_pending && io_uring_submit(w->io_ring) >= 0)
 		w->io_sq_pending = io_uring_sq_ready(w->io_ring);
-	errno = e;
+	cl__rt_set_errno(e);
 }
 
 /* Submit the cancels posted to @w (cl_close(), shutdown). */
@@ -263,10 +263,10 @@ CL_INLINE unsigned int cl__rt_io_reap_ring(struct cl__rt_worker *w)
 		if (rearm)
 			cl__rt_io_arm_kick(w);
 		if (io_uring_cq_has_overflow(ring)) { /* completions the kernel kept (NODROP) */
-			int e = errno;
+			int e = cl__rt_io_errno();
 
 			(void)io_uring_get_events(ring);
-			errno = e;
+			cl__rt_set_errno(e);
 			seen = 1;
 		}
 	} while (seen);
@@ -297,7 +297,7 @@ CL_INLINE int cl__rt_io_ready(const struct cl__rt_worker *w)
  * at most once per CL__RT_IO_POLL_NS unless @force). At picks and
  * switches. Context: @w's thread, holding no lock.
  */
-CL_NOINLINE CL_UNUSED static void cl__rt_io_reap_slow(struct cl__rt_worker *w, int force)
+CL_INLINE void cl__rt_io_reap_slow(struct cl__rt_worker *w, int force)
 {
 #ifdef CL__RT_HAVE_URING
 	if (w->io_ring) {
@@ -319,9 +319,9 @@ CL_NOINLINE CL_UNUSED static void cl__rt_io_reap_slow(struct cl__rt_worker *w, i
 	}
 }
 
-/* Inline, the test that finds nothing to do; the rest out of line (it
- * saves errno, whose address must be this thread's: a task that resumed
- * after a switch may be on another worker thread, cl__rt_set_errno()). */
+/* The test that finds nothing to do, then the rest (which keeps errno
+ * through out-of-line calls: a task that resumed after a switch may be on
+ * another worker thread, whose errno is at another address). */
 CL_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
 {
 	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending && !cl__rt_io_ready(w))
@@ -343,7 +343,7 @@ CL_INLINE int cl__rt_io_sleeps(const struct cl__rt_worker *w)
  */
 CL_INLINE void cl__rt_io_wait(struct cl__rt_worker *w, const struct timespec *tmo)
 {
-	int e = errno;
+	int e = cl__rt_io_errno();
 
 	w->nr_io_sleeps++;
 #ifdef CL__RT_HAVE_URING
@@ -360,7 +360,7 @@ CL_INLINE void cl__rt_io_wait(struct cl__rt_worker *w, const struct timespec *tm
 			(void)io_uring_submit_and_wait_timeout(w->io_ring, &cqe, 1, tmo ? &kts : NULL, NULL);
 		w->io_sq_pending = io_uring_sq_ready(w->io_ring);
 		(void)cl__rt_io_reap_ring(w);
-		errno = e;
+		cl__rt_set_errno(e);
 		return;
 	}
 #endif
@@ -382,7 +382,7 @@ CL_INLINE void cl__rt_io_wait(struct cl__rt_worker *w, const struct timespec *tm
 			cl__rt_io_epoll_handle(w, ev, n);
 		w->io_last_poll = w->now_ns;
 	}
-	errno = e;
+	cl__rt_set_errno(e);
 }
 
 /* ---- setup ---- */
