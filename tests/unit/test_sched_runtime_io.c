@@ -274,7 +274,7 @@ Test(sched_runtime_io, socketpair_recv_parks_the_task_while_another_runs, .timeo
 static void *full_writer(void *p)
 {
 	struct pair *pr = p;
-	static char big[1 << 20];
+	static char big[256 << 10];
 	size_t done = 0;
 
 	while (done < sizeof(big)) {
@@ -316,9 +316,9 @@ Test(sched_runtime_io, write_to_a_full_pipe_parks_until_a_task_drains_it, .timeo
 		pr.wfd = fds[1];
 		w = spawn_on(rt, 0, full_writer, &pr);
 		d = spawn_on(rt, 0, drainer, &pr);
-		cr_assert_eq(join(w), 1 << 20, "%s", modes[m]);
+		cr_assert_eq(join(w), 256 << 10, "%s", modes[m]);
 		close(fds[1]);
-		cr_assert_eq(join(d), 1 << 20, "%s", modes[m]);
+		cr_assert_eq(join(d), 256 << 10, "%s", modes[m]);
 		close(fds[0]);
 	}
 }
@@ -852,9 +852,9 @@ static long echo_conns(void)
 	if (e)
 		return atol(e);
 	if (under_valgrind())
-		return 300; /* one thread at a time, ~50x slower */
+		return 200; /* one thread at a time, ~50x slower */
 	if (under_tsan())
-		return 2000;
+		return 1000;
 	return 10000;
 }
 
