@@ -670,7 +670,7 @@ static void *volatile nil; /* NULL the compiler cannot see through */
 static int bad_calls(void)
 {
 	int fds[2], fail = 0;
-	char b[4];
+	char b[4] = { 0 };
 	struct sockaddr_in sa;
 
 	if (pipe(fds))
@@ -681,7 +681,8 @@ static int bad_calls(void)
 	fail |= (cl_write(-1, b, 4) != -1 || err() != EBADF) << 1;
 	fail |= (write(fds[1], "abcd", 4) != 4) << 2;
 	clear_err();
-	fail |= (cl_read(fds[0], nil, 4) != -1 || err() != EFAULT) << 3;
+	/* (memcheck reports the NULL buffer it is given: not under valgrind) */
+	fail |= (!under_valgrind() && (cl_read(fds[0], nil, 4) != -1 || err() != EFAULT)) << 3;
 	clear_err();
 	fail |= (cl_recv(fds[0], b, 4, 0) != -1 || err() != ENOTSOCK) << 4;
 	clear_err();

@@ -71,6 +71,9 @@ CL_NOINLINE CL_UNUSED static int cl__rt_io_errno(void)
 	return errno;
 }
 
+/* epoll_pwait2() (a timeout in ns) failed with ENOSYS: epoll_wait() (ms). */
+CL_WEAK int cl__rt_no_pwait2;
+
 /* The bucket of the runtime's fd table for @fd. */
 CL_INLINE struct cl__rt_iobucket *cl__rt_io_bucket(struct cl_runtime *rt, int fd)
 {
@@ -369,7 +372,11 @@ CL_INLINE void cl__rt_io_wait(struct cl__rt_worker *w, const struct timespec *tm
 		int n = -1;
 
 #ifdef SYS_epoll_pwait2
-		n = (int)syscall(SYS_epoll_pwait2, w->io_epfd, ev, CL__RT_IO_EVENTS, tmo, NULL, (size_t)0);
+		if (!CL_ATOMIC_LOAD(&cl__rt_no_pwait2, CL_RELAXED)) {
+			n = (int)syscall(SYS_epoll_pwait2, w->io_epfd, ev, CL__RT_IO_EVENTS, tmo, NULL, (size_t)0);
+			if (n < 0 && errno == ENOSYS) /* before 5.11, or valgrind: not asked again */
+				CL_ATOMIC_STORE(&cl__rt_no_pwait2, 1, CL_RELAXED);
+		}
 #endif
 		if (n < 0 && errno != EINTR) {
 			long ms = -1;
