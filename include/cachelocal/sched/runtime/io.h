@@ -153,6 +153,8 @@ CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_
 		io_uring_prep_link_timeout(sqe, &ts, 0);
 		io_uring_sqe_set_data64(sqe, CL__RT_IO_UD_IGNORE);
 	}
+	if (!w->io_sq_pending)
+		w->io_sq_since = w->now_ns;
 	w->io_sq_pending += need;
 	CL_ATOMIC_FETCH_ADD(&w->io_nr, 1u, CL_RELAXED);
 	w->nr_io_waits++;

@@ -18,7 +18,8 @@
  * local wake list, as a timer's does (timer.h).
  *
  * Ring submissions are batched: prepared by the tasks, submitted when
- * CL__RT_IO_BATCH are pending at a switch, when the worker is about to run
+ * CL__RT_IO_BATCH are pending at a switch, when the oldest has waited
+ * CL__RT_IO_POLL_NS of the worker's clock, when the worker is about to run
  * out of tasks, and before it sleeps. A ring is single-issuer: a cancel
  * from another thread (cl_close(), shutdown) is posted to its worker
  * (io_cancels, io_cancel_all) and submitted there.
@@ -52,7 +53,8 @@
 
 CL_BEGIN_DECLS
 
-/* epoll: a busy worker looks for events at a switch at most this often (ns). */
+/* epoll: a busy worker looks for events at a switch at most this often
+ * (ns); io_uring: the longest a prepared operation waits for a batch. */
 #define CL__RT_IO_POLL_NS 50000ULL
 /* epoll data of the worker's eventfd (an fd is never this). */
 #define CL__RT_IO_EP_KICK (~0ULL)
@@ -296,7 +298,8 @@ CL_INLINE int cl__rt_io_ready(const struct cl__rt_worker *w)
 /*
  * cl__rt_io_reap() - end the I/O waits of @w that completed (a ring: its
  * completions, posted cancels, and a batch of submissions if @w is about
- * to run out of tasks or CL__RT_IO_BATCH are pending; epoll: its events,
+ * to run out of tasks, CL__RT_IO_BATCH are pending or the oldest waited
+ * CL__RT_IO_POLL_NS; epoll: its events,
  * at most once per CL__RT_IO_POLL_NS unless @force). At picks and
  * switches. Context: @w's thread, holding no lock.
  */
@@ -309,7 +312,8 @@ CL_INLINE void cl__rt_io_reap_slow(struct cl__rt_worker *w, int force)
 			cl__rt_io_cancels(w);
 		if (w->io_sq_pending &&
 		    (force || w->io_sq_pending >= CL__RT_IO_BATCH ||
-		     CL_READ_ONCE(w->rq->nr_running) + w->nr_wakes <= 1))
+		     CL_READ_ONCE(w->rq->nr_running) + w->nr_wakes <= 1 ||
+		     w->now_ns - w->io_sq_since >= CL__RT_IO_POLL_NS))
 			cl__rt_io_submit(w);
 		if (io_uring_cq_ready(w->io_ring) || io_uring_cq_has_overflow(w->io_ring))
 			(void)cl__rt_io_reap_ring(w);

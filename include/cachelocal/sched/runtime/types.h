@@ -477,6 +477,7 @@ struct cl__rt_worker {
 	uint64_t io_evbuf;                 /* io_uring mode: the eventfd read's buffer */
 	unsigned int io_nr;                /* tasks parked in I/O here (atomic) */
 	unsigned int io_sq_pending;        /* io_uring: prepared, not yet submitted */
+	uint64_t io_sq_since;              /* io_uring: now_ns when the oldest of them was prepared */
 	unsigned int io_gen;               /* io_uring: generation of the next operation */
 	int io_cancel_all;                 /* io_uring: cancel every operation (shutdown; atomic) */
 	struct cl__rt_iocancel *io_cancels; /* io_uring: cancels posted here (a lock-free stack) */
