@@ -518,6 +518,42 @@ Test(sched_runtime_io, timed_poll_parks_only_the_task, .timeout = 30)
 	}
 }
 
+/* A worker asleep in its I/O backend still wakes for its next timer. */
+static void *sleeper(void *p)
+{
+	struct pair *pr = p;
+	uint64_t t0;
+
+	wait_parked(pr->rt, 1); /* the reader parked: the worker sleeps in I/O */
+	t0 = mono_ns();
+	cl_sleep_ns(5000000);
+	pr->seen = (long)((mono_ns() - t0) / 1000000);
+	return NULL;
+}
+
+Test(sched_runtime_io, a_timer_ends_an_idle_sleep_in_the_io_backend, .timeout = 30)
+{
+	FOR_EACH_MODE(m, rt, 1) {
+		struct pair pr;
+		int fds[2];
+		struct cl_rt_task *r, *s;
+
+		memset(&pr, 0, sizeof(pr));
+		cr_assert_eq(pipe(fds), 0);
+		pr.rt = rt;
+		pr.rfd = fds[0];
+		r = spawn_on(rt, 0, reader, &pr);
+		s = spawn_on(rt, 0, sleeper, &pr);
+		join(s); /* hangs if the worker waited in its ring or epoll without the timer */
+		cr_assert_geq(pr.seen, 5, "%s", modes[m]);
+		cr_assert_eq(write(fds[1], "hello", 5), 5); /* from outside: ends the read */
+		join(r);
+		cr_assert_eq(pr.n, 5, "%s", modes[m]);
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
 /* ---- cl_close() of an fd another task waits on ---- */
 
 struct closer {
