@@ -380,7 +380,12 @@ static void *connector(void *p)
 	atomic_store(&n->progress, 1);
 	if (cl_connect(s, (struct sockaddr *)&n->sa, sizeof(n->sa)) != 0)
 		return (void *)(intptr_t)-1;
-	if (cl_send(s, "ping", 4, 0) != 4)
+	/* in two parts: the acceptor's MSG_WAITALL receive waits for both */
+	if (cl_send(s, "pi", 2, 0) != 2)
+		return (void *)(intptr_t)-2;
+	for (int i = 0; i < 10; i++)
+		cl_yield();
+	if (cl_send(s, "ng", 2, 0) != 2)
 		return (void *)(intptr_t)-2;
 	r = cl_read(s, buf, sizeof(buf));
 	if (r != 4 || memcmp(buf, "pong", 4))
@@ -738,6 +743,13 @@ static int bad_calls(void)
 	fail |= (cl_read(fds[0], b, 4) != -1 || err() != EBADF) << 11; /* closed */
 	fail |= (cl_write(fds[1], "xy", 2) != -1 || err() != EPIPE) << 12; /* reader gone */
 	close(fds[1]);
+	/* MSG_DONTWAIT never parks: EAGAIN at once, also in a task */
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds))
+		return 1;
+	clear_err();
+	fail |= (cl_recv(fds[0], b, 4, MSG_DONTWAIT) != -1 || err() != EAGAIN) << 13;
+	close(fds[0]);
+	close(fds[1]);
 	return fail;
 }
 
@@ -775,7 +787,7 @@ Test(sched_runtime_io, outside_a_task_each_call_is_the_system_call)
 	cr_assert_eq(cl_poll_fd(fds[1], POLLIN, 1000000), 0);
 	cr_assert_eq(cl_send(fds[1], "de", 2, 0), 2);
 	cr_assert_eq(cl_recv(fds[0], b, sizeof(b), 0), 2);
-	clear_err();
+	errno = 0;
 	cr_assert_eq(cl_recv(fds[0], b, sizeof(b), MSG_DONTWAIT), -1);
 	cr_assert_eq(errno, EAGAIN);
 	cr_assert_eq(cl_close(fds[0]), 0);

@@ -247,6 +247,18 @@ CL_INLINE int cl__rt_io_poll1(int fd, short events, uint64_t ns)
 	return r ? p.revents : 0;
 }
 
+/* Is @fd ready for @events now (poll(2) without waiting)? Retried when a
+ * signal interrupts it (the preemption signal: a zero-timeout poll()
+ * returns EINTR too). The events, 0, or -1 with errno. */
+CL_INLINE int cl__rt_io_poll_now(int fd, short events)
+{
+	int r;
+
+	while ((r = cl__rt_io_poll1(fd, events, 0)) < 0 && cl__rt_io_errno() == EINTR)
+		;
+	return r;
+}
+
 /* The plain (blocking) system call of @a. */
 CL_INLINE long cl__rt_io_plain(const struct cl__rt_ioargs *a)
 {
@@ -289,12 +301,8 @@ CL_INLINE long cl__rt_io_try(const struct cl__rt_ioargs *a, int *sock, int ready
 		return r < 0 ? -cl__rt_io_errno() : r;
 	*sock = 0;
 polled:
-	if (!ready) {
-		int p = cl__rt_io_poll1(a->fd, ev, 0);
-
-		if (p == 0)
-			return -EAGAIN;
-	}
+	if (!ready && cl__rt_io_poll_now(a->fd, ev) == 0)
+		return -EAGAIN; /* (an error, EBADF: the call below reports it) */
 	if (a->kind == CL__IO_WRITE && a->n > CL__RT_IO_PIPE_BUF) {
 		/* a writable pipe or FIFO takes PIPE_BUF bytes without blocking */
 		struct cl__rt_ioargs part = *a;
@@ -332,7 +340,7 @@ CL_INLINE long cl__rt_io_epoll_connect(struct cl_rt_task *self, const struct cl_
 }
 
 /* @a in a task, epoll mode: tried, and retried each time the fd is ready. */
-CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
+CL_INLINE long cl__rt_io_epoll_once(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
 {
 	short ev = a->kind == CL__IO_WRITE || a->kind == CL__IO_SEND ? POLLOUT : POLLIN;
 	int sock = a->kind != CL__IO_ACCEPT, ready = 0;
@@ -343,8 +351,9 @@ CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt
 		long r = cl__rt_io_try(a, &sock, ready);
 		int p;
 
-		if (r != -EAGAIN && r != -EWOULDBLOCK)
-			return r;
+		if ((r != -EAGAIN && r != -EWOULDBLOCK) ||
+		    ((a->kind == CL__IO_RECV || a->kind == CL__IO_SEND) && (a->flags & MSG_DONTWAIT)))
+			return r; /* done, or the caller asked not to wait */
 		p = cl__rt_io_epoll_wait(self, a->fd, ev, 0);
 		if (p == -EPERM) { /* a regular file: always ready */
 			r = cl__rt_io_plain(a);
@@ -354,6 +363,29 @@ CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt
 			return p;
 		ready = 1;
 	}
+}
+
+/* The same, a recv() with MSG_WAITALL until it has all (MSG_DONTWAIT,
+ * which each try adds, would end it at the first bytes): the bytes, or
+ * the first failure if none came (as recv(2)). */
+CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
+{
+	struct cl__rt_ioargs part = *a;
+	long got = 0;
+
+	if (a->kind != CL__IO_RECV || !(a->flags & MSG_WAITALL) || (a->flags & MSG_DONTWAIT))
+		return cl__rt_io_epoll_once(self, a);
+	while ((size_t)got < a->n) {
+		long r;
+
+		part.buf = (char *)a->buf + got;
+		part.n = a->n - (size_t)got;
+		r = cl__rt_io_epoll_once(self, &part);
+		if (r <= 0)
+			return got ? got : r;
+		got += r;
+	}
+	return got;
 }
 
 /* @a: in a task through the runtime's backend, else the plain call. */
@@ -551,11 +583,11 @@ CL_INLINE int cl_poll_fd(int fd, short events, uint64_t timeout_ns)
 	} else
 #endif
 	{
-		r = cl__rt_io_poll1(fd, events, 0); /* ready now: no park */
+		r = cl__rt_io_poll_now(fd, events); /* ready now: no park */
 		if (r == 0) {
 			r = cl__rt_io_epoll_wait(self, fd, events, a.deadline);
 			if (r == -EPERM)
-				r = cl__rt_io_poll1(fd, events, 0) < 0 ? -cl__rt_io_errno() : events;
+				r = cl__rt_io_poll_now(fd, events) < 0 ? -cl__rt_io_errno() : events;
 		} else if (r < 0) {
 			r = -cl__rt_io_errno();
 		}

@@ -256,7 +256,9 @@ CL_INLINE unsigned int cl__rt_io_reap_ring(struct cl__rt_worker *w)
 			seen++;
 			if (ud == CL__RT_IO_UD_KICK) {
 				rearm = 1;
-			} else if (ud != CL__RT_IO_UD_IGNORE) {
+			} else if (ud != CL__RT_IO_UD_IGNORE && ud != LIBURING_UDATA_TIMEOUT) {
+				/* (the latter: liburing's own timeout of a wait, on a
+				 * kernel without IORING_FEAT_EXT_ARG) */
 				struct cl__rt_ioop *op = (struct cl__rt_ioop *)(uintptr_t)(ud & CL__RT_IO_UD_ADDR);
 
 				op->res = cqe->res;
@@ -373,16 +375,17 @@ CL_INLINE void cl__rt_io_wait(struct cl__rt_worker *w, const struct timespec *tm
 #endif
 	{
 		struct epoll_event ev[CL__RT_IO_EVENTS];
-		int n = -1;
+		int n = -1, fallback = 1;
 
 #ifdef SYS_epoll_pwait2
 		if (!CL_ATOMIC_LOAD(&cl__rt_no_pwait2, CL_RELAXED)) {
 			n = (int)syscall(SYS_epoll_pwait2, w->io_epfd, ev, CL__RT_IO_EVENTS, tmo, NULL, (size_t)0);
-			if (n < 0 && errno == ENOSYS) /* before 5.11, or valgrind: not asked again */
+			fallback = n < 0 && errno == ENOSYS;
+			if (fallback) /* before 5.11, or valgrind: not asked again */
 				CL_ATOMIC_STORE(&cl__rt_no_pwait2, 1, CL_RELAXED);
 		}
 #endif
-		if (n < 0 && errno != EINTR) {
+		if (fallback) {
 			long ms = -1;
 
 			if (tmo) /* rounded up: never before the timer */
