@@ -2087,6 +2087,10 @@ static void l5_runtime_cases(void)
 		RB_INT(cl_join_timeout(t, NIL, 1000), -1, EINVAL);
 		cl_runtime_destroy(rt);
 	}
+	CASE("cl_blocking", "fn NULL")
+	{
+		RB_INT(cl_blocking(NIL, NIL), -1, EINVAL);
+	}
 	CASE("cl_sleep_ns", "ns UINT64_MAX (a negative value passed by mistake)")
 	{
 		RB_INT(cl_sleep_ns(UINT64_MAX), -1, EINVAL);

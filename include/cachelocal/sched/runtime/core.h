@@ -30,6 +30,7 @@
 #include "waitq.h" /* waiter records, wake-affine, the wait queue */
 #include "chan.h" /* the bounded channel */
 #include "sync.h" /* mutex, condition variable */
+#include "blocking.h" /* cl_blocking(): a blocking call on a helper thread, the task parked */
 #include "lifecycle.h" /* create, shutdown, destroy */
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_CORE_H */

@@ -102,6 +102,10 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #ifndef CL_RUNTIME_SLICE_NS
 #define CL_RUNTIME_SLICE_NS 2000000ULL
 #endif
+/* Helper threads of cl_blocking() per runtime, at most (blocking.h). */
+#ifndef CL_RUNTIME_BLOCKING_THREADS
+#define CL_RUNTIME_BLOCKING_THREADS 8u
+#endif
 /* The signal the tick sends to preempt (SIGURG, as Go's runtime: ignored by
  * default, so a stray one harms nothing). Used only if the application has
  * no handler for it. */
@@ -536,6 +540,8 @@ struct cl_runtime {
 	pthread_t tick_thread;
 	uint64_t nr_tick_parks;            /* statistics: the tick parked (tick thread) */
 	uint64_t nr_balance_kicks;         /* ... it woke a sleeping worker to balance */
+	struct cl__rt_bpool *bpool;        /* cl_blocking()'s helper threads (blocking.h; atomic) */
+	unsigned long nr_blocking;         /* tasks in cl_blocking() (atomic) */
 	/* workers in an idle spin without a watch (atomic; worker.h): written at
 	 * idle transitions, so kept off the lines every switch reads (the
 	 * clock's, slice_ns) by padding on both sides, whatever the alignment */
