@@ -29,6 +29,7 @@
 #include "sleep.h" /* cl_sleep_ns(), cl_sleep_until(): a task sleeps on its worker's wheel */
 #include "waitq.h" /* waiter records, wake-affine, the wait queue */
 #include "chan.h" /* the bounded channel */
+#include "select.h" /* cl_select(): one of several channel operations */
 #include "sync.h" /* mutex, condition variable */
 #include "blocking.h" /* cl_blocking(): a blocking call on a helper thread, the task parked */
 #include "lifecycle.h" /* create, shutdown, destroy */

@@ -271,6 +271,37 @@ struct cl__rt_waiter {
 	uint16_t watch;                    /* CL__RT_WATCH_*: an idle worker polls it (atomic) */
 };
 
+/* struct cl__rt_waiter.status of a select's case record (select.h) while
+ * it is on its channel's list: the waker that takes it off claims the
+ * select first (cl__chan_sel_claim(), chan.h). */
+#define CL__RT_WAIT_SELECT 2
+
+/* Cases one cl_select() takes at most (EINVAL beyond): their records are
+ * on its task's stack while it waits (64 bytes each). */
+#define CL_SELECT_MAX 32
+
+/* struct cl__rt_select.state until a case claims the select (then: its index). */
+#define CL__RT_SEL_WAITING (-1)
+
+/*
+ * struct cl__rt_select - a cl_select() that blocked, on its task's stack
+ * (select.h). One record per case, each on its channel's list (status
+ * CL__RT_WAIT_SELECT, aff_flips -1: no wake-affine move, aff_vote: the
+ * case's index, which finds this struct from the record). A waker that
+ * takes one off claims the select by one CAS of @state; the winner then
+ * passes @gate, which the task holds until its switch away completed
+ * (so no waker starts it before) and its timer holds while it decides
+ * (timer.h: the gate is the lock of the timed wait whose list is @timeq
+ * and whose record is the task's own, wait): the select is the winner's
+ * if that record is still pending, else the timer ended it first.
+ */
+struct cl__rt_select {
+	int state;                         /* CL__RT_SEL_WAITING, or the claiming case (atomic) */
+	struct cl_ticketlock gate;
+	struct cds_list_head timeq;        /* the task's own record while nothing ended the select */
+	struct cl__rt_waiter rec[CL_SELECT_MAX];
+};
+
 /*
  * struct cl_rt_task - a runtime task: a runqueue task, a stack and a context.
  * Descriptors come from a per-CPU object cache (objcache.h) and keep their
