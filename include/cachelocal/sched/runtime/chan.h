@@ -5,7 +5,9 @@
  * synchronization table of sync.h: a waiter's record goes on the
  * channel's list under the channel's lock, which it keeps until its
  * context is saved; a waker takes a record off under that lock, writes
- * its result (the message, for a receiver) and wakes its task.
+ * its result (the message, for a receiver) and wakes its task. A record
+ * of a cl_select() (select.h) on the list is the waker's only once it
+ * claimed the select for it (cl__chan_waiter_pop()).
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it

@@ -199,11 +199,11 @@ CL_INLINE void cl__sel_enlist(struct cl__rt_select *sel, struct cl_rt_task *self
 /*
  * cl_select() past its poll: none of the cases can complete, @self holds
  * the @nl channels of @locks and one non-preemptible count. Wait until a
- * waker claims the select for a case or @deadline (0: none) passes.
+ * waker claims the select for a case or @deadline (0: none) passes. Its
+ * records are on the stack: CL_SELECT_MAX of them, 2 KiB.
  */
-CL_NOINLINE CL_UNUSED static int cl__sel_block(struct cl_rt_task *self, struct cl_select_case *cases,
-					       unsigned int n, const unsigned char *locks,
-					       unsigned int nl, uint64_t deadline)
+CL_INLINE int cl__sel_block(struct cl_rt_task *self, struct cl_select_case *cases, unsigned int n,
+			    const unsigned char *locks, unsigned int nl, uint64_t deadline)
 {
 	struct cl__rt_select sel;
 	struct cl__rt_waiter *own = &self->wait, *wt;
