@@ -115,7 +115,7 @@ CL_INLINE unsigned int cl__sel_orders(const struct cl_select_case *cases, unsign
 		unsigned int j = cl__sel_rand(i + 1), k;
 		uintptr_t a = (uintptr_t)cases[i].chan;
 
-		order[i] = order[j];
+		order[i] = j < i ? order[j] : 0; /* (0: overwritten next) */
 		order[j] = (unsigned char)i;
 		for (k = nl; k > 0 && (uintptr_t)cases[locks[k - 1]].chan > a; k--)
 			;
