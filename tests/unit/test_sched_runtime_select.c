@@ -4,7 +4,9 @@
  * complete does so at once (from a task and from a thread); a select
  * waits until one of several channels can complete a case, and completes
  * exactly that one; among cases that can complete, each is picked about
- * as often (a fixed or a random-start poll order fails the bounds);
+ * as often (a fixed or a random-start poll order fails the bounds); a
+ * channel in several cases is locked once (twice: a hang) and keeps no
+ * record of the cases that did not complete;
  * CL_SELECT_NOWAIT (Go's default) fails with EAGAIN, a timeout with
  * ETIMEDOUT, both leaving the channels as they were; a closed channel
  * completes its cases with EPIPE; bad input fails with EINVAL.
@@ -315,6 +317,59 @@ Test(sched_runtime_select, waits_until_one_of_several_channels_can_complete_a_ca
 {
 	make_chans(sizeof(long), 1);
 	run_task(2, waiting_select, NULL);
+	destroy_chans();
+}
+
+/* A sends 9 on A once the select waits. */
+static void *send_a_later(void *p)
+{
+	long v = 9;
+
+	(void)p;
+	while (atomic_load(&phase) < 1)
+		cl_yield();
+	cl_yield();
+	return cl_chan_send(ca, &v) == 0 ? NULL : (void *)"send";
+}
+
+static void *same_channel_twice(void *p)
+{
+	struct cl_select_case k[3];
+	long out = -1, one = 1, v = 5;
+	struct cl_rt_task *f = spawn_on(cur_rt, 1, send_a_later, NULL);
+	void *fr = (void *)1;
+	int r;
+
+	(void)p;
+	/* two receives on A, a send on full B: A is locked once, and the
+	 * receive that did not complete leaves no record on A */
+	if (cl_chan_send(cb, &one) != 0)
+		return (void *)"fill B";
+	set_case(&k[0], ca, CL_SELECT_RECV, &out);
+	set_case(&k[1], cb, CL_SELECT_SEND, &v);
+	set_case(&k[2], ca, CL_SELECT_RECV, &out);
+	atomic_store(&phase, 1);
+	r = cl_select(k, 3, CL_SELECT_FOREVER);
+	if ((r != 0 && r != 2) || out != 9 || k[r].err != 0)
+		return (void *)"two receives on A: not one of them with A's message";
+	if (cl_join(f, &fr) != 0 || fr)
+		return fr ? fr : (void *)"join";
+	if (cl_chan_tryrecv(cb, &out) != 0 || out != 1 || cl_chan_tryrecv(cb, &out) != -1)
+		return (void *)"B's send moved something";
+	/* a send and a receive on one channel: whichever can */
+	set_case(&k[0], ca, CL_SELECT_SEND, &v);
+	set_case(&k[1], ca, CL_SELECT_RECV, &out);
+	if (cl_select(k, 2, CL_SELECT_NOWAIT) != 0 || k[0].err != 0)
+		return (void *)"a send on empty A beside a receive on A";
+	if (cl_select(k, 2, CL_SELECT_NOWAIT) != 1 || out != 5)
+		return (void *)"a receive on full A beside a send on A";
+	return NULL;
+}
+
+Test(sched_runtime_select, a_channel_in_several_cases_is_locked_once_and_left_clean)
+{
+	make_chans(sizeof(long), 1);
+	run_task(2, same_channel_twice, NULL);
 	destroy_chans();
 }
 
