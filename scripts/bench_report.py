@@ -978,7 +978,7 @@ def write_rpc_md(L, rpc):
             m.get("runs", "-"), m.get("server_desc", "")))
     if rpc["latency"]:
         L += ["", "| reply | load | offered (req/s) | server | p50 (us) | p99 (us) | p99.9 (us) "
-              "| achieved | lost |", "|---|---|---|---|---|---|---|---|---|"]
+              "| answered (req/s) | lost (all runs) |", "|---|---|---|---|---|---|---|---|---|"]
         for x in sorted(rpc["latency"], key=lambda x: (x["reply_bytes"], x["load_pct"])):
             L.append("| %d B | %d%% | %s | %s | %s (%s-%s) | %s (%s-%s) | %s (%s-%s) | %s | %s |" % (
                 x["reply_bytes"], x["load_pct"], fmt(x["rate"]), x["server"], fmt(x["p50"]),

@@ -52,6 +52,7 @@
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "rtbench.h"
@@ -227,8 +228,14 @@ struct gen {
 	size_t nlat, cap;
 	uint64_t done;         /* replies to requests scheduled after the warm-up */
 	uint64_t lost;         /* counted requests without a reply at the drain's end */
-	int err;
+	int err;               /* ERR_* (the first one seen) */
 };
+
+/* Why a generator thread stopped early. ERR_DRAIN alone is not a failure:
+ * the replies still missing are counted lost and the connections reopened. */
+enum { ERR_NONE, ERR_IO, ERR_REPLY, ERR_DRAIN };
+static const char *const err_name[] = { "", "a connection broke", "a wrong reply",
+					"replies still missing after the drain" };
 
 static pthread_barrier_t gen_barrier;
 
@@ -284,7 +291,7 @@ static void reply_done(struct gen *g, struct conn *c, uint64_t now)
 
 	memcpy(&seq, c->hdr + 8, sizeof(seq));
 	if (seq != c->seq_rx++)
-		g->err = 1; /* a reply out of order or for another request */
+		g->err = ERR_REPLY; /* a reply out of order or for another request */
 	if (g->open) {
 		if (t >= start + g->warm_ns) {
 			g->done++;
@@ -325,7 +332,7 @@ static int conn_read(struct gen *g, struct conn *c, uint64_t closed_until)
 			if (c->rx_off == g->reply) {
 				c->rx_off = 0;
 				if (c->head == c->tail) {
-					g->err = 1; /* a reply nobody asked for */
+					g->err = ERR_REPLY; /* a reply nobody asked for */
 					return -1;
 				}
 				reply_done(g, c, now);
@@ -370,10 +377,10 @@ static void *gen_main(void *p)
 		ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
 		ev.data.ptr = &g->c[i];
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, g->c[i].fd, &ev))
-			g->err = 1;
+			g->err = g->err ? g->err : ERR_IO;
 	}
 	if (ep < 0)
-		g->err = 1;
+		g->err = g->err ? g->err : ERR_IO;
 	pthread_barrier_wait(&gen_barrier);
 	while (!(start = __atomic_load_n(g->start, __ATOMIC_ACQUIRE)))
 		;
@@ -392,7 +399,7 @@ static void *gen_main(void *p)
 				conn_queue(&g->c[i], start);
 		for (int i = 0; i < g->nconn; i++)
 			if (conn_flush(g, &g->c[i]))
-				g->err = 1;
+				g->err = g->err ? g->err : ERR_IO;
 	}
 	while (!g->err) {
 		uint64_t now = bench_now_ns();
@@ -407,7 +414,7 @@ static void *gen_main(void *p)
 					g->lost++;
 				}
 			} else if (conn_flush(g, c)) {
-				g->err = 1;
+				g->err = g->err ? g->err : ERR_IO;
 			}
 			k++;
 			next = o.poisson ? next + next_gap(g) :
@@ -426,6 +433,8 @@ static void *gen_main(void *p)
 			struct timespec ts = { 0, timeout_ns };
 
 			n = epoll_pwait2(ep, evs, 256, &ts, NULL);
+			if (n < 0 && errno == ENOSYS) /* before Linux 5.11: a millisecond timer */
+				n = epoll_wait(ep, evs, 256, timeout_ns >= 1000000 ? timeout_ns / 1000000 : 0);
 		} else {
 			n = epoll_wait(ep, evs, 256, 0);
 		}
@@ -433,10 +442,10 @@ static void *gen_main(void *p)
 			struct conn *c = (struct conn *)evs[i].data.ptr;
 
 			if ((evs[i].events & EPOLLOUT) && conn_flush(g, c))
-				g->err = 1;
+				g->err = g->err ? g->err : ERR_IO;
 			if ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) &&
 			    conn_read(g, c, g->open ? 0 : end))
-				g->err = 1;
+				g->err = g->err ? g->err : ERR_IO;
 		}
 	}
 	/* counted requests still unanswered: charged with their age at the drain's end */
@@ -449,8 +458,8 @@ static void *gen_main(void *p)
 				g->lost++;
 			}
 	}
-	if (in_flight(g))
-		g->err = 1; /* the connections are out of step: later runs would be wrong */
+	if (!g->err && in_flight(g))
+		g->err = ERR_DRAIN; /* the connections are out of step: reopened */
 	if (ep >= 0)
 		close(ep);
 	return NULL;
@@ -535,7 +544,8 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 		pthread_join(tid[i], NULL);
 		done += gens[i].done;
 		nlat += gens[i].nlat;
-		err |= gens[i].err;
+		if (gens[i].err && (err == ERR_NONE || err == ERR_DRAIN))
+			err = gens[i].err; /* a real failure before a late drain */
 		if (lost)
 			*lost += (long)gens[i].lost;
 	}
@@ -554,10 +564,18 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 		p[1] = quantile_us(lat_all, nlat, 0.99);
 		p[2] = quantile_us(lat_all, nlat, 0.999);
 	}
-	if (err || !server_alive(s)) {
+	if (!server_alive(s) || (err && err != ERR_DRAIN)) {
 		fprintf(stderr, "rpc: %s: a run failed (%s)\n", s->name,
-			server_alive(s) ? "a connection broke or a reply was wrong" : "the server died");
+			server_alive(s) ? err_name[err] : "the server died");
 		return -1;
+	}
+	if (err == ERR_DRAIN) { /* late replies would land in the next run: start afresh */
+		fprintf(stderr, "rpc: %s: %s (%d ms): counted lost, connections reopened\n", s->name,
+			err_name[err], o.drain_ms);
+		for (int i = 0; i < o.conns; i++)
+			close(s->fds[i]);
+		if (server_connect(s, o.conns))
+			return -1;
 	}
 	return (double)done * 1e9 / (double)(dur - dur / 10);
 }
@@ -695,6 +713,14 @@ int main(int argc, char **argv)
 	}
 	bench_init(&b, "rpc", argc, argv);
 	signal(SIGPIPE, SIG_IGN);
+	{ /* a connection is two descriptors here (client, server): raise the soft limit */
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	if (o.conns < 0)
 		o.conns = b.smoke ? 8 : b.quick ? 64 : 256;
 	if (o.duration_ms < 0)
@@ -786,6 +812,11 @@ int main(int argc, char **argv)
 				slowest = m;
 		}
 		/* 2. latency at each load level of the slowest server's max */
+		if (slowest <= 0) { /* no load to offer (smoke runs on a starved machine) */
+			printf("# %u B reply: latency not measured (a server's max throughput measured 0)\n",
+			       reply_size[r]);
+			continue;
+		}
 		for (int l = 0; l < NLEVELS; l++) {
 			double rate = slowest * level_pct[l] / 100.0;
 
