@@ -368,7 +368,8 @@ static void *gen_main(void *p)
 	struct gen *g = (struct gen *)p;
 	struct epoll_event ev, evs[256];
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	uint64_t start, end, hard, next, k = 0, period = 0;
+	uint64_t start, end, hard, next, k = 0;
+	double period = 0; /* ns between this thread's requests (evenly spaced) */
 	int rr = 0;
 
 	bench_pin(client_cpu[g->thread % nr_client]);
@@ -387,9 +388,9 @@ static void *gen_main(void *p)
 	end = start + g->dur_ns;
 	hard = end + g->drain_ns;
 	if (g->open) {
-		period = (uint64_t)(1e9 / g->rate);
+		period = 1e9 / g->rate;
 		/* threads interleave their evenly spaced schedules */
-		next = start + (uint64_t)((double)g->thread * 1e9 / (g->rate * (double)g->nthreads));
+		next = start + (uint64_t)((double)g->thread / g->nthreads * period);
 		if (o.poisson)
 			next = start + next_gap(g);
 	} else {
@@ -418,13 +419,14 @@ static void *gen_main(void *p)
 			}
 			k++;
 			next = o.poisson ? next + next_gap(g) :
-				start + (uint64_t)((double)g->thread * 1e9 / (g->rate * (double)g->nthreads)) + k * period;
+				start + (uint64_t)(((double)k + (double)g->thread / g->nthreads) * period);
 		}
 		if (now >= end && (now >= hard || in_flight(g) == 0))
 			break;
 		timeout_ns = 0;
 		if (next > now && next - now > (uint64_t)spin_us * 1000 && next < end)
-			timeout_ns = (int)((next - now) / 1000 - (uint64_t)spin_us) * 1000;
+			timeout_ns = (int)((next - now - (uint64_t)spin_us * 1000 < 1000000 ?
+					    next - now - (uint64_t)spin_us * 1000 : 1000000) / 1000 * 1000);
 		else if (next >= end && now < end)
 			timeout_ns = (int)((end - now) < 1000000 ? (end - now) : 1000000);
 		else if (now >= end)
