@@ -242,6 +242,7 @@ help:
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
 	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
+	@echo "  bench-rpc      bench/rpc: RPC server on the runtime beside Go and an epoll loop, open-loop load (RPC_ARGS=, default --quick)"
 	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
@@ -675,6 +676,51 @@ runtime-peers-build:
 bench-runtime-peers: runtime-peers-build
 	$(Q)$(RT_PEERS_BIN) $(RT_PEERS_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
+# The RPC benchmark (bench/rpc/, docs/benchmarks.md): the driver and
+# open-loop load generator (rpc) starts the servers found next to it:
+# rpc_epoll (C), rpc_go (golang-go, benchmark-only) and rpc_cachelocal (the
+# runtime's I/O calls, linked with liburing). The cachelocal server is built
+# only where the runtime's headers declare cl_accept() (looked up when make
+# reads this file); otherwise it is skipped with a note, here and in the
+# driver's output.
+RPC_DIR := $(BUILD)/bench/rpc
+RPC_BIN := $(RPC_DIR)/rpc
+RPC_HAVE_RT_IO := $(shell grep -qsw cl_accept $(filter include/cachelocal/sched/%,$(HEADERS)) && echo 1)
+RPC_URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
+RPC_SERVERS := $(RPC_DIR)/rpc_epoll $(if $(RPC_HAVE_RT_IO),$(RPC_DIR)/rpc_cachelocal)
+# The report runs the driver with the peers (bench_report.py's PEER_BENCHES).
+BENCH_BIN += $(RPC_BIN)
+RPC_ARGS ?= --quick
+# Recursive: looked up only when rpc-build runs.
+RPC_GO = $(if $(shell command -v go 2>/dev/null),$(RPC_DIR)/rpc_go)
+$(RPC_BIN): bench/rpc/rpc.c bench/rpc/rpc_proto.h bench/bench.h bench/rtbench.h bench/peers/peers.h \
+		$(HEADERS) | $(RPC_SERVERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -Ibench/peers -o $@ $< $(LDLIBS_PROG)
+$(RPC_DIR)/rpc_epoll: bench/rpc/server_epoll.c bench/rpc/rpc_proto.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -o $@ $< $(LDLIBS_PROG)
+$(RPC_DIR)/rpc_cachelocal: bench/rpc/server_cachelocal.c bench/rpc/rpc_proto.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -o $@ $< $(LDLIBS_PROG) $(RPC_URING_LIBS)
+$(RPC_DIR)/rpc_go: bench/rpc/server_go/main.go
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GO      $@")
+	$(Q)GOCACHE=$(CURDIR)/$(BUILD)/go-cache GOPATH=$(CURDIR)/$(BUILD)/go-path GO111MODULE=off \
+		GOFLAGS= GOPROXY=off go build -o $@ ./bench/rpc/server_go
+.PHONY: bench-rpc rpc-build
+# The driver and the servers whose toolchain or runtime support is there (a note for the others).
+rpc-build:
+	$(Q)go=$(RPC_GO); [ -n "$$go" ] || echo "go server: skipped (golang-go not installed)"; \
+	$(if $(RPC_HAVE_RT_IO),,echo "cachelocal server: skipped (runtime I/O not built)";) \
+	$(MAKE) --no-print-directory OPT=-O2 SAN= $(RPC_BIN) $$go
+# Exit 77 from the driver: no server could be started (skipped, not a failure).
+bench-rpc: rpc-build
+	$(Q)$(RPC_BIN) $(RPC_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+
 # The report (scripts/bench_report.py, docs/benchmarks.md): report.md,
 # report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.
 BENCH_REPORT = CC="$(CC)" CFLAGS_PROG="$(CFLAGS_PROG)" python3 scripts/bench_report.py \
@@ -693,6 +739,7 @@ bench-long-run: BENCH_RUN := long $(BUILD)/bench/report-long
 bench-run bench-long-run:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)$(MAKE) --no-print-directory runtime-peers-build
+	$(Q)$(MAKE) --no-print-directory rpc-build
 	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) $(BENCH_BIN)
 
 # Only the peer comparisons (quick sizes), their table on stdout; the same

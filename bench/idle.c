@@ -6,10 +6,11 @@
  * --quick 1 s; --window S), beside Go doing the same (bench/peers/idle_go,
  * GOMAXPROCS = workers; skipped with a note when it was not built).
  *
- * States: "empty" (default attributes, one task ran, then nothing) and
- * "parked" (1000 tasks blocked on a channel), at 2 workers and at the
- * machine's CPUs (one row when they are the same; --workers N instead). A state with sleeping
- * timers is left out: the runtime has no timer or sleep API yet.
+ * States: "empty" (default attributes, one task ran, then nothing),
+ * "parked1000" (1000 tasks blocked on a channel) and "sleep100ms" (one
+ * task that sleeps 100 ms at a time through its worker's timer: ten timer
+ * wakeups a second; Go: one goroutine in time.Sleep), at 2 workers and at
+ * the machine's CPUs (one row when they are the same; --workers N instead).
  * Each window is one sample, >= 5 windows per case (median, min-max);
  * ours' windows, then Go's, in the same run. The numbers count the whole
  * process, on both sides with one thread or goroutine that sleeps through
@@ -31,6 +32,10 @@
 #include "peers/peers.h"
 
 #define PARKED 1000
+#define SLEEP_NS 100000000ULL
+
+enum state { EMPTY, PARKED1000, SLEEP100MS, NR_STATES };
+static const char *const state_name[NR_STATES] = { "empty", "parked1000", "sleep100ms" };
 #define PEER_TIMEOUT_S 600
 
 struct sample {
@@ -46,7 +51,7 @@ static double tv_ms(struct timeval tv)
 /* ---------------------------------------------------------------- ours */
 
 static struct cl_chan *park_chan;
-static atomic_int nr_parked;
+static atomic_int nr_parked, sleeper_stop, sleeper_started;
 
 static void *one_task(void *p)
 {
@@ -63,14 +68,26 @@ static void *parked_task(void *p)
 	return NULL;
 }
 
+/* Sleeps SLEEP_NS at a time until told to stop (checked after each sleep). */
+static void *sleeper_task(void *p)
+{
+	(void)p;
+	atomic_store(&sleeper_started, 1);
+	while (!atomic_load(&sleeper_stop))
+		if (cl_sleep_ns(SLEEP_NS))
+			return (void *)"cl_sleep_ns";
+	return NULL;
+}
+
 struct ours {
 	struct cl_runtime *rt;
+	struct cl_rt_task *sleeper;
 	struct cl_rt_task **parked;
 	int nr;
 };
 
 /* A runtime of @workers workers, default attributes otherwise, in @state. */
-static int ours_start(struct ours *o, unsigned int workers, int parked, double settle_s)
+static int ours_start(struct ours *o, unsigned int workers, enum state st, double settle_s)
 {
 	struct cl_runtime_attr a;
 	struct timespec ts = { 0, (long)(settle_s * 1e9) };
@@ -85,7 +102,16 @@ static int ours_start(struct ours *o, unsigned int workers, int parked, double s
 	t = cl_spawn(o->rt, NULL, one_task, NULL);
 	if (!t || cl_join(t, NULL))
 		return -1;
-	if (parked) {
+	if (st == SLEEP100MS) {
+		atomic_store(&sleeper_stop, 0);
+		atomic_store(&sleeper_started, 0);
+		o->sleeper = cl_spawn(o->rt, NULL, sleeper_task, NULL);
+		if (!o->sleeper)
+			return -1;
+		while (!atomic_load(&sleeper_started))
+			sched_yield();
+	}
+	if (st == PARKED1000) {
 		park_chan = cl_chan_create(sizeof(int), 1);
 		o->parked = (struct cl_rt_task **)calloc(PARKED, sizeof(*o->parked));
 		if (!park_chan || !o->parked)
@@ -105,6 +131,10 @@ static int ours_start(struct ours *o, unsigned int workers, int parked, double s
 
 static void ours_stop(struct ours *o)
 {
+	if (o->sleeper) {
+		atomic_store(&sleeper_stop, 1);
+		(void)cl_join(o->sleeper, NULL); /* after its current sleep */
+	}
 	if (o->nr) {
 		(void)cl_chan_close(park_chan);
 		for (int i = 0; i < o->nr; i++)
@@ -145,18 +175,19 @@ static int go_probe(void)
 }
 
 /* Go in the same state: @n windows of @window_s, one sample each. */
-static int go_windows(unsigned int workers, int parked, double window_s, double settle_s, int n,
+static int go_windows(unsigned int workers, enum state st, double window_s, double settle_s, int n,
 		      struct sample *out)
 {
-	char a1[16], a2[16], a3[32], a4[32], a5[16], lines[BENCH_MAX_RUNS][128];
-	char *argv[] = { go_path, a1, a2, a3, a4, a5, NULL };
+	char a1[16], a2[16], a3[32], a4[32], a5[16], a6[32], lines[BENCH_MAX_RUNS][128];
+	char *argv[] = { go_path, a1, a2, a3, a4, a5, a6, NULL };
 	int got;
 
 	snprintf(a1, sizeof(a1), "%u", workers);
-	snprintf(a2, sizeof(a2), "%d", parked ? PARKED : 0);
+	snprintf(a2, sizeof(a2), "%d", st == PARKED1000 ? PARKED : 0);
 	snprintf(a3, sizeof(a3), "%.0f", window_s * 1e3);
 	snprintf(a4, sizeof(a4), "%.0f", settle_s * 1e3);
 	snprintf(a5, sizeof(a5), "%d", n);
+	snprintf(a6, sizeof(a6), "%llu", st == SLEEP100MS ? SLEEP_NS / 1000000ULL : 0ULL);
 	if (peer_exec(argv, NULL, (int)workers, PEER_TIMEOUT_S, &lines[0][0], sizeof(lines[0]), n, &got) ||
 	    got != n)
 		return -1;
@@ -277,26 +308,25 @@ int main(int argc, char **argv)
 		       window_s);
 		if (!have_go)
 			printf("# go skipped: golang-go not installed (%s not built or not runnable)\n", go_path);
-		printf("# not measured: sleeping timers (the runtime has no timer or sleep API yet)\n");
 	}
 	counts[0] = 2;
 	counts[1] = workers ? (unsigned int)workers : (unsigned int)bench_nr_allowed_cpus();
 	nr_counts = counts[1] != 2 ? 2 : 1;
 	for (int c = 0; c < nr_counts; c++)
-		for (int parked = 0; parked < 2; parked++) {
+		for (int st = 0; st < NR_STATES; st++) {
 			struct ours ours;
-			const char *state = parked ? "parked1000" : "empty";
+			const char *state = state_name[st];
 
 			bench_progress(&b, "%s, %u workers", state, counts[c]);
 			/* ours, then Go: each keeps its state across its windows */
-			if (ours_start(&ours, counts[c], parked, settle_s)) {
+			if (ours_start(&ours, counts[c], (enum state)st, settle_s)) {
 				fprintf(stderr, "idle: runtime setup failed: %s\n", strerror(errno));
 				return 1;
 			}
 			for (int r = 0; r < b.runs; r++)
 				o[r] = ours_window(window_s);
 			ours_stop(&ours);
-			if (have_go && go_windows(counts[c], parked, window_s, settle_s, b.runs, g)) {
+			if (have_go && go_windows(counts[c], (enum state)st, window_s, settle_s, b.runs, g)) {
 				fprintf(stderr, "idle: %s failed\n", go_path);
 				return 1;
 			}

@@ -31,6 +31,12 @@ binary, becomes one entry of report.json's "peers" array and one row of
 report.md's Peers section, judged against PEER_GOALS where the project sets
 a goal. --peer-skipped PACKAGE (repeatable) records a peer not built
 because its package is missing: listed as skipped, nothing measured.
+
+RPC (bench/rpc/rpc, run with the peers): its "kind": "rpc" lines become
+report.json's "rpc" object and report.md's RPC section (max throughput per
+server, the latency table at each load level, a latency-vs-load plot per
+reply size) with RPC_GOALS judged on the measured medians; its
+"runtime-rpc" peer lines join the peers like any other.
 """
 import argparse
 import json
@@ -246,6 +252,9 @@ PEER_GOALS = [
     ("runtime", "boost", "pingpong same-cpu", 3.0, "gain >= 3x"),
     ("runtime", "", "", 1.0, "ahead (gain >= 1x)"),
     ("runtime-idle", "go", "", 1.0, "idles as cheaply as Go or better (gain >= 1x)"),
+    ("runtime-rpc", "go", "max throughput", 1.5, "gain >= 1.5x"),
+    ("runtime-rpc", "epoll", "max throughput", 1.0, "no slower (gain >= 1x)"),
+    ("runtime-rpc", "go", "p99 at 75% load", 1.0, "p99 no higher (gain >= 1x)"),
 ]
 PEER_FIELDS = ("structure", "peer", "workload", "ours", "theirs", "unit", "gain")
 
@@ -281,8 +290,9 @@ def collect_peers(recs, judge=True):
 
 # Benchmarks outside bench/peers/ that are read for their peer lines
 # (bench/idle: the runtime idle beside Go; bench/parked: parked tasks in
-# each stack guard mode beside Go's goroutines): run with the peers.
-PEER_BENCHES = {"idle", "parked"}
+# each stack guard mode beside Go's goroutines; bench/rpc/rpc: the RPC
+# servers, also read for the RPC section): run with the peers.
+PEER_BENCHES = {"idle", "parked", "rpc"}
 
 
 def is_peer_binary(path):
@@ -855,6 +865,142 @@ def write_peers_md(L, doc):
         L += ["", "![%s vs peers](%s)" % (structure, svg)]
 
 
+# The RPC benchmark (bench/rpc/rpc, docs/benchmarks.md): its goals, per
+# reply size, on the medians it measured: (id, other server, text, bound).
+# value = ours/theirs for max throughput, theirs/ours for p99 (> 1: ours
+# ahead); met when value >= bound.
+RPC_GOALS = [("max-vs-go", "go", "max throughput >= 1.5x Go's", 1.5),
+             ("max-vs-epoll", "epoll", "max throughput >= 1.0x the epoll loop's", 1.0),
+             ("p99-75-vs-go", "go", "p99 at 75% load <= Go's", 1.0)]
+RPC_LEVELS = (25, 50, 75, 90)
+RPC_OURS = "cachelocal"
+
+
+def collect_rpc(recs, judge=True):
+    """The "kind": "rpc" lines of bench/rpc/rpc -> report.json's "rpc"
+    object (None when the benchmark did not run): max throughput and
+    latency per server, skipped servers, and the goals judged on the
+    medians (goal_met None in smoke mode or when a side is missing)."""
+    rows = [r for r in recs if r.get("kind") == "rpc"]
+    if not rows:
+        return None
+    mx = [dict((k, r[k]) for k in ("server", "server_desc", "reply_bytes", "median", "min", "max",
+                                    "unit", "runs", "conns", "depth", "server_cpus",
+                                    "client_threads", "placement") if k in r)
+          for r in rows if r.get("what") == "max"]
+    lat = [dict((k, r[k]) for k in ("server", "reply_bytes", "load_pct", "rate", "achieved", "lost",
+                                     "p50", "p50_min", "p50_max", "p99", "p99_min", "p99_max",
+                                     "p999", "p999_min", "p999_max", "unit", "runs", "poisson")
+                if k in r)
+           for r in rows if r.get("what") == "latency"]
+    skipped = [{"server": r["server"], "reason": r.get("reason", "")}
+               for r in rows if r.get("what") == "skipped"]
+    goals = []
+    for reply in sorted(set(m["reply_bytes"] for m in mx)):
+        def max_of(server):
+            return next((m["median"] for m in mx if m["server"] == server
+                         and m["reply_bytes"] == reply), None)
+
+        def p99_75(server):
+            return next((x["p99"] for x in lat if x["server"] == server
+                         and x["reply_bytes"] == reply and x["load_pct"] == 75), None)
+        for gid, other, text, bound in RPC_GOALS:
+            if gid.startswith("max"):
+                ours, theirs = max_of(RPC_OURS), max_of(other)
+                value = ours / theirs if ours and theirs else None
+            else:
+                ours, theirs = p99_75(RPC_OURS), p99_75(other)
+                value = theirs / ours if ours and theirs else None
+            goals.append({"id": gid, "reply_bytes": reply, "goal": text, "other": other,
+                          "ours": ours, "theirs": theirs, "value": value, "bound": bound,
+                          "goal_met": (value >= bound) if judge and value is not None else None})
+    return {"max": mx, "latency": lat, "skipped": skipped, "goals": goals, "plots": {}}
+
+
+def plot_rpc(outdir, rpc, have_gnuplot):
+    """One SVG per reply size: p50 (dashed) and p99 (solid) against the
+    offered load, one colour per server, log scale. Returns {reply: svg}."""
+    if not have_gnuplot or not rpc or not rpc["latency"]:
+        return {}
+    out = {}
+    for reply in sorted(set(x["reply_bytes"] for x in rpc["latency"])):
+        servers = list(dict.fromkeys(x["server"] for x in rpc["latency"] if x["reply_bytes"] == reply))
+        clauses = []
+        for i, srv in enumerate(servers):
+            dat = os.path.join(outdir, "rpc-%d-%s.dat" % (reply, srv))
+            with open(dat, "w") as f:
+                for x in sorted((x for x in rpc["latency"]
+                                 if x["reply_bytes"] == reply and x["server"] == srv),
+                                key=lambda x: x["load_pct"]):
+                    f.write("%d %g %g %g\n" % (x["load_pct"], max(x["p50"], 1e-3),
+                                               max(x["p99"], 1e-3), max(x["p999"], 1e-3)))
+            clauses.append('"%s" using 1:3 with linespoints lc %d dt 1 title "%s p99"'
+                           % (dat, i + 1, srv))
+            clauses.append('"%s" using 1:2 with linespoints lc %d dt 2 title "%s p50"'
+                           % (dat, i + 1, srv))
+        svg = "rpc-latency-%d.svg" % reply
+        gp = ('set terminal svg size 560,360; set output "%s"; set title "RPC, %d B reply: latency '
+              'vs offered load"; set xlabel "load (%% of the slowest server\'s max throughput)"; '
+              'set ylabel "latency (us)"; set logscale y; set xrange [20:95]; set key top left; '
+              'plot %s' % (os.path.join(outdir, svg), reply, ", ".join(clauses)))
+        r = subprocess.run(["gnuplot", "-e", gp], capture_output=True, text=True)
+        if r.returncode == 0:
+            out[str(reply)] = svg
+    return out
+
+
+def write_rpc_md(L, rpc):
+    L += ["", "## RPC: the runtime serving requests beside Go and an epoll loop", "",
+          "- what: `bench/rpc/rpc`: TCP on loopback, 64 B requests, 64 B and 4 KiB replies, many "
+          "connections per server; servers: the cachelocal runtime (one task per connection), Go "
+          "(goroutine per connection, `net`, GOMAXPROCS = the runtime's workers) and a hand-written "
+          "edge-triggered epoll loop (C, one thread), all on the same server CPUs, the load "
+          "generator pinned to the others; max throughput from a closed loop, then an open loop "
+          "at 25/50/75/90% of the slowest server's max with latency from each request's scheduled "
+          "send time (no coordinated omission); median of the runs (min-max over them), the "
+          "servers interleaved run by run"]
+    if not rpc:
+        L += ["", "Not run (bench/rpc/rpc not built or no server could start)."]
+        return
+    for sk in rpc["skipped"]:
+        L.append("- %s server: skipped (%s)" % (sk["server"], sk["reason"]))
+    m0 = rpc["max"][0] if rpc["max"] else {}
+    if m0:
+        L.append("- placement: %s; %s server CPU(s); %s load generator thread(s); %s connections "
+                 "per server; closed-loop depth %s" % (
+                     m0.get("placement", "?"), m0.get("server_cpus", "?"),
+                     m0.get("client_threads", "?"), m0.get("conns", "?"), m0.get("depth", "?")))
+    L += ["", "| reply | server | max throughput (req/s) | min-max | runs | what it is |",
+          "|---|---|---|---|---|---|"]
+    for m in rpc["max"]:
+        L.append("| %d B | %s | %s | %s-%s | %s | %s |" % (
+            m["reply_bytes"], m["server"], fmt(m["median"]), fmt(m["min"]), fmt(m["max"]),
+            m.get("runs", "-"), m.get("server_desc", "")))
+    if rpc["latency"]:
+        L += ["", "| reply | load | offered (req/s) | server | p50 (us) | p99 (us) | p99.9 (us) "
+              "| answered (req/s) | lost (all runs) |", "|---|---|---|---|---|---|---|---|---|"]
+        for x in sorted(rpc["latency"], key=lambda x: (x["reply_bytes"], x["load_pct"])):
+            L.append("| %d B | %d%% | %s | %s | %s (%s-%s) | %s (%s-%s) | %s (%s-%s) | %s | %s |" % (
+                x["reply_bytes"], x["load_pct"], fmt(x["rate"]), x["server"], fmt(x["p50"]),
+                fmt(x["p50_min"]), fmt(x["p50_max"]), fmt(x["p99"]), fmt(x["p99_min"]),
+                fmt(x["p99_max"]), fmt(x["p999"]), fmt(x["p999_min"]), fmt(x["p999_max"]),
+                fmt(x.get("achieved", 0)), x.get("lost", 0)))
+    L += ["", "Goals (judged on the medians above):", ""]
+    for g in rpc["goals"]:
+        state = {True: "met", False: "**missed**", None: "not judged"}[g["goal_met"]]
+        if g["value"] is None:
+            why = "the %s server did not run" % (RPC_OURS if g["ours"] is None else g["other"])
+            L.append("- %d B reply, %s: not judged (%s)" % (g["reply_bytes"], g["goal"], why))
+            continue
+        line = "- %d B reply, %s: %s (%.2fx; goal >= %.2fx)" % (
+            g["reply_bytes"], g["goal"], state, g["value"], g["bound"])
+        if g["id"] == "max-vs-epoll" and g["value"] < 1:
+            line += "; the epoll loop is ahead by %.0f%%" % ((1 / g["value"] - 1) * 100)
+        L.append(line)
+    for reply, svg in rpc.get("plots", {}).items():
+        L += ["", "![RPC latency vs load, %s B reply](%s)" % (reply, svg)]
+
+
 E3K_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "smp", "e3k.md")
 
 
@@ -926,6 +1072,7 @@ def write_md(path, doc, plots_note):
             L += ["", "![%s](%s)" % (e["id"], e["plot"])]
     write_e3k_md(L)
     write_cross_cpu_md(L, doc.get("cross_cpu"))
+    write_rpc_md(L, doc.get("rpc"))
     write_peers_md(L, doc)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
@@ -1015,6 +1162,7 @@ def main():
     doc["cross_cpu"] = cross_cpu(results.get("pipe_layout", []), ratios.get("pipe_layout", []),
                                  judge=o.mode != "smoke")
     doc["peers"] = collect_peers(peer_recs, judge=o.mode != "smoke")
+    doc["rpc"] = collect_rpc(peer_recs, judge=o.mode != "smoke")
     doc["peers_skipped"] = sorted(set(o.peer_skipped))
     for pkg in doc["peers_skipped"]:
         progress("skipped: %s not installed" % pkg)
@@ -1028,6 +1176,8 @@ def main():
     for e in doc["experiments"]:
         e["plot"] = plot(o.out, e, have_gnuplot)
     doc["peer_plots"] = plot_peers(o.out, doc["peers"], have_gnuplot)
+    if doc["rpc"]:
+        doc["rpc"]["plots"] = plot_rpc(o.out, doc["rpc"], have_gnuplot)
     note = None if have_gnuplot else ("plots skipped (gnuplot not installed)" if o.mode != "smoke"
                                       else "plots skipped (smoke mode)")
     with open(os.path.join(o.out, "report.json"), "w") as f:

@@ -10,7 +10,8 @@ each side, a gain that matches before/after in the stated direction and a
 verdict that agrees with it (reproduced: gain > 1, contrary: gain < 1);
 E3m's fit to the seed's T3 table (check_calibration()) and its verdict on
 the seed's 200 ms rows (check_model_headline()); the "cross_cpu"
-object (check_cross_cpu()); the "peers" array (check_peers()).
+object (check_cross_cpu()); the "peers" array (check_peers()); the "rpc"
+object of the RPC benchmark (check_rpc()).
 Exit 0 when valid, 1 with one line per problem otherwise.
 """
 import json
@@ -87,7 +88,7 @@ def check(doc):
         if e["id"] == "E3m":
             errs += check_calibration(e.get("calibration"))
             errs += check_model_headline(e)
-    return errs + check_cross_cpu(doc.get("cross_cpu")) + check_peers(doc)
+    return errs + check_cross_cpu(doc.get("cross_cpu")) + check_peers(doc) + check_rpc(doc.get("rpc"))
 
 
 def check_cross_cpu(c):
@@ -106,6 +107,65 @@ def check_cross_cpu(c):
             for k in ("pipe", "line", "ratio") if not c[k + "_min"] <= c[k] <= c[k + "_max"]]
     if c.get("goal_met") not in (None, c["ratio"] <= bench_report.CROSS_CPU_BOUND):
         errs.append("cross_cpu: goal_met %r beside the ratio %.2fx" % (c.get("goal_met"), c["ratio"]))
+    return errs
+
+
+def check_rpc(rpc):
+    """The "rpc" object (null: the RPC benchmark did not run): max
+    throughput medians inside their min-max; for every server measured, a
+    latency row at each load level with p50 <= p99 <= p99.9, each inside
+    its min-max; every goal's value = ours/theirs (throughput) or
+    theirs/ours (p99) of the rows, goal_met telling the truth about it."""
+    if rpc is None:
+        return []
+    if not isinstance(rpc, dict) or not all(isinstance(rpc.get(k), list)
+                                            for k in ("max", "latency", "skipped", "goals")):
+        return ["rpc: not an object with max, latency, skipped and goals lists"]
+    errs = []
+
+    def num(v):
+        return isinstance(v, NUM) and not isinstance(v, bool)
+    for m in rpc["max"]:
+        if not all(num(m.get(k)) for k in ("median", "min", "max", "reply_bytes")):
+            errs.append("rpc: a max row needs median, min, max, reply_bytes numbers")
+        elif not m["min"] <= m["median"] <= m["max"]:
+            errs.append("rpc: max %s %d B: median outside its min-max" % (m.get("server"), m["reply_bytes"]))
+    have = {}
+    for x in rpc["latency"]:
+        keys = ("p50", "p99", "p999", "rate", "load_pct", "reply_bytes")
+        if not all(num(x.get(k)) for k in keys) or not all(
+                num(x.get(q + e)) for q in ("p50", "p99", "p999") for e in ("_min", "_max")):
+            errs.append("rpc: a latency row needs numbers for %s and their min/max" % ", ".join(keys))
+            continue
+        name = "rpc: %s %d B at %d%%" % (x.get("server"), x["reply_bytes"], x["load_pct"])
+        have.setdefault((x.get("server"), x["reply_bytes"]), set()).add(x["load_pct"])
+        if not x["p50"] <= x["p99"] <= x["p999"]:
+            errs.append("%s: p50 <= p99 <= p99.9 does not hold" % name)
+        for q in ("p50", "p99", "p999"):
+            if not x[q + "_min"] <= x[q] <= x[q + "_max"]:
+                errs.append("%s: %s outside its min-max" % (name, q))
+    for key, levels in have.items():
+        if sorted(levels) != sorted(bench_report.RPC_LEVELS):
+            errs.append("rpc: %s %d B: load levels %s, want %s" % (
+                key[0], key[1], sorted(levels), list(bench_report.RPC_LEVELS)))
+    for g in rpc["goals"]:
+        if g.get("goal_met") not in (True, False, None):
+            errs.append("rpc: goal %s goal_met not a boolean or null" % g.get("id"))
+            continue
+        if g.get("value") is None:
+            if g.get("goal_met") is not None:
+                errs.append("rpc: goal %s judged without a value" % g.get("id"))
+            continue
+        if not all(num(g.get(k)) and g.get(k) > 0 for k in ("ours", "theirs", "value", "bound")):
+            errs.append("rpc: goal %s needs positive ours, theirs, value, bound" % g.get("id"))
+            continue
+        want = (g["ours"] / g["theirs"] if str(g.get("id", "")).startswith("max")
+                else g["theirs"] / g["ours"])
+        if not math.isclose(want, g["value"], rel_tol=1e-6):
+            errs.append("rpc: goal %s value %g is not %g" % (g.get("id"), g["value"], want))
+        if g["goal_met"] not in (None, g["value"] >= g["bound"]):
+            errs.append("rpc: goal %s goal_met %r beside %.2fx (bound %.2f)" % (
+                g.get("id"), g["goal_met"], g["value"], g["bound"]))
     return errs
 
 

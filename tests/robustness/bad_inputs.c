@@ -2087,6 +2087,10 @@ static void l5_runtime_cases(void)
 		RB_INT(cl_join_timeout(t, NIL, 1000), -1, EINVAL);
 		cl_runtime_destroy(rt);
 	}
+	CASE("cl_blocking", "fn NULL")
+	{
+		RB_INT(cl_blocking(NIL, NIL), -1, EINVAL);
+	}
 	CASE("cl_sleep_ns", "ns UINT64_MAX (a negative value passed by mistake)")
 	{
 		RB_INT(cl_sleep_ns(UINT64_MAX), -1, EINVAL);
@@ -2152,6 +2156,47 @@ static void l5_runtime_cases(void)
 		struct cl_chan *c = cl_chan_create(sizeof(int), 1);
 		int v = 0;
 		RB_INT(cl_chan_recv_timeout(c, &v, 1000), -1, EPERM);
+		cl_chan_destroy(c);
+	}
+	CASE("cl_select", "cases NULL")
+	{
+		RB_INT(cl_select(NIL, 1, CL_SELECT_NOWAIT), -1, EINVAL);
+	}
+	CASE("cl_select", "n 0, n above CL_SELECT_MAX")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(int), 1);
+		int v = 0;
+		struct cl_select_case k[CL_SELECT_MAX + 1];
+		for (unsigned int i = 0; i < CL_SELECT_MAX + 1; i++) {
+			k[i].chan = c;
+			k[i].op = CL_SELECT_RECV;
+			k[i].msg = &v;
+		}
+		RB_INT(cl_select(k, 0, CL_SELECT_NOWAIT), -1, EINVAL);
+		RB_INT(cl_select(k, CL_SELECT_MAX + 1, CL_SELECT_NOWAIT), -1, EINVAL);
+		cl_chan_destroy(c);
+	}
+	CASE("cl_select", "a case with chan NULL, msg NULL, or a bad op")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(int), 1);
+		int v = 0;
+		struct cl_select_case k = { NIL, CL_SELECT_RECV, &v, 0 };
+		RB_INT(cl_select(&k, 1, CL_SELECT_FOREVER), -1, EINVAL);
+		k.chan = c;
+		k.msg = NIL;
+		RB_INT(cl_select(&k, 1, CL_SELECT_FOREVER), -1, EINVAL);
+		k.msg = &v;
+		k.op = -1;
+		RB_INT(cl_select(&k, 1, CL_SELECT_FOREVER), -1, EINVAL);
+		cl_chan_destroy(c);
+	}
+	CASE("cl_select", "nothing ready, called outside a task")
+	{
+		struct cl_chan *c = cl_chan_create(sizeof(int), 1);
+		int v = 0;
+		struct cl_select_case k = { c, CL_SELECT_RECV, &v, 0 };
+		RB_INT(cl_select(&k, 1, 1000), -1, EPERM);
+		RB_INT(cl_select(&k, 1, CL_SELECT_NOWAIT), -1, EAGAIN);
 		cl_chan_destroy(c);
 	}
 	CASE("cl_mutex_lock_timeout", "m NULL")

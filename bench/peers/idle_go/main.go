@@ -4,10 +4,11 @@
 // runtime costs, standard library only.
 //
 //	idle_go version                                   prints "go 1.19.8"
-//	idle_go WORKERS PARKED WINDOW_MS SETTLE_MS WINDOWS
+//	idle_go WORKERS PARKED WINDOW_MS SETTLE_MS WINDOWS [SLEEP_MS]
 //
 // GOMAXPROCS is set by the driver (= WORKERS, checked). One goroutine runs
 // and is waited for; PARKED goroutines then block on a channel receive;
+// with SLEEP_MS > 0, one goroutine sleeps SLEEP_MS at a time (time.Sleep);
 // after SETTLE_MS, WINDOWS windows of WINDOW_MS follow, the main goroutine
 // asleep (time.Sleep) through each. Per window one line:
 // "cpu_us U csw N": the process's user + system CPU time (µs) and its
@@ -46,8 +47,12 @@ func main() {
 		fmt.Printf("go %s\n", runtime.Version()[2:])
 		return
 	}
-	if len(os.Args) != 6 {
-		fail("usage: idle_go WORKERS PARKED WINDOW_MS SETTLE_MS WINDOWS | version")
+	if len(os.Args) != 6 && len(os.Args) != 7 {
+		fail("usage: idle_go WORKERS PARKED WINDOW_MS SETTLE_MS WINDOWS [SLEEP_MS] | version")
+	}
+	sleep := time.Duration(0)
+	if len(os.Args) == 7 {
+		sleep = time.Duration(atoi(os.Args[6])) * time.Millisecond
 	}
 	workers, parked := atoi(os.Args[1]), atoi(os.Args[2])
 	window := time.Duration(atoi(os.Args[3])) * time.Millisecond
@@ -69,6 +74,19 @@ func main() {
 		}()
 	}
 	started.Wait()
+	stop := make(chan bool)
+	if sleep > 0 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				time.Sleep(sleep)
+			}
+		}()
+	}
 	time.Sleep(settle)
 	for w := 0; w < windows; w++ {
 		var a, b syscall.Rusage
@@ -84,4 +102,5 @@ func main() {
 		fmt.Printf("cpu_us %d csw %d\n", cpu, csw)
 	}
 	close(block)
+	close(stop)
 }

@@ -5,7 +5,9 @@
  * synchronization table of sync.h: a waiter's record goes on the
  * channel's list under the channel's lock, which it keeps until its
  * context is saved; a waker takes a record off under that lock, writes
- * its result (the message, for a receiver) and wakes its task.
+ * its result (the message, for a receiver) and wakes its task. A record
+ * of a cl_select() (select.h) on the list is the waker's only once it
+ * claimed the select for it (cl__chan_waiter_pop()).
  *
  * A private piece of sched/runtime/core.h, which includes its pieces in
  * order (not API; include <cachelocal/sched/runtime.h>). Included alone, it
@@ -173,6 +175,54 @@ CL_ALWAYS_INLINE void cl__chan_hint(struct cl_rt_task *self, struct cl_rt_task *
 }
 
 /*
+ * A select's case record @wt (status CL__RT_WAIT_SELECT), just taken off
+ * a channel's list under the channel's lock: claim its select (types.h,
+ * struct cl__rt_select) for it. The first claim wins the CAS of the
+ * select's state; the winner then takes the select's gate, which the
+ * select's task holds until its switch away completed and its timer holds
+ * while it decides, and the select is its own if the task's record is
+ * still pending (the timer takes it off otherwise: timer.h), as a waker
+ * takes a timed waiter's. Lock order: the channel's lock, then the gate.
+ * Return: 1 won (the caller completes the case and wakes @wt as any
+ * record); 0 another case or the timer ended the select (@wt dropped,
+ * status -1: its task, which removes its records under each channel's
+ * lock, finds it off the list).
+ */
+CL_INLINE int cl__chan_sel_claim(struct cl__rt_waiter *wt)
+{
+	struct cl__rt_select *sel = cl_container_of(wt - wt->aff_vote, struct cl__rt_select, rec);
+	struct cl__rt_waiter *own = &wt->t->wait;
+	int idle = CL__RT_SEL_WAITING, won = 0;
+
+	if (CL_ATOMIC_CAS(&sel->state, &idle, (int)wt->aff_vote, CL_RELAXED, CL_RELAXED)) {
+		cl_ticket_lock(&sel->gate);
+		if (own->status == CL__RT_WAIT_PENDING) {
+			cds_list_del(&own->node);
+			own->status = 0;
+			won = 1;
+		}
+		(void)cl_ticket_unlock(&sel->gate);
+	}
+	if (!won)
+		wt->status = -1;
+	return won;
+}
+
+/* Take the first record off a channel's @list (its lock held) that a
+ * wakeup may complete, or NULL: a select's record counts once its select
+ * is claimed for it (cl__chan_sel_claim()); one whose select ended
+ * otherwise is dropped. */
+CL_ALWAYS_INLINE struct cl__rt_waiter *cl__chan_waiter_pop(struct cds_list_head *list)
+{
+	struct cl__rt_waiter *wt;
+
+	while ((wt = cl__rt_waiter_pop(list)) != NULL && CL_UNLIKELY(wt->status == CL__RT_WAIT_SELECT))
+		if (cl__chan_sel_claim(wt))
+			break;
+	return wt;
+}
+
+/*
  * Release the lock, then wake @wt's task (taken off a list under it,
  * status written) while @self is still non-preemptible: one count for
  * both, one TLS read for the call (@self: the caller's, NULL outside tasks).
@@ -185,54 +235,85 @@ CL_ALWAYS_INLINE void cl__chan_unlock_wake(struct cl_chan *c, struct cl_rt_task 
 	cl__rt_np_put(self);
 }
 
-/* Copy @msg to the receiver of @wt (just taken off recvq), unlock, wake it. */
-CL_ALWAYS_INLINE void cl__chan_hand_over(struct cl_chan *c, struct cl_rt_task *self,
-					 struct cl__rt_waiter *wt, const void *msg)
+/*
+ * Send without blocking, @c locked and open: 1 sent, into the ring or to
+ * the receiver *@wtp (taken off recvq, its status written: wake it after
+ * the unlock; NULL: none); 0 full.
+ */
+CL_ALWAYS_INLINE int cl__chan_put_locked(struct cl_chan *c, const void *msg, struct cl__rt_waiter **wtp)
 {
-	cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
-	wt->status = 0;
-	cl__chan_unlock_wake(c, self, wt);
-}
+	struct cl__rt_waiter *wt = cl__chan_waiter_pop(&c->recvq);
 
-/* Try to send without blocking (lock held by @self). 1 sent, 0 full; wakes a receiver. */
-CL_ALWAYS_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg,
-					   struct cl_rt_task *self)
-{
-	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
-
+	*wtp = wt;
 	if (wt) {
-		cl__chan_hand_over(c, self, wt, msg);
+		cl__chan_copy(cl__chan_inline(c) ? (void *)wt->msg : wt->data, msg, c->esize);
+		wt->status = 0;
 		return 1;
 	}
 	if (c->count < c->cap) {
 		cl__chan_push(c, msg);
-		cl__rt_unlock_as(self, &c->lock);
 		return 1;
 	}
 	return 0;
 }
 
-/* Try to receive without blocking (lock held by @self). 1 received, 0 empty; refills from a sender. */
-CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out, struct cl_rt_task *self)
+/*
+ * Receive without blocking, @c locked: 1 received into @out, from the
+ * ring (refilled from the sender *@wtp, if one waits) or from the sender
+ * *@wtp (taken off sendq, its status written: wake it after the unlock;
+ * NULL: none); 0 empty.
+ */
+CL_INLINE int cl__chan_take_locked(struct cl_chan *c, void *out, struct cl__rt_waiter **wtp)
 {
 	struct cl__rt_waiter *wt;
 
 	if (c->count) {
 		cl__chan_pop(c, out);
-		wt = cl__rt_waiter_pop(&c->sendq);
-		if (!wt) {
-			cl__rt_unlock_as(self, &c->lock);
-			return 1;
-		}
-		cl__chan_push(c, cl__chan_inline(c) ? (const void *)wt->msg : wt->data);
+		wt = cl__chan_waiter_pop(&c->sendq);
+		if (wt)
+			cl__chan_push(c, cl__chan_inline(c) ? (const void *)wt->msg : wt->data);
 	} else {
-		wt = cl__rt_waiter_pop(&c->sendq);
+		wt = cl__chan_waiter_pop(&c->sendq);
 		if (!wt)
 			return 0;
 		cl__chan_copy(out, cl__chan_inline(c) ? (const void *)wt->msg : wt->data, c->esize);
 	}
-	wt->status = 0;
-	cl__chan_unlock_wake(c, self, wt);
+	*wtp = wt;
+	if (wt)
+		wt->status = 0;
+	return 1;
+}
+
+/* Unlock @c (locked by @self) and wake @wt if there is one. */
+CL_ALWAYS_INLINE void cl__chan_unlock_wake_if(struct cl_chan *c, struct cl_rt_task *self,
+					      struct cl__rt_waiter *wt)
+{
+	if (wt)
+		cl__chan_unlock_wake(c, self, wt);
+	else
+		cl__rt_unlock_as(self, &c->lock);
+}
+
+/* Try to send without blocking (lock held by @self, open). 1 sent (unlocked), 0 full; wakes a receiver. */
+CL_ALWAYS_INLINE int cl__chan_send_locked(struct cl_chan *c, const void *msg,
+					   struct cl_rt_task *self)
+{
+	struct cl__rt_waiter *wt;
+
+	if (!cl__chan_put_locked(c, msg, &wt))
+		return 0;
+	cl__chan_unlock_wake_if(c, self, wt);
+	return 1;
+}
+
+/* Try to receive without blocking (lock held by @self). 1 received (unlocked), 0 empty; refills from a sender. */
+CL_INLINE int cl__chan_recv_locked(struct cl_chan *c, void *out, struct cl_rt_task *self)
+{
+	struct cl__rt_waiter *wt;
+
+	if (!cl__chan_take_locked(c, out, &wt))
+		return 0;
+	cl__chan_unlock_wake_if(c, self, wt);
 	return 1;
 }
 
@@ -257,19 +338,16 @@ CL_INLINE int cl__chan_send_try(struct cl_chan *c, const void *msg, struct cl_rt
 
 /* cl_chan_send() past its fast path: @c locked by @self (NULL outside
  * tasks), and a receiver waiting, or closed, or full. A closed channel has
- * no receiver waiting (cl_chan_close() wakes them all). @deadline: see
- * cl__rt_wait_rec_dl(). */
+ * no receiver waiting (cl_chan_close() wakes them all); the receivers
+ * waiting may all be selects that ended otherwise, and the ring have
+ * room. @deadline: see cl__rt_wait_rec_dl(). */
 CL_INLINE int cl__chan_send_slow(struct cl_chan *c, const void *msg,
 				     struct cl_rt_task *self, uint64_t deadline)
 {
 	int st;
 
-	struct cl__rt_waiter *wt = cl__rt_waiter_pop(&c->recvq);
-
-	if (wt) {
-		cl__chan_hand_over(c, self, wt, msg);
+	if (!c->closed && cl__chan_send_locked(c, msg, self))
 		return 0;
-	}
 	if (c->closed) {
 		cl__rt_unlock_as(self, &c->lock);
 		errno = EPIPE;
@@ -443,6 +521,19 @@ CL_INLINE int cl_chan_tryrecv(struct cl_chan *c, void *out)
 	return -1;
 }
 
+/* Take every record off @from (a channel's list, its lock held) that
+ * the close completes, onto @to with status -1 (failed: EPIPE); a
+ * select's only if the close claims its select (cl__chan_waiter_pop()). */
+CL_INLINE void cl__chan_fail_all(struct cds_list_head *from, struct cds_list_head *to)
+{
+	struct cl__rt_waiter *wt;
+
+	while ((wt = cl__chan_waiter_pop(from)) != NULL) {
+		wt->status = -1;
+		cds_list_add_tail(&wt->node, to);
+	}
+}
+
 /**
  * cl_chan_close() - no more sends: waiting senders fail with EPIPE;
  * receivers drain what is buffered, then fail with EPIPE.
@@ -468,8 +559,8 @@ CL_INLINE int cl_chan_close(struct cl_chan *c)
 	}
 	c->closed = 1;
 	/* receivers wait only while the ring is empty, senders only while it is full */
-	cl__rt_waiters_take(&c->recvq, &list, -1);
-	cl__rt_waiters_take(&c->sendq, &list, -1);
+	cl__chan_fail_all(&c->recvq, &list);
+	cl__chan_fail_all(&c->sendq, &list);
 	cl__rt_unlock(&c->lock);
 	while (!cds_list_empty(&list))
 		cl__rt_wake_rec(cl__rt_waiter_pop(&list));

@@ -31,7 +31,9 @@
 #include "waitq.h" /* waiter records, wake-affine, the wait queue */
 #include "io.h" /* cl_read(), cl_write(), ...: I/O that parks the task */
 #include "chan.h" /* the bounded channel */
+#include "select.h" /* cl_select(): one of several channel operations */
 #include "sync.h" /* mutex, condition variable */
+#include "blocking.h" /* cl_blocking(): a blocking call on a helper thread, the task parked */
 #include "lifecycle.h" /* create, shutdown, destroy */
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_CORE_H */

@@ -66,6 +66,7 @@ CL_INLINE void cl__rt_stop_workers(struct cl_runtime *rt)
 			pthread_join(rt->workers[i].thread, NULL);
 			rt->workers[i].started = 0;
 		}
+	cl__rt_bpool_stop(rt);
 }
 
 /*
@@ -262,8 +263,9 @@ CL_INLINE const char *cl_runtime_context_kind(void)
 
 /*
  * cl__rt_all_asleep() - is every worker asleep with an empty rq and no
- * timer armed, and stayed so across two collections? Then no task runs,
- * none is queued or asleep on a timer, and no task can wake another: the
+ * timer armed, and stayed so across two collections, with no task in
+ * cl_blocking()? Then no task runs, none is queued, asleep on a timer or
+ * waiting for a helper thread, and no task can wake another: the
  * live tasks are all blocked for good (unless a thread outside the runtime
  * wakes one, which the caller rules out).
  */
@@ -274,6 +276,8 @@ CL_INLINE int cl__rt_all_asleep(struct cl_runtime *rt)
 
 	if (rt->nr_workers > 64)
 		return 0; /* not supported beyond 64 workers: shutdown just waits */
+	if (CL_ATOMIC_LOAD(&rt->nr_blocking, CL_SEQ_CST))
+		return 0; /* a cl_blocking() call will wake its task */
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int i = 0; i < n; i++) {
 			struct cl__rt_worker *w = &rt->workers[i];

@@ -102,6 +102,10 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #ifndef CL_RUNTIME_SLICE_NS
 #define CL_RUNTIME_SLICE_NS 2000000ULL
 #endif
+/* Helper threads of cl_blocking() per runtime, at most (blocking.h). */
+#ifndef CL_RUNTIME_BLOCKING_THREADS
+#define CL_RUNTIME_BLOCKING_THREADS 8u
+#endif
 /* The signal the tick sends to preempt (SIGURG, as Go's runtime: ignored by
  * default, so a stray one harms nothing). Used only if the application has
  * no handler for it. */
@@ -327,6 +331,37 @@ struct cl__rt_waiter {
 	uint16_t aff_vote;                 /* by its wakers (cl__rt_vote_home()): the worker most
 					    * of them ran on << 4 | its net votes */
 	uint16_t watch;                    /* CL__RT_WATCH_*: an idle worker polls it (atomic) */
+};
+
+/* struct cl__rt_waiter.status of a select's case record (select.h) while
+ * it is on its channel's list: the waker that takes it off claims the
+ * select first (cl__chan_sel_claim(), chan.h). */
+#define CL__RT_WAIT_SELECT 2
+
+/* Cases one cl_select() takes at most (EINVAL beyond): their records are
+ * on its task's stack while it waits (64 bytes each). */
+#define CL_SELECT_MAX 32
+
+/* struct cl__rt_select.state until a case claims the select (then: its index). */
+#define CL__RT_SEL_WAITING (-1)
+
+/*
+ * struct cl__rt_select - a cl_select() that blocked, on its task's stack
+ * (select.h). One record per case, each on its channel's list (status
+ * CL__RT_WAIT_SELECT, aff_flips -1: no wake-affine move, aff_vote: the
+ * case's index, which finds this struct from the record). A waker that
+ * takes one off claims the select by one CAS of @state; the winner then
+ * passes @gate, which the task holds until its switch away completed
+ * (so no waker starts it before) and its timer holds while it decides
+ * (timer.h: the gate is the lock of the timed wait whose list is @timeq
+ * and whose record is the task's own, wait): the select is the winner's
+ * if that record is still pending, else the timer ended it first.
+ */
+struct cl__rt_select {
+	int state;                         /* CL__RT_SEL_WAITING, or the claiming case (atomic) */
+	struct cl_ticketlock gate;
+	struct cds_list_head timeq;        /* the task's own record while nothing ended the select */
+	struct cl__rt_waiter rec[CL_SELECT_MAX];
 };
 
 /*
@@ -614,6 +649,8 @@ struct cl_runtime {
 	uint64_t nr_balance_kicks;         /* ... it woke a sleeping worker to balance */
 	int io_mode;                       /* CL__RT_IO_URING or CL__RT_IO_EPOLL (iopoll.h) */
 	struct cl__rt_iobucket *io_buckets; /* CL__RT_IO_BUCKETS: tasks waiting on fds */
+	struct cl__rt_bpool *bpool;        /* cl_blocking()'s helper threads (blocking.h; atomic) */
+	unsigned long nr_blocking;         /* tasks in cl_blocking() (atomic) */
 	/* workers in an idle spin without a watch (atomic; worker.h): written at
 	 * idle transitions, so kept off the lines every switch reads (the
 	 * clock's, slice_ns) by padding on both sides, whatever the alignment */

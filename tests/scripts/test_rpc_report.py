@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""The RPC section of scripts/bench_report.py (collect_rpc(), write_rpc_md())
+and its check in scripts/check_report.py (check_rpc()), on synthetic lines
+of bench/rpc/rpc. Run: python3 -m unittest discover -s tests/scripts"""
+import copy
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import bench_report  # noqa: E402
+import check_report  # noqa: E402
+
+
+def max_line(server, reply, med):
+    return {"kind": "rpc", "what": "max", "server": server, "server_desc": server + " server",
+            "reply_bytes": reply, "unit": "req/s", "median": med, "min": med * 0.9,
+            "max": med * 1.1, "runs": 5}
+
+
+def lat_line(server, reply, load, p99):
+    return {"kind": "rpc", "what": "latency", "server": server, "reply_bytes": reply,
+            "load_pct": load, "rate": 1000.0 * load, "achieved": 1000.0 * load, "lost": 0,
+            "unit": "us", "p50": p99 / 4, "p50_min": p99 / 5, "p50_max": p99 / 3, "p99": p99,
+            "p99_min": p99 * 0.8, "p99_max": p99 * 1.2, "p999": p99 * 2, "p999_min": p99 * 1.5,
+            "p999_max": p99 * 3, "runs": 5}
+
+
+def lines(ours_max, go_max, epoll_max, ours_p99, go_p99, servers=("cachelocal", "go", "epoll")):
+    maxes = {"cachelocal": ours_max, "go": go_max, "epoll": epoll_max}
+    p99s = {"cachelocal": ours_p99, "go": go_p99, "epoll": 50.0}
+    recs = []
+    for s in servers:
+        recs.append(max_line(s, 64, maxes[s]))
+        recs += [lat_line(s, 64, load, p99s[s]) for load in bench_report.RPC_LEVELS]
+    return recs
+
+
+class CollectRpc(unittest.TestCase):
+    def goal(self, rpc, gid):
+        return next(g for g in rpc["goals"] if g["id"] == gid)
+
+    def test_goals_judged_from_the_medians(self):
+        rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0))
+        self.assertAlmostEqual(self.goal(rpc, "max-vs-go")["value"], 2.0)
+        self.assertTrue(self.goal(rpc, "max-vs-go")["goal_met"])
+        self.assertTrue(self.goal(rpc, "max-vs-epoll")["goal_met"])
+        self.assertAlmostEqual(self.goal(rpc, "p99-75-vs-go")["value"], 1.5)
+        self.assertTrue(self.goal(rpc, "p99-75-vs-go")["goal_met"])
+        self.assertEqual(check_report.check_rpc(rpc), [])
+
+    def test_goals_missed(self):
+        rpc = bench_report.collect_rpc(lines(200e3, 150e3, 250e3, 80.0, 60.0))
+        self.assertFalse(self.goal(rpc, "max-vs-go")["goal_met"])  # 1.33x < 1.5x
+        self.assertFalse(self.goal(rpc, "max-vs-epoll")["goal_met"])
+        self.assertFalse(self.goal(rpc, "p99-75-vs-go")["goal_met"])
+        L = []
+        bench_report.write_rpc_md(L, rpc)
+        text = "\n".join(L)
+        self.assertIn("the epoll loop is ahead by 25%", text)
+        self.assertIn("**missed**", text)
+
+    def test_smoke_mode_judges_nothing(self):
+        rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0), judge=False)
+        self.assertTrue(all(g["goal_met"] is None for g in rpc["goals"]))
+        self.assertEqual(check_report.check_rpc(rpc), [])
+
+    def test_without_the_cachelocal_server(self):
+        recs = lines(0, 150e3, 280e3, 0, 60.0, servers=("go", "epoll"))
+        recs.append({"kind": "rpc", "what": "skipped", "server": "cachelocal",
+                     "reason": "runtime I/O not built"})
+        rpc = bench_report.collect_rpc(recs)
+        self.assertTrue(all(g["value"] is None and g["goal_met"] is None for g in rpc["goals"]))
+        L = []
+        bench_report.write_rpc_md(L, rpc)
+        self.assertIn("cachelocal server: skipped (runtime I/O not built)", "\n".join(L))
+        self.assertEqual(check_report.check_rpc(rpc), [])
+
+    def test_not_run(self):
+        self.assertIsNone(bench_report.collect_rpc([{"kind": "peer"}]))
+        L = []
+        bench_report.write_rpc_md(L, None)
+        self.assertIn("Not run", "\n".join(L))
+        self.assertEqual(check_report.check_rpc(None), [])
+
+
+class CheckRpc(unittest.TestCase):
+    def setUp(self):
+        self.rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0))
+
+    def test_a_false_goal_met_is_caught(self):
+        bad = copy.deepcopy(self.rpc)
+        bad["goals"][0]["goal_met"] = not bad["goals"][0]["goal_met"]
+        self.assertTrue(any("goal_met" in e for e in check_report.check_rpc(bad)))
+
+    def test_a_missing_load_level_is_caught(self):
+        bad = copy.deepcopy(self.rpc)
+        bad["latency"] = [x for x in bad["latency"]
+                          if not (x["server"] == "go" and x["load_pct"] == 90)]
+        self.assertTrue(any("load levels" in e for e in check_report.check_rpc(bad)))
+
+    def test_percentiles_out_of_order_are_caught(self):
+        bad = copy.deepcopy(self.rpc)
+        bad["latency"][0]["p50"] = bad["latency"][0]["p99"] * 2
+        bad["latency"][0]["p50_max"] = bad["latency"][0]["p50"]
+        self.assertTrue(any("p50 <= p99" in e for e in check_report.check_rpc(bad)))
+
+    def test_a_wrong_value_is_caught(self):
+        bad = copy.deepcopy(self.rpc)
+        bad["goals"][1]["value"] *= 2
+        self.assertTrue(any("value" in e for e in check_report.check_rpc(bad)))
+
+
+class PeerGoals(unittest.TestCase):
+    def test_runtime_rpc_peer_goals(self):
+        text, need = bench_report.peer_goal({"structure": "runtime-rpc", "peer": "go1.19.8 (x)",
+                                             "workload": "max throughput, 64 B reply"})
+        self.assertEqual(need, 1.5)
+        text, need = bench_report.peer_goal({"structure": "runtime-rpc", "peer": "epoll loop (C)",
+                                             "workload": "max throughput, 4096 B reply"})
+        self.assertEqual(need, 1.0)
+        text, need = bench_report.peer_goal({"structure": "runtime-rpc", "peer": "go1.19.8",
+                                             "workload": "p99 at 75% load, 64 B reply"})
+        self.assertEqual(need, 1.0)
+        text, need = bench_report.peer_goal({"structure": "runtime-rpc", "peer": "epoll loop",
+                                             "workload": "p99 at 75% load, 64 B reply"})
+        self.assertIsNone(need)
+
+
+if __name__ == "__main__":
+    unittest.main()
