@@ -66,6 +66,16 @@ extern char etext[];
 #define CL__RT_TICK_NS 1000000ULL
 
 #ifdef CL__RT_ASYNC_PREEMPT
+/* Unblock the preemption signal on this thread (in its handler). */
+CL_INLINE void cl__rt_preempt_unblock(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, CL_RUNTIME_PREEMPT_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
 CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
 {
 	struct cl_rt_task *t = cl__rt_tls_current;
@@ -101,6 +111,10 @@ CL_INLINE void cl__rt_preempt_signal(int sig, siginfo_t *si, void *uc)
 	if (rq)
 		cl_task_rq_unlock(rq, &t->task);
 	t->w->nr_preempts++;
+	/* the signal is blocked in its handler (no SA_NODEFER): unblocked
+	 * for the task this thread switches to, which must stay preemptible
+	 * (a signal from here on finds this task's np raised and returns) */
+	cl__rt_preempt_unblock();
 	cl__rt_schedule(t->w, t, CL__RT_PREEMPT, NULL);
 	rq = cl_task_rq_lock(rt->sched, &t->task);
 	(void)cl_task_set_affinity(&t->task, mask, bits);
@@ -124,8 +138,11 @@ CL_INLINE int cl__rt_preempt_signal_init(void)
 		return -1; /* the application's: leave it */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = cl__rt_preempt_signal;
-	/* NODEFER: the task switched to from the handler stays preemptible */
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	/* blocked while its handler runs, so signals that come faster than the
+	 * handler starts cannot nest it without bound (a thread starved by its
+	 * host got one frame per tick on its stack until it overflowed); the
+	 * handler unblocks it itself before it switches to another task */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	return sigaction(CL_RUNTIME_PREEMPT_SIGNAL, &sa, NULL);
 }
