@@ -940,8 +940,10 @@ SMP_EXTRA_NAMES := $(basename $(notdir $(SMP_EXTRA)))
 # compiler does not search by itself.
 A64_CC ?= aarch64-linux-gnu-gcc
 A64_OUT := build/aarch64
+# The runtime's I/O is epoll only there (CL_RUNTIME_NO_IO_URING): the cross
+# compiler finds the host's <liburing.h>, but no arm64 liburing is installed.
 A64_CFLAGS := -std=c11 -O2 $(PROG_WARN) -Iinclude -D_GNU_SOURCE -DCL_TEST_DATA_DIR='"/data"' \
-	-DCL_TEST_SHIM -idirafter /usr/include/aarch64-linux-gnu $(EXTRA_CFLAGS)
+	-DCL_TEST_SHIM -DCL_RUNTIME_NO_IO_URING -idirafter /usr/include/aarch64-linux-gnu $(EXTRA_CFLAGS)
 A64_LDFLAGS := -static -pthread -L/usr/lib/aarch64-linux-gnu -lurcu-cds -lurcu-memb -lurcu-common -lm
 $(eval $(call STATIC_RULES,$(A64_OUT),$(A64_CC),$(A64_CFLAGS),$(A64_LDFLAGS),A64,\
 	-std=gnu11 -O2 -Wall -Iinclude -idirafter /usr/include/aarch64-linux-gnu $(EXTRA_CFLAGS)))

@@ -474,7 +474,7 @@ CL_INLINE int cl__rt_io_ring_init(struct cl__rt_worker *w)
 CL_INLINE int cl__rt_io_init(struct cl_runtime *rt)
 {
 	const char *env = getenv("CL_RUNTIME_IO");
-	int want = 0, e = 0;
+	int want = 0;
 
 	if (env && !strcmp(env, "epoll"))
 		want = CL__RT_IO_EPOLL;
@@ -502,6 +502,8 @@ CL_INLINE int cl__rt_io_init(struct cl_runtime *rt)
 		want = CL__RT_IO_EPOLL;
 #endif
 	if (want != CL__RT_IO_EPOLL) {
+		int e = 0;
+
 		rt->io_mode = CL__RT_IO_URING;
 		for (unsigned int i = 0; i < rt->nr_workers && !e; i++)
 			e = cl__rt_io_ring_init(&rt->workers[i]);
