@@ -445,13 +445,14 @@ def cmd_report(args):
 
 
 def found_section(w):
-    """The defects the emulated machines found (tests/guest/found.tsv)."""
+    """The defects the test beds found (tests/guest/found.tsv)."""
     path = os.path.join(ROOT, "tests", "guest", "found.tsv")
-    w("## Found on the emulated machines")
+    w("## Found by the test beds")
     w("")
     w("Defects that `make check-smp` and `make check-kernels` (docs/testing.md) found on many "
-      "CPUs, LLCs and nodes or on older kernels, each with the regression test that fails "
-      "before its fix (from `tests/guest/found.tsv`).")
+      "CPUs, LLCs and nodes or on older kernels, and that the stress programs found on an "
+      "oversubscribed host, each with the regression test that fails before its fix (from "
+      "`tests/guest/found.tsv`).")
     w("")
     w("| defect | found by | regression test | fix |")
     w("|---|---|---|---|")

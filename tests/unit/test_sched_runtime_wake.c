@@ -736,6 +736,122 @@ Test(sched_runtime_wake, a_task_that_turns_up_before_the_switch_ends_an_early_wa
 	cr_assert_eq(cl_chan_destroy(e.c), 0);
 }
 
+/* ---- a task that released its wait list early still runs ---- */
+
+struct early_ho {
+	struct cl_chan *c1, *c2, *c3;
+	atomic_int r_waiting, sent;
+	int v1, v2, v3;
+};
+
+/* Unpinned on worker 0: waits on c1; woken by the local waker's send and
+ * run by its hand-off, it blocks on c3, watched early: held at point 67. */
+static void *early_ho_receiver(void *p)
+{
+	struct early_ho *h = (struct early_ho *)p;
+
+	atomic_store(&h->r_waiting, 1);
+	if (cl_chan_recv(h->c1, &h->v1) != 0)
+		h->v1 = -1;
+	if (cl_chan_recv(h->c3, &h->v3) != 0)
+		h->v3 = -1;
+	return NULL;
+}
+
+/* Pinned on worker 0: wakes the receiver there (onto the worker's wake
+ * list), then blocks, handing the worker to it directly. */
+static void *early_ho_local_waker(void *p)
+{
+	struct early_ho *h = (struct early_ho *)p;
+	int v = 1;
+
+	cl_yield(); /* a full switch: its spawn onto the rq stopped hand-offs until one */
+	if (cl_chan_send(h->c1, &v) != 0)
+		return (void *)1;
+	atomic_store(&early_armed, 1); /* its next block (on c3) holds */
+	if (cl_chan_recv(h->c2, &h->v2) != 0)
+		h->v2 = -1;
+	return NULL;
+}
+
+/* Pinned on worker 1, alone there: a waker wake-affine would move its wakee to. */
+static void *early_ho_remote_waker(void *p)
+{
+	struct early_ho *h = (struct early_ho *)p;
+	int v = 3, rc = cl_chan_send(h->c3, &v);
+
+	atomic_store(&h->sent, 1);
+	return (void *)(intptr_t)(rc != 0);
+}
+
+/*
+ * A task that came by a direct hand-off (so not queued on its rq, nor its
+ * rq's current) blocks alone on worker 0: its record is watched and the
+ * channel's lock released at the block itself, before its context is saved
+ * (held there, point 67). A waker alone on worker 1 then sends. Wake-affine
+ * would move the task to worker 1 (it looks neither queued nor running) and
+ * worker 1 would resume it from a stale saved context while it still runs
+ * on worker 0's thread (seen as tasks' registers wrong after a switch, or
+ * two threads scheduling as one worker). The wakeup must be left to worker
+ * 0 (a claim on the watched record). Rounds where the hand-off did not
+ * happen (the coarse clock moved: a full switch instead) are run again.
+ */
+Test(sched_runtime_wake, wake_affine_never_moves_a_task_before_its_context_is_saved, .timeout = 120)
+{
+	int handed = 0, round;
+
+	for (round = 0; round < 20 && !handed; round++) {
+		struct cl_runtime *rt = new_rt2_spin(0, 5000000000ull);
+		struct early_ho h;
+		struct cl_rt_task *r, *a, *s;
+		uint64_t aff1;
+		void *ret = NULL;
+		int two = 2;
+
+		memset(&h, 0, sizeof(h));
+		h.c1 = cl_chan_create(sizeof(int), 1);
+		h.c2 = cl_chan_create(sizeof(int), 1);
+		h.c3 = cl_chan_create(sizeof(int), 1);
+		cr_assert(h.c1 && h.c2 && h.c3);
+		atomic_store(&early_armed, 0);
+		atomic_store(&early_held, 0);
+		atomic_store(&early_go, 0);
+		r = spawn_at(rt, 0, 0, early_ho_receiver, &h);
+		cr_assert(wait_flag(&h.r_waiting));
+		while (CL_ATOMIC_LOAD(&rt->workers[0].in_task, CL_RELAXED)) /* it blocked: worker 0 idle */
+			sched_yield();
+		a = spawn_at(rt, 0, 1, early_ho_local_waker, &h);
+		cr_assert(wait_flag(&early_held), "the receiver's block on c3 did not watch its record early");
+		handed = rt->workers[0].nr_handoffs > 0 && cl__rt_handle_task(r)->w == &rt->workers[0];
+		aff1 = rt->workers[1].nr_affine_wakes;
+		s = spawn_at(rt, 1, 1, early_ho_remote_waker, &h);
+		/* checked before the join: moved, the receiver would be resumed
+		 * on worker 1 from its old saved context once the sender exits */
+		cr_assert(wait_flag(&h.sent), "the send on c3 did not return");
+		if (handed) {
+			cr_assert_eq(rt->workers[1].nr_affine_wakes, aff1,
+				     "worker 1 moved the receiver while it still ran on worker 0 (round %d)", round);
+			cr_assert_eq(cl__rt_handle_task(r)->w, &rt->workers[0], "the receiver's worker changed while it ran");
+		}
+		cr_assert_eq(cl_join(s, &ret), 0);
+		cr_assert_null(ret, "the send on c3 failed");
+		atomic_store(&early_go, 1);
+		cr_assert_eq(cl_join(r, NULL), 0);
+		cr_assert_eq(h.v1, 1);
+		cr_assert_eq(h.v3, 3);
+		cr_assert_eq(cl_chan_trysend(h.c2, &two), 0, "trysend: %s", strerror(errno));
+		cr_assert_eq(cl_join(a, &ret), 0);
+		cr_assert_null(ret);
+		cr_assert_eq(h.v2, 2);
+		cr_assert_eq(cl_runtime_destroy(rt), 0);
+		cr_assert_eq(cl_chan_destroy(h.c1), 0);
+		cr_assert_eq(cl_chan_destroy(h.c2), 0);
+		cr_assert_eq(cl_chan_destroy(h.c3), 0);
+	}
+	cr_log_info("the receiver ran by a hand-off in round %d", round);
+	cr_assert(handed, "in 20 rounds the receiver never ran by a direct hand-off");
+}
+
 /*
  * The claim protocol on one record, driven directly: the task blocks on
  * worker 1, which watches it, then (woken some other way, say) blocks on

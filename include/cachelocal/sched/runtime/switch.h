@@ -23,14 +23,30 @@ CL_BEGIN_DECLS
 
 /* ---- switching ---- */
 
-/* cl__rt_switch() - suspend @from, resume @to on worker @w (same thread).
+/*
+ * cl__rt_switch() - suspend @from, resume @to on worker @w (same thread).
  * Returns, in @from, the worker that resumed it. @exiting: @from never
- * resumes (ASan drops its fake stack). */
+ * resumes (ASan drops its fake stack).
+ *
+ * @to may have been made runnable (a wakeup, a claim, a wait list's lock
+ * released early) while its last worker has not yet saved its context:
+ * its saved stack pointer is then an old one. As the kernel waits for
+ * task_struct.on_cpu before it runs a task elsewhere, the switch waits
+ * until @to's on_cpu is 0: cleared by the context that its worker resumed
+ * (cl__rt_finish()), after the save.
+ */
 CL_INLINE struct cl__rt_worker *cl__rt_switch(struct cl__rt_worker *w, struct cl__rt_ctx *from,
 					      struct cl__rt_ctx *to, int exiting)
 {
 	void *r;
 
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&to->on_cpu, CL_ACQUIRE))) {
+		w->nr_oncpu_waits++;
+		while (CL_ATOMIC_LOAD(&to->on_cpu, CL_ACQUIRE))
+			CL_CPU_RELAX();
+	}
+	CL_ATOMIC_STORE(&to->on_cpu, 1, CL_RELAXED);
+	w->fin.from = from;
 #ifdef CL_HAVE_TSAN
 	__tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
@@ -56,6 +72,8 @@ CL_INLINE void cl__rt_finish(struct cl__rt_worker *w)
 	struct cl_ticketlock *unlock = w->fin.unlock;
 	int mode = w->fin.mode;
 
+	/* saved: another worker may switch to it now (cl__rt_switch()) */
+	CL_ATOMIC_STORE(&w->fin.from->on_cpu, 0, CL_RELEASE);
 	w->fin.prev = NULL;
 	w->fin.unlock = NULL;
 	if (mode != CL__RT_HANDOFF)

@@ -283,6 +283,9 @@ struct io_uring;
 /* A context the runtime can switch to: a task's or a worker's own stack. */
 struct cl__rt_ctx {
 	struct cl__ctx ctx;
+	int on_cpu;                        /* 1 from the switch into it until the next context
+					    * has run past the switch that saved it (the
+					    * kernel's task_struct.on_cpu; atomic) */
 	void *tsan_fiber;
 	void *asan_fake;
 	const void *stack_lo;
@@ -424,6 +427,7 @@ struct cl_rt_task {
 
 /* What the next context must finish for the one that switched away. */
 struct cl__rt_fin {
+	struct cl__rt_ctx *from;           /* the context the switch saved */
 	struct cl_rt_task *prev;
 	struct cl_ticketlock *unlock;      /* a wait-list lock held across the switch */
 	int mode;                          /* CL__RT_* switch kind */
@@ -473,6 +477,7 @@ struct cl__rt_worker {
 	uint64_t nr_preempt_marks;         /* ... or at a runtime call after a mark */
 	uint64_t nr_wake_preempts;         /* of those: by a wakee (EEVDF wakeup preemption) */
 	uint64_t nr_wake_checks;           /* wakeup preemption checks made (cl__rt_wake_check()) */
+	uint64_t nr_oncpu_waits;           /* switches that waited for their context's save */
 	struct cl__rt_fin fin;
 	uint64_t now_ns;                   /* clock read at this worker's last switch */
 	uint64_t tick_seen;                /* coarse (tick) clock at the last sampled read */

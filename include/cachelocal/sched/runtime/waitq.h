@@ -238,8 +238,15 @@ CL_INLINE int cl__rt_wake_affine(struct cl_rt_task *self, struct cl__rt_waiter *
 	if ((busy > 1 || cl__rt_remote_pending(w)) && busy > (home ? 2 * nr + 2 : nr))
 		return 0; /* not idle otherwise, and busier than where it blocked (home: twice, + 2) */
 	cl_rq_lock_two(tw->rq, rq);
-	/* allowed: its affinity may have changed since it wrote its record */
-	if (!t->task.on_rq && !t->task.on_cpu && cl_task_allowed_on(&t->task, rq->cpu) &&
+	/* allowed: its affinity may have changed since it wrote its record.
+	 * Its context saved (rc.on_cpu 0, see cl__rt_switch()): a task that
+	 * came by a direct hand-off is neither queued nor the rq's curr while
+	 * it runs, and one that released its wait list at the block
+	 * (cl__rt_watch_early()) may still run here; moved, it would be
+	 * resumed elsewhere from its old context (its watcher takes the
+	 * wakeup instead: a claim) */
+	if (!t->task.on_rq && !t->task.on_cpu && !CL_ATOMIC_LOAD(&t->rc.on_cpu, CL_ACQUIRE) &&
+	    cl_task_allowed_on(&t->task, rq->cpu) &&
 	    cl_rq_enqueue(rq, &t->task, CL_ENQUEUE_WAKEUP) == 0) {
 		CL_WRITE_ONCE(t->state, CL__RT_RUNNABLE);
 		t->w = w; /* and again when it runs (cl__rt_set_curr()) */
