@@ -112,6 +112,14 @@ VARIANT_BIN := $(filter-out $(foreach v,$(wildcard tests/unit/*.variants),\
 	$(foreach i,$(shell grep -v '^[[:space:]]*\(#\|$$\)' $(v) | grep -n '^[[:space:]]*-DCL_NO_RSEQ_ASM[[:space:]]*$$' | cut -d: -f1),\
 	$(BUILD)/tests/unit/$(basename $(notdir $(v))).v$(i))),$(VARIANT_BIN))
 endif
+# Under TSan, the sched tests' layout variants (CL_DEBUG, the layout
+# switches at once) rerun the base test's synchronization unchanged: the
+# plain and ASan builds run them. Their runtime variant (the ucontext switch,
+# a different fiber switch under TSan) stays.
+ifeq ($(SAN),tsan)
+VARIANT_BIN := $(filter-out $(foreach t,balance group rq threads,$(BUILD)/tests/unit/test_sched_$(t).v%),\
+	$(VARIANT_BIN))
+endif
 STRESS_SRC := $(sort $(wildcard tests/stress/*.c))
 STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
 # PERCPU_ONLY=1 (check-matrix-extra: the CL_NO_RSEQ_ASM build and the
@@ -121,6 +129,14 @@ STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
 PERCPU_SKIP := unit/test_cacheline unit/test_topology unit/test_spinlock unit/test_internal \
 	unit/test_atfork unit/test_sched_balance unit/test_sched_eevdf unit/test_sched_group \
 	unit/test_sched_rq unit/test_sched_threads stress/sched_soak
+# The CL_NO_RSEQ_ASM build (NOASM=1) also leaves out the runtime's tests:
+# their only per-CPU operations are the task descriptors' object cache,
+# whose fallback test_objcache and objcache_stress run in that build, and
+# the runtime over the atomic fallback runs in make check's no-rseq mode.
+ifeq ($(NOASM),1)
+PERCPU_SKIP += $(patsubst tests/%.c,%,$(wildcard tests/unit/test_sched_runtime*.c)) unit/test_example_echo_server \
+	stress/runtime_stress
+endif
 ifeq ($(PERCPU_ONLY),1)
 UNIT_BIN := $(filter-out $(addprefix $(BUILD)/tests/,$(PERCPU_SKIP)),$(UNIT_BIN))
 VARIANT_BIN := $(filter-out $(addsuffix .v%,$(addprefix $(BUILD)/tests/,$(filter unit/%,$(PERCPU_SKIP)))),\
@@ -543,9 +559,9 @@ check-matrix-extra:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) build-tests
 	$(Q)$(MAKE) --no-print-directory check-unit check-stress check-robustness TEST_MODES=no-mm-cid PERCPU_ONLY=1
 	@echo "== CL_NO_RSEQ_ASM build"
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= PERCPU_ONLY=1 \
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(NOASM_BUILD) VARIANT_BIN= PERCPU_ONLY=1 NOASM=1 \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" build-tests
-	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= PERCPU_ONLY=1 \
+	$(Q)$(MAKE) --no-print-directory BUILD=$(NOASM_BUILD) VARIANT_BIN= PERCPU_ONLY=1 NOASM=1 \
 		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCL_NO_RSEQ_ASM" check-unit check-stress check-robustness TEST_MODES=default
 	@echo "make check-matrix-extra ($(CC)): no-mm-cid and CL_NO_RSEQ_ASM passed"
 
