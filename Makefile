@@ -259,6 +259,7 @@ help:
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
 	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
 	@echo "  bench-rpc      bench/rpc: RPC server on the runtime beside Go and an epoll loop, open-loop load (RPC_ARGS=, default --quick)"
+	@echo "  bench-wake-mechanisms  bench/pipe with each wake-path mechanism compiled out, beside the unchanged build (WAKE_ARGS=)"
 	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
@@ -373,6 +374,32 @@ $(BUILD)/bench/refill_head: BENCH_LAYOUT_DEF := -DCL_DETACH_FROM_HEAD
 $(BUILD)/bench/refill_head: bench/refill.c bench/rtbench.h
 $(BUILD)/bench/pipe_no_mru: BENCH_LAYOUT_DEF := -DCL_PICK_NO_MRU_MOVE
 $(BUILD)/bench/pipe_no_mru: bench/pipe.c bench/rtbench.h
+
+# bench/pipe.c with one mechanism of the runtime's wake path compiled out
+# each (docs/runtime.md, what each wake-path mechanism saves), measured
+# beside the unchanged build by `make bench-wake-mechanisms`.
+WAKE_MECH_BIN := $(foreach m,handoff buddy watch home chain_beside,$(BUILD)/bench/pipe_no_$(m))
+$(BUILD)/bench/pipe_no_handoff: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HANDOFF
+$(BUILD)/bench/pipe_no_buddy: WAKE_MECH_DEF := -DCL_RUNTIME_NO_BUDDY
+$(BUILD)/bench/pipe_no_watch: WAKE_MECH_DEF := -DCL_RUNTIME_NO_WATCH
+$(BUILD)/bench/pipe_no_home: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HOME
+$(BUILD)/bench/pipe_no_chain_beside: WAKE_MECH_DEF := -DCL_RUNTIME_NO_CHAIN_BESIDE
+$(WAKE_MECH_BIN): bench/pipe.c bench/rtbench.h bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) $(WAKE_MECH_DEF) -Ibench -o $@ bench/pipe.c $(LDLIBS_PROG)
+# ... and bench/peers/runtime_peers.c without buddies (fib: a joiner woken
+# by an exit; storm: channel hints), its Go peer beside it as it needs one.
+WAKE_MECH_PEERS_BIN := $(BUILD)/bench/peers/runtime_peers_no_buddy
+$(WAKE_MECH_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -DCL_RUNTIME_NO_BUDDY -Ibench -o $@ $< $(LDLIBS_PROG)
+# WAKE_ARGS: e.g. --rounds 9 --loops 200000 (scripts/wake_mechanisms.py)
+.PHONY: bench-wake-mechanisms
+bench-wake-mechanisms: deps $(BUILD)/bench/pipe $(WAKE_MECH_BIN)
+	$(Q)$(MAKE) --no-print-directory $(RT_PEERS_BIN) $(WAKE_MECH_PEERS_BIN) $(RT_PEERS_DIR)/runtime_go
+	$(Q)python3 scripts/wake_mechanisms.py $(BUILD)/bench $(WAKE_ARGS)
 
 PEER_CFLAGS := $(CFLAGS_PROG) -Ibench -Ibench/peers \
 	$(if $(PEER_CK_VERSION),-DPEER_CK_VERSION='"$(PEER_CK_VERSION)"')

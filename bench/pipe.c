@@ -428,7 +428,7 @@ static void print_kernel_style(const char *who, long loops, double ns_per_op)
 static void usage(void)
 {
 	printf("usage: pipe [-l LOOPS] [--same-cpu] [--cross-cpu] [--unpinned] [--vs-kernel] [--spin-ns N]\n"
-	       "            [--precise-clock] [--hog]\n"
+	       "            [--precise-clock] [--no-wake-affine] [--hog]\n"
 	       "            [--runs N] [--quick] [--json | --json=PATH] [--help]\n"
 	       "  -l LOOPS     round trips per run (default 1000000; --quick: 100000)\n"
 	       "  --same-cpu   both tasks on one worker (kernel: taskset -c CPU perf bench sched pipe -T)\n"
@@ -438,6 +438,7 @@ static void usage(void)
 	       "  --spin-ns N  idle workers spin N ns before sleeping (default: the runtime's, 50000)\n"
 	       "  --precise-clock  read the clock at every switch (CL_RUNTIME_PRECISE_CLOCK; default:\n"
 	       "               uncontended hand-offs sample it at the kernel tick, docs/runtime.md)\n"
+	       "  --no-wake-affine  wakers never move their wakee (CL_RUNTIME_NO_WAKE_AFFINE)\n"
 	       "  --hog        the pair on one worker alone and beside a task that never yields:\n"
 	       "               rate kept and round-trip p99 in preemption slices (with a placement\n"
 	       "               option: both)\n"
@@ -469,6 +470,8 @@ int main(int argc, char **argv)
 			spin_ns = (uint64_t)rtb_num_arg("pipe", argc, argv, &i, 1, 1000000000L);
 		} else if (!strcmp(argv[i], "--precise-clock")) {
 			rt_flags |= CL_RUNTIME_PRECISE_CLOCK;
+		} else if (!strcmp(argv[i], "--no-wake-affine")) {
+			rt_flags |= CL_RUNTIME_NO_WAKE_AFFINE;
 		} else if (!strcmp(argv[i], "--hog")) {
 			hog = 1;
 		} else if (!strcmp(argv[i], "--vs-kernel")) {

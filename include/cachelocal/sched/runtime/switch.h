@@ -285,6 +285,12 @@ CL_INLINE int cl__rt_chain_beside(struct cl__rt_worker *w, int mode)
 
 CL_INLINE int cl__rt_can_hand_off(struct cl__rt_worker *w, struct cl_rt_task *self, int mode)
 {
+#ifdef CL_RUNTIME_NO_HANDOFF /* (measuring what hand-offs save: docs/runtime.md) */
+	(void)w;
+	(void)self;
+	(void)mode;
+	return 0;
+#endif
 	return mode == CL__RT_BLOCK && w->nr_wakes == 1 && !self->task.tg && !w->wake_head->task.tg &&
 	       (CL_READ_ONCE(w->rq->nr_running) == 1 || cl__rt_chain_beside(w, mode)) &&
 	       !CL_READ_ONCE(w->resched) && !cl__rt_remote_pending(w);
@@ -422,6 +428,9 @@ CL_INLINE void cl__rt_schedule(struct cl__rt_worker *w, struct cl_rt_task *self,
 	cl__rt_flush_wakes(w, 0);
 	/* preempted: requeued by the pick with its deadline (the kernel's
 	 * put_prev_entity()); a yield gives up the rest of the slice */
+#ifdef CL_RUNTIME_NO_BUDDY /* (measuring what buddies save: docs/runtime.md) */
+	buddy = hint = NULL;
+#endif
 	if (buddy || hint) /* before the dequeue: see cl_rq_set_next_buddy() */
 		chained = cl__rt_set_buddy(w, &buddy, hint, now);
 	if (mode == CL__RT_YIELD)

@@ -204,6 +204,10 @@ CL_INLINE void cl__rt_vote_home(struct cl__rt_waiter *wt, unsigned int cpu)
 {
 	unsigned int home = wt->aff_vote >> 4, votes = wt->aff_vote & 15u;
 
+#ifdef CL_RUNTIME_NO_HOME /* (measuring what homes save: docs/runtime.md) */
+	return;
+#endif
+
 	if (home == cpu) {
 		if (votes < 2 * CL__RT_AFF_VOTES && ++votes == CL__RT_AFF_VOTES)
 			CL_WRITE_ONCE(wt->t->task.home_cpu, (int)cpu);

@@ -77,6 +77,9 @@ CL_INLINE struct cl__rt_waiter *cl__rt_watch_begin(struct cl__rt_worker *w)
 	uint16_t none = CL__RT_WATCH_NONE;
 
 	w->watch_cand = NULL;
+#ifdef CL_RUNTIME_NO_WATCH /* (measuring what watched records save: docs/runtime.md) */
+	wt = NULL;
+#endif
 	if (!wt || CL_READ_ONCE(wt->w) != w ||
 	    !CL_ATOMIC_CAS(&wt->watch, &none, (uint16_t)(CL__RT_WATCH_OWNER(w) | CL__RT_WATCH_ON),
 			   CL_RELAXED, CL_RELAXED))
