@@ -260,6 +260,7 @@ help:
 	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
 	@echo "  bench-rpc      bench/rpc: RPC server on the runtime beside Go and an epoll loop, open-loop load (RPC_ARGS=, default --quick)"
 	@echo "  bench-wake-mechanisms  bench/pipe with each wake-path mechanism compiled out, beside the unchanged build (WAKE_ARGS=)"
+	@echo "  rpc-callgrind  bench/rpc: instructions (callgrind) and system calls (strace) per request, runtime vs epoll loop (scripts/rpc_callgrind.sh)"
 	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
@@ -763,6 +764,12 @@ rpc-build:
 # Exit 77 from the driver: no server could be started (skipped, not a failure).
 bench-rpc: rpc-build
 	$(Q)$(RPC_BIN) $(RPC_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+# Per request: the servers' instructions under callgrind and their system
+# calls under strace, over a fixed request count (docs/benchmarks.md). Not
+# part of check or CI. Exit 77 from the script: valgrind or strace missing.
+.PHONY: rpc-callgrind
+rpc-callgrind: rpc-build
+	$(Q)sh scripts/rpc_callgrind.sh $(RPC_DIR); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
 # The report (scripts/bench_report.py, docs/benchmarks.md): report.md,
 # report.json, results.jsonl and SVG plots in $(BUILD)/bench/report/.
