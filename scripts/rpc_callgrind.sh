@@ -154,7 +154,7 @@ def group(key):
        or "/sched/balance" in f:
         return "scheduling (pick, switch, wake, park)"
     if "/sched/runtime/io" in f:
-        return "runtime I/O layer (io.h, iopoll.h)"
+        return "runtime I/O layer (io.h, iocall.h, iopoll.h)"
     if "/sched/runtime/" in f and base in SCHED:
         return "scheduling (pick, switch, wake, park)"
     if any(r in f for r in RQ):
@@ -172,14 +172,14 @@ def group(key):
     # by the function they are inlined into.
     if "cachelocal/" in f or "urcu/" in f:
         if fn.startswith("cl__rt_io") or fn.startswith("cl_read") or fn.startswith("cl_write"):
-            return "runtime I/O layer (io.h, iopoll.h)"
+            return "runtime I/O layer (io.h, iocall.h, iopoll.h)"
         if re.match(r"cl_rq_|cl__rq_|cl__(de|en)queue_entity", fn):
             return "rq (EEVDF) operations"
         if fn.startswith("cl__rt_") or fn.startswith("cl__ctx"):
             return "scheduling (pick, switch, wake, park)"
     return "other"
 
-GROUPS = ["system call wrappers (libc)", "runtime I/O layer (io.h, iopoll.h)",
+GROUPS = ["system call wrappers (libc)", "runtime I/O layer (io.h, iocall.h, iopoll.h)",
           "scheduling (pick, switch, wake, park)", "rq (EEVDF) operations",
           "memcpy/memset/memmove (libc)", "protocol + server loop", "other"]
 

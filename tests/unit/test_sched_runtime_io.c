@@ -8,7 +8,8 @@
  * cl_poll_fd() with and without a timeout, cl_close() of an fd another
  * task waits on (ECANCELED, on the same and on another worker), shutdown
  * with tasks parked in I/O (ECANCELED, they return), bad input, the plain
- * calls outside a task, and 10,000 connections echoed on 2 workers.
+ * calls outside a task, 10,000 connections echoed on 2 workers, and a
+ * ready socket's read and write completing without a wait.
  *
  * Every test runs in both backends, io_uring and epoll (each forced with
  * CL_RUNTIME_IO; io_uring is left out where it cannot be set up, and under
@@ -269,6 +270,80 @@ Test(sched_runtime_io, pipe_read_parks_the_task_while_another_runs, .timeout = 3
 Test(sched_runtime_io, socketpair_recv_parks_the_task_while_another_runs, .timeout = 30)
 {
 	read_parks_only_the_task(1);
+}
+
+
+/* ---- a ready socket costs no wait ---- */
+
+struct ready_io {
+	int fd;
+	long wrote, got, got_later;
+	uint64_t waits_ready, waits_empty; /* the worker's I/O waits over each */
+	struct cl_runtime *rt;
+};
+
+static uint64_t io_waits(struct cl_runtime *rt)
+{
+	return rt->workers[0].nr_io_waits;
+}
+
+/* On the only worker: a write with room and a read with data there, then
+ * a read with nothing there (the other side writes later). */
+static void *ready_io_task(void *p)
+{
+	struct ready_io *r = (struct ready_io *)p;
+	char buf[64];
+	uint64_t w0 = io_waits(r->rt);
+
+	r->wrote = cl_write(r->fd, "ping", 4);
+	r->got = cl_read(r->fd, buf, sizeof(buf));
+	r->waits_ready = io_waits(r->rt) - w0;
+	w0 = io_waits(r->rt);
+	r->got_later = cl_read(r->fd, buf, sizeof(buf));
+	r->waits_empty = io_waits(r->rt) - w0;
+	return NULL;
+}
+
+/*
+ * A write to a socket with room and a read of data already there complete
+ * without a wait in either backend (io_uring mode tries the call first, as
+ * Go's netpoller and the epoll mode do: no ring operation, park or switch);
+ * a read with nothing there still parks the task (one wait) until the
+ * peer writes. Before the try, io_uring mode sent each call to the ring.
+ */
+Test(sched_runtime_io, a_ready_socket_read_or_write_completes_without_a_wait, .timeout = 30)
+{
+	FOR_EACH_MODE(i, rt, 1) {
+		int sv[2];
+		struct ready_io r;
+		struct cl_rt_task *t;
+
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		memset(&r, 0, sizeof(r));
+		r.fd = sv[0];
+		r.rt = rt;
+		cr_assert_eq(write(sv[1], "data", 4), 4); /* there before the task reads */
+		t = spawn_on(rt, 0, ready_io_task, &r);
+		/* the late write: once the task's second read waits */
+		{
+			char buf[8];
+
+			cr_assert_eq(read(sv[1], buf, sizeof(buf)), 4, "the task's write");
+			while (CL_ATOMIC_LOAD(&rt->workers[0].io_nr, CL_RELAXED) == 0)
+				sched_yield();
+			cr_assert_eq(write(sv[1], "late", 4), 4);
+		}
+		cr_assert_eq(join(t), 0);
+		cr_assert_eq(r.wrote, 4, "[%s] write: %ld", modes[i], r.wrote);
+		cr_assert_eq(r.got, 4, "[%s] read of ready data: %ld", modes[i], r.got);
+		cr_assert_eq(r.waits_ready, 0, "[%s] a ready write and read waited %llu times", modes[i],
+			     (unsigned long long)r.waits_ready);
+		cr_assert_eq(r.got_later, 4, "[%s] read: %ld", modes[i], r.got_later);
+		cr_assert_eq(r.waits_empty, 1, "[%s] a read with nothing there waited %llu times", modes[i],
+			     (unsigned long long)r.waits_empty);
+		close(sv[0]);
+		close(sv[1]);
+	}
 }
 
 /* A write to a full pipe parks too: the reader (same worker) drains it. */

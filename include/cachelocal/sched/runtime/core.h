@@ -29,6 +29,7 @@
 #include "task.h" /* the task API */
 #include "sleep.h" /* cl_sleep_ns(), cl_sleep_until(): a task sleeps on its worker's wheel */
 #include "waitq.h" /* waiter records, wake-affine, the wait queue */
+#include "iocall.h" /* one I/O call of a task: the ring, or retried on readiness (epoll) */
 #include "io.h" /* cl_read(), cl_write(), ...: I/O that parks the task */
 #include "chan.h" /* the bounded channel */
 #include "select.h" /* cl_select(): one of several channel operations */
