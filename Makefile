@@ -96,11 +96,13 @@ VARIANT_PLAIN_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
 # who registered rseq (the only difference between TSan's two modes: under
 # TSan every per-CPU operation takes the atomic fallback).
 ONE_MODE_BIN := $(VARIANT_PLAIN_BIN)
-ONE_MODE_WHAT := single layout switches (\"plain:\" variants) and the runtime's I/O tests
+ONE_MODE_WHAT := single layout switches (\"plain:\" variants) and the runtime's I/O and stack tests
 # The runtime's I/O tests run each test in both I/O backends themselves, and
 # nothing of theirs depends on the id mode: one mode (10,000 echoed
-# connections each run).
-ONE_MODE_BIN += $(BUILD)/tests/unit/test_sched_runtime_io $(BUILD)/tests/unit/test_example_echo_server
+# connections each run). Nor do its stack tests (guard modes, 100,000
+# parked tasks, the stacks' mappings): one mode too.
+ONE_MODE_BIN += $(BUILD)/tests/unit/test_sched_runtime_io $(BUILD)/tests/unit/test_example_echo_server \
+	$(BUILD)/tests/unit/test_sched_runtime_stacks
 ifeq ($(SAN),tsan)
 ONE_MODE_BIN += $(BUILD)/tests/unit/test_sched_%
 ONE_MODE_WHAT := sched tests
