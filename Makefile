@@ -96,7 +96,7 @@ VARIANT_PLAIN_BIN := $(foreach v,$(wildcard tests/unit/*.variants),\
 # who registered rseq (the only difference between TSan's two modes: under
 # TSan every per-CPU operation takes the atomic fallback).
 ONE_MODE_BIN := $(VARIANT_PLAIN_BIN)
-ONE_MODE_WHAT := single layout switches (\"plain:\" variants) and the runtime's I/O and stack tests
+ONE_MODE_WHAT := single layout switches (\"plain:\" variants), the runtime's I/O and stack tests
 # The runtime's I/O tests run each test in both I/O backends themselves, and
 # nothing of theirs depends on the id mode: one mode (10,000 echoed
 # connections each run). Nor do its stack tests (guard modes, 100,000
@@ -131,6 +131,11 @@ STRESS_BIN := $(patsubst tests/stress/%.c,$(BUILD)/tests/stress/%,$(STRESS_SRC))
 PERCPU_SKIP := unit/test_cacheline unit/test_topology unit/test_spinlock unit/test_internal \
 	unit/test_atfork unit/test_sched_balance unit/test_sched_eevdf unit/test_sched_group \
 	unit/test_sched_rq unit/test_sched_threads stress/sched_soak
+# For the same reason every run gives them (and their variants) only its
+# first test mode: the id mode cannot change what they do.
+ONE_MODE_BIN += $(foreach t,$(filter unit/%,$(PERCPU_SKIP)),$(BUILD)/tests/$(t) $(BUILD)/tests/$(t).v%)
+ONE_MODE_WHAT := $(ONE_MODE_WHAT) and the tests that reach no per-CPU operation or rseq id
+STRESS_ONE_MODE_BIN := $(addprefix $(BUILD)/tests/,$(filter stress/%,$(PERCPU_SKIP)))
 # The CL_NO_RSEQ_ASM build (NOASM=1) also leaves out the runtime's tests:
 # their only per-CPU operations are the task descriptors' object cache,
 # whose fallback test_objcache and objcache_stress run in that build, and
@@ -392,12 +397,15 @@ $(WAKE_MECH_BIN): bench/pipe.c bench/rtbench.h bench/bench.h $(HEADERS) | $(SYSF
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) $(WAKE_MECH_DEF) -Ibench -o $@ bench/pipe.c $(LDLIBS_PROG)
 # ... and bench/peers/runtime_peers.c without buddies (fib: a joiner woken
-# by an exit; storm: channel hints), its Go peer beside it as it needs one.
-WAKE_MECH_PEERS_BIN := $(BUILD)/bench/peers/runtime_peers_no_buddy
+# by an exit; storm: channel hints) and without homes (storm on two CPUs:
+# every wakeup wide), its Go peer beside it as it needs one.
+WAKE_MECH_PEERS_BIN := $(BUILD)/bench/peers/runtime_peers_no_buddy $(BUILD)/bench/peers/runtime_peers_no_home
+$(BUILD)/bench/peers/runtime_peers_no_buddy: WAKE_MECH_DEF := -DCL_RUNTIME_NO_BUDDY
+$(BUILD)/bench/peers/runtime_peers_no_home: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HOME
 $(WAKE_MECH_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) -DCL_RUNTIME_NO_BUDDY -Ibench -o $@ $< $(LDLIBS_PROG)
+	$(Q)$(CC) $(CFLAGS_PROG) $(WAKE_MECH_DEF) -Ibench -o $@ $< $(LDLIBS_PROG)
 # WAKE_ARGS: e.g. --rounds 9 --loops 200000 (scripts/wake_mechanisms.py)
 .PHONY: bench-wake-mechanisms
 bench-wake-mechanisms: deps $(BUILD)/bench/pipe $(WAKE_MECH_BIN)
@@ -544,7 +552,12 @@ check-unit: $(UNIT_BIN) $(VARIANT_BIN) $(NORSEQ)
 check-stress: $(STRESS_BIN) $(NORSEQ)
 	@echo "== stress tests, short ($(STRESS_ENV))"
 	$(Q)$(if $(STRESS_BIN),env $(STRESS_ENV) sh scripts/run-tests.sh -m "$(TEST_MODES)" \
-		$(if $(RUN_WRAP),-w "$(RUN_WRAP)") $(NORSEQ) $(STRESS_BIN),echo "no stress tests yet")
+		$(if $(RUN_WRAP),-w "$(RUN_WRAP)") $(NORSEQ) $(filter-out $(STRESS_ONE_MODE_BIN),$(STRESS_BIN)),\
+		echo "no stress tests yet")
+	$(Q)$(if $(filter $(STRESS_ONE_MODE_BIN),$(STRESS_BIN)),\
+		echo "== stress tests that reach no per-CPU operation or rseq id (mode: $(firstword $(TEST_MODES)))"; \
+		env $(STRESS_ENV) sh scripts/run-tests.sh -m "$(firstword $(TEST_MODES))" \
+		$(if $(RUN_WRAP),-w "$(RUN_WRAP)") $(NORSEQ) $(filter $(STRESS_ONE_MODE_BIN),$(STRESS_BIN)))
 
 stress:
 	$(Q)$(MAKE) --no-print-directory check-stress STRESS_ENV="DURATION=$${DURATION:-30} ITERATIONS=$${ITERATIONS:-2000000}"

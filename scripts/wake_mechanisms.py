@@ -5,7 +5,8 @@ bench/pipe is built once as is and once with each mechanism compiled out
 (make bench-wake-mechanisms builds them: pipe_no_handoff, pipe_no_buddy,
 pipe_no_watch, pipe_no_home, pipe_no_chain_beside; wake-affine is a runtime
 flag, pipe --no-wake-affine), and bench/peers/runtime_peers without buddies
-(its fib and storm; it runs its Go peer too, whose numbers are not used). Each mechanism is measured on the workloads
+and without homes (its fib and storm; it runs its Go peer too, whose
+numbers are not used). Each mechanism is measured on the workloads
 where it acts, beside the unchanged build, the variants alternating
 invocation by invocation (ROUNDS rounds; each invocation is pipe's median of
 5 runs), so a change in the host's speed hits all of them. Prints, per
@@ -36,6 +37,8 @@ WORKLOADS = {
                     ("fib two-cpu", "cachelocal"), "ns per spawn+join"),
     "storm same-cpu": ("peers", ["--workload", "storm", "--same-cpu", "--quick"],
                        ("storm same-cpu", "cachelocal"), "ns per message"),
+    "storm two-cpu": ("peers", ["--workload", "storm", "--two-cpu", "--quick"],
+                      ("storm two-cpu", "cachelocal"), "ns per message"),
 }
 PIPE_WORKLOADS = [w for w, v in WORKLOADS.items() if v[0] == "pipe"]
 
@@ -54,7 +57,7 @@ VARIANTS = [
      "the remote wake list (CL_RUNTIME_NO_WATCH)", ["pipe cross-cpu", "pipe unpinned"]),
     ("no wake-affine", "", ["--no-wake-affine"], "wake-affine moves (CL_RUNTIME_NO_WAKE_AFFINE)",
      ["pipe unpinned"]),
-    ("no homes", "_no_home", [], "home votes (CL_RUNTIME_NO_HOME)", ["pipe unpinned"]),
+    ("no homes", "_no_home", [], "home votes (CL_RUNTIME_NO_HOME)", ["pipe unpinned", "storm two-cpu"]),
 ]
 
 
