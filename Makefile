@@ -366,10 +366,21 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
 
+# bench/pipe.c with one mechanism of the runtime's wake path compiled out
+# each (docs/runtime.md, what each wake-path mechanism saves), measured
+# beside the unchanged build by `make bench-wake-mechanisms` (not in
+# BENCH_BIN: built by that target only).
+WAKE_MECH_BIN := $(foreach m,handoff buddy watch home chain_beside,$(BUILD)/bench/pipe_no_$(m))
+$(BUILD)/bench/pipe_no_handoff: BENCH_LAYOUT_DEF := -DCL_RUNTIME_NO_HANDOFF
+$(BUILD)/bench/pipe_no_buddy: BENCH_LAYOUT_DEF := -DCL_RUNTIME_NO_BUDDY
+$(BUILD)/bench/pipe_no_watch: BENCH_LAYOUT_DEF := -DCL_RUNTIME_NO_WATCH
+$(BUILD)/bench/pipe_no_home: BENCH_LAYOUT_DEF := -DCL_RUNTIME_NO_HOME
+$(BUILD)/bench/pipe_no_chain_beside: BENCH_LAYOUT_DEF := -DCL_RUNTIME_NO_CHAIN_BESIDE
+$(WAKE_MECH_BIN): bench/pipe.c bench/rtbench.h
 $(BUILD)/bench/sched_layout_rq_scattered: BENCH_LAYOUT_DEF := -DCL_RQ_LAYOUT_SCATTERED
 $(BUILD)/bench/sched_layout_se_inline: BENCH_LAYOUT_DEF := -DCL_SE_AVG_INLINE
 $(BUILD)/bench/group_tree_ptr_arrays: BENCH_LAYOUT_DEF := -DCL_GROUP_POINTER_ARRAYS
-$(BENCH_LAYOUT_BIN): bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
+$(BENCH_LAYOUT_BIN) $(WAKE_MECH_BIN): bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) $(BENCH_LAYOUT_DEF) -Ibench -o $@ $(filter %.c,$^) $(LDLIBS_PROG)
@@ -383,29 +394,6 @@ $(BUILD)/bench/refill_head: bench/refill.c bench/rtbench.h
 $(BUILD)/bench/pipe_no_mru: BENCH_LAYOUT_DEF := -DCL_PICK_NO_MRU_MOVE
 $(BUILD)/bench/pipe_no_mru: bench/pipe.c bench/rtbench.h
 
-# bench/pipe.c with one mechanism of the runtime's wake path compiled out
-# each (docs/runtime.md, what each wake-path mechanism saves), measured
-# beside the unchanged build by `make bench-wake-mechanisms`.
-WAKE_MECH_BIN := $(foreach m,handoff buddy watch home chain_beside,$(BUILD)/bench/pipe_no_$(m))
-$(BUILD)/bench/pipe_no_handoff: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HANDOFF
-$(BUILD)/bench/pipe_no_buddy: WAKE_MECH_DEF := -DCL_RUNTIME_NO_BUDDY
-$(BUILD)/bench/pipe_no_watch: WAKE_MECH_DEF := -DCL_RUNTIME_NO_WATCH
-$(BUILD)/bench/pipe_no_home: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HOME
-$(BUILD)/bench/pipe_no_chain_beside: WAKE_MECH_DEF := -DCL_RUNTIME_NO_CHAIN_BESIDE
-$(WAKE_MECH_BIN): bench/pipe.c bench/rtbench.h bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) $(WAKE_MECH_DEF) -Ibench -o $@ bench/pipe.c $(LDLIBS_PROG)
-# ... and bench/peers/runtime_peers.c without buddies (fib: a joiner woken
-# by an exit; storm: channel hints) and without homes (storm on two CPUs:
-# every wakeup wide), its Go peer beside it as it needs one.
-WAKE_MECH_PEERS_BIN := $(BUILD)/bench/peers/runtime_peers_no_buddy $(BUILD)/bench/peers/runtime_peers_no_home
-$(BUILD)/bench/peers/runtime_peers_no_buddy: WAKE_MECH_DEF := -DCL_RUNTIME_NO_BUDDY
-$(BUILD)/bench/peers/runtime_peers_no_home: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HOME
-$(WAKE_MECH_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) $(WAKE_MECH_DEF) -Ibench -o $@ $< $(LDLIBS_PROG)
 # WAKE_ARGS: e.g. --rounds 9 --loops 200000 (scripts/wake_mechanisms.py)
 .PHONY: bench-wake-mechanisms
 bench-wake-mechanisms: deps $(BUILD)/bench/pipe $(WAKE_MECH_BIN)
@@ -711,10 +699,16 @@ RT_PEERS_ARGS ?= --quick
 RT_PEERS_GO = $(if $(shell command -v go 2>/dev/null),$(RT_PEERS_DIR)/runtime_go $(RT_PEERS_DIR)/idle_go $(RT_PEERS_DIR)/parked_go)
 RT_PEERS_BOOST = $(if $(shell printf '\043include <boost/fiber/all.hpp>\n' | \
 	$(CXX) -x c++ -std=c++17 -fsyntax-only - 2>/dev/null && echo y),$(RT_PEERS_DIR)/runtime_boost)
-$(RT_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
+# runtime_peers without buddies (fib: a joiner woken by an exit; storm:
+# channel hints) and without homes (storm on two CPUs: every wakeup wide),
+# for `make bench-wake-mechanisms` (its Go peer beside it, as it needs one).
+WAKE_MECH_PEERS_BIN := $(RT_PEERS_DIR)/runtime_peers_no_buddy $(RT_PEERS_DIR)/runtime_peers_no_home
+$(RT_PEERS_DIR)/runtime_peers_no_buddy: WAKE_MECH_DEF := -DCL_RUNTIME_NO_BUDDY
+$(RT_PEERS_DIR)/runtime_peers_no_home: WAKE_MECH_DEF := -DCL_RUNTIME_NO_HOME
+$(RT_PEERS_BIN) $(WAKE_MECH_PEERS_BIN): bench/peers/runtime_peers.c bench/bench.h bench/rtbench.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
+	$(Q)$(CC) $(CFLAGS_PROG) $(WAKE_MECH_DEF) -Ibench -o $@ $< $(LDLIBS_PROG)
 $(RT_PEERS_DIR)/%_go: bench/peers/%_go/main.go
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  GO      $@")

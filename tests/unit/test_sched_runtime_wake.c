@@ -573,6 +573,13 @@ static void inject(int n)
 	idle_sent_in_hold = wait_flag(&idle_sent);
 }
 
+/* Receive an int from @c into *@v, or store -1 there if the receive failed. */
+static void recv_or_minus_one(struct cl_chan *c, int *v)
+{
+	if (cl_chan_recv(c, v) != 0)
+		*v = -1;
+}
+
 struct idle_pair {
 	struct cl_chan *c;
 	int got, sent_ok, held;
@@ -583,8 +590,7 @@ static void *idle_receiver(void *p)
 	struct idle_pair *ip = (struct idle_pair *)p;
 
 	atomic_store(&idle_armed, 1); /* worker 1 runs the sender, which spins: only ours idles */
-	if (cl_chan_recv(ip->c, &ip->got) != 0)
-		ip->got = -1;
+	recv_or_minus_one(ip->c, &ip->got);
 	return NULL;
 }
 
@@ -674,8 +680,7 @@ static void *early_receiver(void *p)
 	struct early *e = (struct early *)p;
 
 	atomic_store(&early_armed, 1);
-	if (cl_chan_recv(e->c, &e->v) != 0)
-		e->v = -1;
+	recv_or_minus_one(e->c, &e->v);
 	atomic_store(&e->got, 1);
 	return NULL;
 }
@@ -751,10 +756,8 @@ static void *early_ho_receiver(void *p)
 	struct early_ho *h = (struct early_ho *)p;
 
 	atomic_store(&h->r_waiting, 1);
-	if (cl_chan_recv(h->c1, &h->v1) != 0)
-		h->v1 = -1;
-	if (cl_chan_recv(h->c3, &h->v3) != 0)
-		h->v3 = -1;
+	recv_or_minus_one(h->c1, &h->v1);
+	recv_or_minus_one(h->c3, &h->v3);
 	return NULL;
 }
 
@@ -769,8 +772,7 @@ static void *early_ho_local_waker(void *p)
 	if (cl_chan_send(h->c1, &v) != 0)
 		return (void *)1;
 	atomic_store(&early_armed, 1); /* its next block (on c3) holds */
-	if (cl_chan_recv(h->c2, &h->v2) != 0)
-		h->v2 = -1;
+	recv_or_minus_one(h->c2, &h->v2);
 	return NULL;
 }
 

@@ -270,6 +270,12 @@ CL_INLINE long cl__rt_io_plain(const struct cl__rt_ioargs *a)
 	}
 }
 
+/* Did the caller of a recv or send (@a) ask it not to wait (MSG_DONTWAIT)? */
+CL_INLINE int cl__rt_io_nowait(const struct cl__rt_ioargs *a)
+{
+	return (a->kind == CL__IO_RECV || a->kind == CL__IO_SEND) && (a->flags & MSG_DONTWAIT);
+}
+
 /* A read, write, recv or send (@a) as recv()/send() with MSG_DONTWAIT,
  * never waiting: its result, or -errno (-EAGAIN: it would block;
  * -ENOTSOCK: @a's fd is not a socket). */
@@ -353,8 +359,7 @@ CL_INLINE long cl__rt_io_epoll_once(struct cl_rt_task *self, const struct cl__rt
 		long r = cl__rt_io_try(a, &sock, ready);
 		int p;
 
-		if ((r != -EAGAIN && r != -EWOULDBLOCK) ||
-		    ((a->kind == CL__IO_RECV || a->kind == CL__IO_SEND) && (a->flags & MSG_DONTWAIT)))
+		if ((r != -EAGAIN && r != -EWOULDBLOCK) || cl__rt_io_nowait(a))
 			return r; /* done, or the caller asked not to wait */
 		p = cl__rt_io_epoll_wait(self, a->fd, ev, 0);
 		if (p == -EPERM) { /* a regular file: always ready */
@@ -407,7 +412,7 @@ CL_INLINE long cl__rt_io_ring_try_call(struct cl_rt_task *self, const struct cl_
 		return cl__rt_io_ring_call(self, a);
 	r = cl__rt_io_try_sock(a);
 	if (r == -EAGAIN || r == -EWOULDBLOCK) {
-		if ((a->kind == CL__IO_RECV || a->kind == CL__IO_SEND) && (a->flags & MSG_DONTWAIT))
+		if (cl__rt_io_nowait(a))
 			return r; /* the caller asked not to wait */
 	} else if (r != -ENOTSOCK || a->kind == CL__IO_RECV || a->kind == CL__IO_SEND) {
 		return r; /* done (or failed: the system call's errno) */
