@@ -238,6 +238,13 @@ CL_INLINE void cl__rt_io_cancels(struct cl__rt_worker *w)
 	cl__rt_io_submit(w); /* a cancel goes in at once */
 }
 
+/* Is task work (completions not yet posted) waiting for @w's next entry
+ * to the kernel? Only with IORING_SETUP_TASKRUN_FLAG; else 0. */
+CL_INLINE int cl__rt_io_taskrun(const struct cl__rt_worker *w)
+{
+	return (IO_URING_READ_ONCE(*w->io_ring->sq.kflags) & IORING_SQ_TASKRUN) != 0;
+}
+
 /* Reap @w's completions: each ends its task's wait (the local wake list).
  * Returns how many tasks it woke. Context: @w's thread, holding no lock. */
 CL_INLINE unsigned int cl__rt_io_reap_ring(struct cl__rt_worker *w)
@@ -269,7 +276,8 @@ CL_INLINE unsigned int cl__rt_io_reap_ring(struct cl__rt_worker *w)
 		io_uring_cq_advance(ring, seen);
 		if (rearm)
 			cl__rt_io_arm_kick(w);
-		if (io_uring_cq_has_overflow(ring)) { /* completions the kernel kept (NODROP) */
+		if (io_uring_cq_has_overflow(ring) || cl__rt_io_taskrun(w)) {
+			/* completions the kernel kept (NODROP), or not yet run */
 			int e = cl__rt_io_errno();
 
 			(void)io_uring_get_events(ring);
@@ -289,8 +297,8 @@ CL_INLINE int cl__rt_io_ready(const struct cl__rt_worker *w)
 {
 #ifdef CL__RT_HAVE_URING
 	if (w->io_ring)
-		return io_uring_cq_ready(w->io_ring) || CL_ATOMIC_LOAD(&w->io_cancels, CL_RELAXED) ||
-		       CL_ATOMIC_LOAD(&w->io_cancel_all, CL_RELAXED);
+		return io_uring_cq_ready(w->io_ring) || cl__rt_io_taskrun(w) ||
+		       CL_ATOMIC_LOAD(&w->io_cancels, CL_RELAXED) || CL_ATOMIC_LOAD(&w->io_cancel_all, CL_RELAXED);
 #else
 	(void)w;
 #endif
@@ -445,9 +453,19 @@ CL_INLINE int cl__rt_io_ring_init(struct cl__rt_worker *w)
 	if (!w->io_ring)
 		return ENOMEM;
 	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_CQSIZE;
+	/* Completions run as task work on the worker's next entry to the
+	 * kernel (it makes system calls all the time), not by an interrupt of
+	 * the running worker; IORING_SQ_TASKRUN says when one is waiting
+	 * (cl__rt_io_ready()). Before 5.19: without, as before. */
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 	p.cq_entries = CL__RT_IO_CQ_ENTRIES;
 	r = io_uring_queue_init_params(CL__RT_IO_SQ_ENTRIES, w->io_ring, &p);
+	if (r == -EINVAL) {
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE;
+		p.cq_entries = CL__RT_IO_CQ_ENTRIES;
+		r = io_uring_queue_init_params(CL__RT_IO_SQ_ENTRIES, w->io_ring, &p);
+	}
 	if (r == 0 && !(p.features & IORING_FEAT_NODROP)) {
 		io_uring_queue_exit(w->io_ring);
 		r = -ENOSYS;
