@@ -874,6 +874,7 @@ RPC_GOALS = [("max-vs-go", "go", "max throughput >= 1.5x Go's", 1.5),
              ("p99-75-vs-go", "go", "p99 at 75% load <= Go's", 1.0)]
 RPC_LEVELS = (25, 50, 75, 90)
 RPC_OURS = "cachelocal"
+RPC_GEN_BOUND = 0.9  # load generator CPU busy share from which a max is its bound
 
 
 def collect_rpc(recs, judge=True):
@@ -886,7 +887,8 @@ def collect_rpc(recs, judge=True):
         return None
     mx = [dict((k, r[k]) for k in ("server", "server_desc", "reply_bytes", "median", "min", "max",
                                     "unit", "runs", "conns", "depth", "server_cpus",
-                                    "client_threads", "placement") if k in r)
+                                    "client_threads", "placement", "server_cpu_busy",
+                                    "client_cpu_busy") if k in r)
           for r in rows if r.get("what") == "max"]
     lat = [dict((k, r[k]) for k in ("server", "reply_bytes", "load_pct", "rate", "achieved", "lost",
                                      "p50", "p50_min", "p50_max", "p99", "p99_min", "p99_max",
@@ -901,6 +903,10 @@ def collect_rpc(recs, judge=True):
             return next((m["median"] for m in mx if m["server"] == server
                          and m["reply_bytes"] == reply), None)
 
+        def gen_busy(server):
+            return next((m.get("client_cpu_busy") for m in mx if m["server"] == server
+                         and m["reply_bytes"] == reply), None)
+
         def p99_75(server):
             return next((x["p99"] for x in lat if x["server"] == server
                          and x["reply_bytes"] == reply and x["load_pct"] == 75), None)
@@ -911,9 +917,17 @@ def collect_rpc(recs, judge=True):
             else:
                 ours, theirs = p99_75(RPC_OURS), p99_75(other)
                 value = theirs / ours if ours and theirs else None
-            goals.append({"id": gid, "reply_bytes": reply, "goal": text, "other": other,
-                          "ours": ours, "theirs": theirs, "value": value, "bound": bound,
-                          "goal_met": (value >= bound) if judge and value is not None else None})
+            g = {"id": gid, "reply_bytes": reply, "goal": text, "other": other,
+                 "ours": ours, "theirs": theirs, "value": value, "bound": bound,
+                 "goal_met": (value >= bound) if judge and value is not None else None}
+            if gid.startswith("max"):
+                busy = [gen_busy(RPC_OURS), gen_busy(other)]
+                if all(b is not None for b in busy):
+                    # the closed loop's generator saturated in both servers' runs:
+                    # the max is (also) the generator's, not the servers' alone
+                    g["generator_busy"] = busy
+                    g["generator_bound"] = min(busy) >= RPC_GEN_BOUND
+            goals.append(g)
     return {"max": mx, "latency": lat, "skipped": skipped, "goals": goals, "plots": {}}
 
 
@@ -970,12 +984,21 @@ def write_rpc_md(L, rpc):
                  "per server; closed-loop depth %s" % (
                      m0.get("placement", "?"), m0.get("server_cpus", "?"),
                      m0.get("client_threads", "?"), m0.get("conns", "?"), m0.get("depth", "?")))
-    L += ["", "| reply | server | max throughput (req/s) | min-max | runs | what it is |",
-          "|---|---|---|---|---|---|"]
+    L += ["", "| reply | server | max throughput (req/s) | min-max | runs | server CPU busy "
+          "| load generator CPU busy | what it is |",
+          "|---|---|---|---|---|---|---|---|"]
+
+    def pct(v):
+        return "%.0f%%" % (v * 100) if v is not None else "-"
     for m in rpc["max"]:
-        L.append("| %d B | %s | %s | %s-%s | %s | %s |" % (
+        L.append("| %d B | %s | %s | %s-%s | %s | %s | %s | %s |" % (
             m["reply_bytes"], m["server"], fmt(m["median"]), fmt(m["min"]), fmt(m["max"]),
-            m.get("runs", "-"), m.get("server_desc", "")))
+            m.get("runs", "-"), pct(m.get("server_cpu_busy")), pct(m.get("client_cpu_busy")),
+            m.get("server_desc", "")))
+    L += ["", "CPU busy: CPU time over wall time in the closed loop's runs (median of "
+          "the runs): the server's process per server CPU, the load generator's threads "
+          "per thread. A generator near 100% bounds the max it measures: a server that "
+          "needed less CPU per request could not show it."]
     if rpc["latency"]:
         L += ["", "| reply | load | offered (req/s) | server | p50 (us) | p99 (us) | p99.9 (us) "
               "| answered (req/s) | lost (all runs) |", "|---|---|---|---|---|---|---|---|---|"]
@@ -996,6 +1019,10 @@ def write_rpc_md(L, rpc):
             g["reply_bytes"], g["goal"], state, g["value"], g["bound"])
         if g["id"] == "max-vs-epoll" and g["value"] < 1:
             line += "; the epoll loop is ahead by %.0f%%" % ((1 / g["value"] - 1) * 100)
+        if g.get("generator_bound"):
+            line += ("; the load generator was %s and %s busy in these runs, so both maxima "
+                     "are bounded by it: the ratio cannot show a server that needs less CPU" % (
+                         pct(g["generator_busy"][0]), pct(g["generator_busy"][1])))
         L.append(line)
     for reply, svg in rpc.get("plots", {}).items():
         L += ["", "![RPC latency vs load, %s B reply](%s)" % (reply, svg)]

@@ -130,6 +130,9 @@ def check_rpc(rpc):
             errs.append("rpc: a max row needs median, min, max, reply_bytes numbers")
         elif not m["min"] <= m["median"] <= m["max"]:
             errs.append("rpc: max %s %d B: median outside its min-max" % (m.get("server"), m["reply_bytes"]))
+        for k in ("server_cpu_busy", "client_cpu_busy"):
+            if k in m and not (num(m[k]) and 0 <= m[k] <= 1.5):
+                errs.append("rpc: max %s: %s not a share of CPU time" % (m.get("server"), k))
     have = {}
     for x in rpc["latency"]:
         keys = ("p50", "p99", "p999", "rate", "load_pct", "reply_bytes")
@@ -152,6 +155,9 @@ def check_rpc(rpc):
         if g.get("goal_met") not in (True, False, None):
             errs.append("rpc: goal %s goal_met not a boolean or null" % g.get("id"))
             continue
+        if "generator_bound" in g and g["generator_bound"] != (
+                min(g.get("generator_busy") or [0]) >= bench_report.RPC_GEN_BOUND):
+            errs.append("rpc: goal %s: generator_bound does not follow generator_busy" % g.get("id"))
         if g.get("value") is None:
             if g.get("goal_met") is not None:
                 errs.append("rpc: goal %s judged without a value" % g.get("id"))

@@ -50,6 +50,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -83,6 +84,8 @@ struct server {
 	double max[NREPLY][BENCH_MAX_RUNS];
 	double lat[NREPLY][NLEVELS][3][BENCH_MAX_RUNS]; /* p50, p99, p99.9 in us */
 	double got[NREPLY][NLEVELS][BENCH_MAX_RUNS];    /* achieved rate / offered */
+	double cpu_srv[NREPLY][BENCH_MAX_RUNS]; /* closed loop: its CPU share (of --server-cpus) ... */
+	double cpu_cli[NREPLY][BENCH_MAX_RUNS]; /* ... and the load generator's (of its threads) */
 	long lost[NREPLY][NLEVELS];
 };
 
@@ -228,6 +231,8 @@ struct gen {
 	size_t nlat, cap;
 	uint64_t done;         /* replies to requests scheduled after the warm-up */
 	uint64_t lost;         /* counted requests without a reply at the drain's end */
+	uint64_t cpu_ns;       /* its CPU time from the start to its last reply ... */
+	uint64_t cpu_wall_ns;  /* ... and the wall time of that */
 	int err;               /* ERR_* (the first one seen) */
 };
 
@@ -368,7 +373,7 @@ static void *gen_main(void *p)
 	struct gen *g = (struct gen *)p;
 	struct epoll_event ev, evs[256];
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	uint64_t start, end, hard, next, k = 0;
+	uint64_t start, end, hard, next, k = 0, cpu_at;
 	double period = 0; /* ns between this thread's requests (evenly spaced) */
 	int rr = 0;
 
@@ -402,6 +407,7 @@ static void *gen_main(void *p)
 			if (conn_flush(g, &g->c[i]))
 				g->err = g->err ? g->err : ERR_IO;
 	}
+	cpu_at = bench_thread_cpu_ns();
 	while (!g->err) {
 		uint64_t now = bench_now_ns();
 		int n, timeout_ns;
@@ -460,6 +466,8 @@ static void *gen_main(void *p)
 				g->lost++;
 			}
 	}
+	g->cpu_ns = bench_thread_cpu_ns() - cpu_at;
+	g->cpu_wall_ns = bench_now_ns() - start;
 	if (!g->err && in_flight(g))
 		g->err = ERR_DRAIN; /* the connections are out of step: reopened */
 	if (ep >= 0)
@@ -468,6 +476,46 @@ static void *gen_main(void *p)
 }
 
 /* ---------------------------------------------------------------- runs */
+
+/* CPU time of every thread of process @pid, in ns (the first field of each
+ * /proc/PID/task/TID/schedstat); 0 when it cannot be read. */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64], line[128];
+	uint64_t sum = 0;
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		unsigned long long ns;
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/schedstat", (int)pid, d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && sscanf(line, "%llu", &ns) == 1)
+			sum += ns;
+		fclose(f);
+	}
+	closedir(dir);
+	return sum;
+}
+
+/* Sleep until CLOCK_MONOTONIC reads @t ns. */
+static void sleep_until_ns(uint64_t t)
+{
+	struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
 
 static struct conn *conns; /* o.conns of them, reused by every run */
 static struct gen gens[MAX_THREADS];
@@ -498,10 +546,12 @@ static double quantile_us(const uint64_t *v, size_t n, double q)
  * (closed), or the achieved rate (open) with p[0..2] = p50/p99/p99.9 in us
  * and *@lost; -1 on an error.
  */
-static double one_run(struct server *s, uint32_t reply, double rate, double p[3], long *lost)
+static double one_run(struct server *s, uint32_t reply, double rate, double p[3], long *lost,
+		      double cpu[2])
 {
 	pthread_t tid[MAX_THREADS];
-	uint64_t start = 0, done = 0, dur = (uint64_t)o.duration_ms * 1000000ull;
+	uint64_t start = 0, done = 0, dur = (uint64_t)o.duration_ms * 1000000ull, srv0 = 0, srv1 = 0;
+	double cli = 0;
 	size_t nlat = 0, per_thread_cap;
 	int nt = nr_client < o.conns ? nr_client : o.conns, err = 0;
 
@@ -531,7 +581,7 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 		g->warm_ns = dur / 10;
 		g->drain_ns = (uint64_t)o.drain_ms * 1000000ull;
 		g->seed = 12345u + (unsigned int)i;
-		g->nlat = g->done = g->lost = 0;
+		g->nlat = g->done = g->lost = g->cpu_ns = g->cpu_wall_ns = 0;
 		g->err = 0;
 		g->cap = g->open ? per_thread_cap : 0;
 		g->lat = g->open ? (uint64_t *)malloc(g->cap * sizeof(uint64_t)) : NULL;
@@ -542,9 +592,16 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 	}
 	pthread_barrier_wait(&gen_barrier);
 	__atomic_store_n(&start, bench_now_ns() + 100000, __ATOMIC_RELEASE);
+	if (cpu) { /* the server's CPU time over the run (the threads take theirs) */
+		sleep_until_ns(start);
+		srv0 = proc_cpu_ns(s->pid);
+		sleep_until_ns(start + dur);
+		srv1 = proc_cpu_ns(s->pid);
+	}
 	for (int i = 0; i < nt; i++) {
 		pthread_join(tid[i], NULL);
 		done += gens[i].done;
+		cli += gens[i].cpu_wall_ns ? (double)gens[i].cpu_ns / (double)gens[i].cpu_wall_ns : 0;
 		nlat += gens[i].nlat;
 		if (gens[i].err && (err == ERR_NONE || err == ERR_DRAIN))
 			err = gens[i].err; /* a real failure before a late drain */
@@ -579,6 +636,10 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 		if (server_connect(s, o.conns))
 			return -1;
 	}
+	if (cpu) {
+		cpu[0] = srv0 && srv1 > srv0 ? (double)(srv1 - srv0) / (double)dur / o.server_cpus : 0;
+		cpu[1] = cli / nt;
+	}
 	return (double)done * 1e9 / (double)(dur - dur / 10);
 }
 
@@ -595,9 +656,10 @@ static void rpc_line_max(struct bench *b, struct server *s, int r)
 			"\"server_desc\":\"%s\",\"reply_bytes\":%u,\"unit\":\"req/s\",\"median\":%.6g,"
 			"\"min\":%.6g,\"max\":%.6g,\"runs\":%d,\"conns\":%d,\"depth\":%d,"
 			"\"server_cpus\":%d,\"client_threads\":%d,\"placement\":\"%s\",\"kernel\":\"%s\","
-			"\"id_mode\":\"%s\"}\n",
+			"\"id_mode\":\"%s\",\"server_cpu_busy\":%.4f,\"client_cpu_busy\":%.4f}\n",
 			s->name, s->desc, reply_size[r], med, mn, mx, b->runs, o.conns, o.depth,
-			o.server_cpus, nr_client, placement, b->kernel, b->id_mode);
+			o.server_cpus, nr_client, placement, b->kernel, b->id_mode,
+			bench_median(s->cpu_srv[r], b->runs), bench_median(s->cpu_cli[r], b->runs));
 }
 
 static void rpc_line_lat(struct bench *b, struct server *s, int r, int l, double rate)
@@ -794,11 +856,18 @@ int main(int argc, char **argv)
 
 				if (!s->ok)
 					continue;
-				s->max[r][run] = one_run(s, reply_size[r], 0, NULL, NULL);
+				double cpu[2] = { 0, 0 };
+
+				s->max[r][run] = one_run(s, reply_size[r], 0, NULL, NULL, cpu);
 				if (s->max[r][run] < 0)
 					return 1;
-				bench_progress(&b, "max %u B %s run %d: %.0f req/s", reply_size[r], s->name,
-					       run, s->max[r][run]);
+				s->cpu_srv[r][run] = cpu[0];
+				s->cpu_cli[r][run] = cpu[1];
+				bench_progress(&b,
+					       "max %u B %s run %d: %.0f req/s (CPU busy: server %.0f%%, "
+					       "load generator %.0f%%)",
+					       reply_size[r], s->name, run, s->max[r][run], cpu[0] * 100,
+					       cpu[1] * 100);
 			}
 		snprintf(cname, sizeof(cname), "max %u B reply", reply_size[r]);
 		for (int k = 0; k < S_NR; k++) {
@@ -810,6 +879,10 @@ int main(int argc, char **argv)
 			m = bench_report(&b, cname, s->name, placement, o.server_cpus, s->max[r], b.runs,
 					 "req/s");
 			rpc_line_max(&b, s, r);
+			printf("# max %u B %s: CPU busy (medians of the runs): server %.0f%% of "
+			       "%d CPU(s), load generator %.0f%% of %d thread(s)\n",
+			       reply_size[r], s->name, bench_median(s->cpu_srv[r], b.runs) * 100,
+			       o.server_cpus, bench_median(s->cpu_cli[r], b.runs) * 100, nr_client);
 			if (slowest == 0 || m < slowest)
 				slowest = m;
 		}
@@ -829,7 +902,7 @@ int main(int argc, char **argv)
 
 					if (!s->ok)
 						continue;
-					got = one_run(s, reply_size[r], rate, lp, &s->lost[r][l]);
+					got = one_run(s, reply_size[r], rate, lp, &s->lost[r][l], NULL);
 					if (got < 0)
 						return 1;
 					for (int q = 0; q < 3; q++)

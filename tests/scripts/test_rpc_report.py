@@ -60,6 +60,32 @@ class CollectRpc(unittest.TestCase):
         self.assertIn("the epoll loop is ahead by 25%", text)
         self.assertIn("**missed**", text)
 
+    def test_a_saturated_load_generator_is_named_with_the_max_goals(self):
+        recs = lines(200e3, 150e3, 250e3, 80.0, 60.0)
+        busy = {"cachelocal": (0.97, 0.96), "go": (0.95, 0.99), "epoll": (0.90, 0.80)}
+        for r in recs:
+            if r["what"] == "max":
+                r["server_cpu_busy"], r["client_cpu_busy"] = busy[r["server"]]
+        rpc = bench_report.collect_rpc(recs)
+        vs_go, vs_epoll = self.goal(rpc, "max-vs-go"), self.goal(rpc, "max-vs-epoll")
+        self.assertTrue(vs_go["generator_bound"])  # 96% and 99%
+        self.assertEqual(vs_go["generator_busy"], [0.96, 0.99])
+        self.assertFalse(vs_epoll["generator_bound"])  # the epoll runs' generator: 80%
+        self.assertFalse(vs_go["goal_met"])  # still judged on the medians
+        self.assertNotIn("generator_bound", self.goal(rpc, "p99-75-vs-go"))
+        self.assertEqual(check_report.check_rpc(rpc), [])
+        L = []
+        bench_report.write_rpc_md(L, rpc)
+        text = "\n".join(L)
+        go_line = next(x for x in L if "max throughput >= 1.5x" in x)
+        self.assertIn("the load generator was 96% and 99% busy", go_line)
+        epoll_line = next(x for x in L if "max throughput >= 1" in x and "1.5x" not in x)
+        self.assertNotIn("load generator", epoll_line)
+        self.assertIn("| 97% | 96% |", text)
+        bad = copy.deepcopy(rpc)
+        next(g for g in bad["goals"] if g["id"] == "max-vs-epoll")["generator_bound"] = True
+        self.assertTrue(any("generator_bound" in e for e in check_report.check_rpc(bad)))
+
     def test_smoke_mode_judges_nothing(self):
         rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0), judge=False)
         self.assertTrue(all(g["goal_met"] is None for g in rpc["goals"]))
