@@ -721,7 +721,7 @@ $(RT_PEERS_DIR)/runtime_boost: bench/peers/runtime_boost.cpp
 .PHONY: bench-runtime-peers runtime-peers-build
 # The driver and the peers whose toolchain is installed (a note for the others).
 runtime-peers-build:
-	$(Q)go=$(RT_PEERS_GO); boost=$(RT_PEERS_BOOST); \
+	$(Q)go="$(RT_PEERS_GO)"; boost="$(RT_PEERS_BOOST)"; \
 	[ -n "$$go" ] || echo "skipped: golang-go not installed"; \
 	[ -n "$$boost" ] || echo "skipped: libboost-fiber-dev not installed"; \
 	$(MAKE) --no-print-directory OPT=-O2 SAN= $(RT_PEERS_BIN) $$go $$boost
@@ -767,7 +767,7 @@ $(RPC_DIR)/rpc_go: bench/rpc/server_go/main.go
 .PHONY: bench-rpc rpc-build
 # The driver and the servers whose toolchain or runtime support is there (a note for the others).
 rpc-build:
-	$(Q)go=$(RPC_GO); [ -n "$$go" ] || echo "go server: skipped (golang-go not installed)"; \
+	$(Q)go="$(RPC_GO)"; [ -n "$$go" ] || echo "go server: skipped (golang-go not installed)"; \
 	$(if $(RPC_HAVE_RT_IO),,echo "cachelocal server: skipped (runtime I/O not built)";) \
 	$(MAKE) --no-print-directory OPT=-O2 SAN= $(RPC_BIN) $$go
 # Exit 77 from the driver: no server could be started (skipped, not a failure).

@@ -96,5 +96,35 @@ class PeersInstalledByDeps(unittest.TestCase):
             self.assertIn("/" + binary, out if binary == "runtime_boost" else report[-1])
 
 
+@unittest.skipUnless(shutil.which("make"), "needs make")
+class GoPeersBuilt(unittest.TestCase):
+    """With `go` on the PATH, the runtime peers' build makes all three Go
+    programs (runtime, idle and parked), into a build directory that does
+    not exist yet, as on a fresh machine."""
+
+    def test_all_go_peers_are_built_when_go_is_installed(self):
+        tmp = tempfile.mkdtemp(prefix="cl-go-peers-")
+        try:
+            fake = os.path.join(tmp, "go")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\nexit 0\n")
+            os.chmod(fake, 0o755)
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "MAKEOVERRIDES")}
+            env["PATH"] = tmp + os.pathsep + env.get("PATH", "")
+            build = "build/test-go-peers-%d" % os.getpid()
+            p = subprocess.run(["make", "-n", "-C", ROOT, "runtime-peers-build", "BUILD=" + build],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout[-3000:])
+            self.assertNotIn("skipped: golang-go not installed",
+                             [ln.strip() for ln in p.stdout.splitlines()])
+            for prog in ("runtime_go", "idle_go", "parked_go"):
+                self.assertIn("-o %s/bench/peers/%s" % (build, prog), p.stdout)
+            self.assertFalse(os.path.exists(os.path.join(ROOT, build)))
+        finally:
+            shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
     unittest.main()
