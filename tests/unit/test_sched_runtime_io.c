@@ -346,6 +346,73 @@ Test(sched_runtime_io, a_ready_socket_read_or_write_completes_without_a_wait, .t
 	}
 }
 
+/* ---- a short read: the next read of that socket goes to the ring ---- */
+
+struct drained_io {
+	int fd, peer;
+	long full, rest, short_got, after;
+	char after_buf[16];
+	uint64_t waits_full_rest, waits_after;
+	struct cl_runtime *rt;
+};
+
+/* On the only worker: 100 bytes are there. A read of 64 fills its buffer
+ * and the next one (36) is tried first; then this task's own plain write
+ * puts "fresh" there after a short read, before the next read. */
+static void *drained_io_task(void *p)
+{
+	struct drained_io *r = (struct drained_io *)p;
+	char buf[64];
+	uint64_t w0 = io_waits(r->rt);
+
+	r->full = cl_read(r->fd, buf, 64);
+	r->rest = cl_read(r->fd, buf, 64); /* 36 of 64: a short read */
+	r->waits_full_rest = io_waits(r->rt) - w0;
+	if (write(r->peer, "fresh", 5) != 5)
+		return NULL;
+	w0 = io_waits(r->rt);
+	r->after = cl_read(r->fd, r->after_buf, sizeof(r->after_buf));
+	r->waits_after = io_waits(r->rt) - w0;
+	return NULL;
+}
+
+/*
+ * After a read that did not fill its buffer (the socket emptied), io_uring
+ * mode sends the task's next read of that socket to the ring at once,
+ * without the try that would most likely see EAGAIN; data that came
+ * meanwhile is still read, in one wait that completes as it is submitted.
+ * A read that filled its buffer does not do that: the next one is tried
+ * first and costs no wait. The epoll mode always tries first.
+ */
+Test(sched_runtime_io, a_read_after_a_short_read_goes_to_the_ring_and_still_gets_the_data, .timeout = 30)
+{
+	FOR_EACH_MODE(i, rt, 1) {
+		int sv[2];
+		struct drained_io r;
+		char data[100];
+
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		memset(&r, 0, sizeof(r));
+		memset(data, 'x', sizeof(data));
+		r.fd = sv[0];
+		r.peer = sv[1];
+		r.rt = rt;
+		cr_assert_eq(write(sv[1], data, sizeof(data)), (ssize_t)sizeof(data));
+		cr_assert_eq(join(spawn_on(rt, 0, drained_io_task, &r)), 0);
+		cr_assert_eq(r.full, 64, "[%s] first read: %ld", modes[i], r.full);
+		cr_assert_eq(r.rest, 36, "[%s] second read: %ld", modes[i], r.rest);
+		cr_assert_eq(r.waits_full_rest, 0, "[%s] the read after a full one waited %llu times",
+			     modes[i], (unsigned long long)r.waits_full_rest);
+		cr_assert_eq(r.after, 5, "[%s] the read after the short one: %ld", modes[i], r.after);
+		cr_assert_eq(memcmp(r.after_buf, "fresh", 5), 0, "[%s] read %.5s", modes[i], r.after_buf);
+		cr_assert_eq(r.waits_after, rt->io_mode == CL__RT_IO_URING ? 1u : 0u,
+			     "[%s] the read after a short one waited %llu times", modes[i],
+			     (unsigned long long)r.waits_after);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
 /* A write to a full pipe parks too: the reader (same worker) drains it. */
 static void *full_writer(void *p)
 {

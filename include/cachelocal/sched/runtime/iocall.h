@@ -406,18 +406,29 @@ CL_INLINE long cl__rt_io_epoll_call(struct cl_rt_task *self, const struct cl__rt
  */
 CL_INLINE long cl__rt_io_ring_try_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
 {
+	int rd = a->kind == CL__IO_READ || a->kind == CL__IO_RECV;
 	long r;
 
 	if (a->kind > CL__IO_SEND || (a->kind == CL__IO_RECV && (a->flags & MSG_WAITALL)))
 		return cl__rt_io_ring_call(self, a);
+	if (rd && self->io_drained == a->fd + 1 && !cl__rt_io_nowait(a)) {
+		/* its last read emptied the socket: this one would most likely
+		 * find it empty, so the ring at once (it reads what is there) */
+		r = cl__rt_io_ring_call(self, a);
+		goto out;
+	}
 	r = cl__rt_io_try_sock(a);
 	if (r == -EAGAIN || r == -EWOULDBLOCK) {
 		if (cl__rt_io_nowait(a))
 			return r; /* the caller asked not to wait */
 	} else if (r != -ENOTSOCK || a->kind == CL__IO_RECV || a->kind == CL__IO_SEND) {
-		return r; /* done (or failed: the system call's errno) */
+		goto out; /* done (or failed: the system call's errno) */
 	}
-	return cl__rt_io_ring_call(self, a);
+	r = cl__rt_io_ring_call(self, a);
+out:
+	if (rd)
+		self->io_drained = r > 0 && (size_t)r < a->n ? a->fd + 1 : 0;
+	return r;
 }
 #endif
 

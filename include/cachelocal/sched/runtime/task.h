@@ -136,6 +136,7 @@ CL_INLINE struct cl_rt_task *cl__rt_spawn(struct cl_runtime *rt, const struct cl
 	cl_task_init(&t->task, attr ? attr->nice : 0);
 	t->task.data = t;
 	t->np = 1; /* until cl__rt_task_entry() calls fn */
+	t->io_drained = 0;
 	if (attr && attr->tg && cl_task_set_group(&t->task, attr->tg) != 0) {
 		cl_objcache_free(rt->tcache, t); /* EINVAL: a destroyed group or another instance's */
 		return cl__rt_spawn_fail(rt, cur, EINVAL);

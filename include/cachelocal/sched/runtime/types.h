@@ -422,6 +422,10 @@ struct cl_rt_task {
 	/* armed while it sleeps (cl_sleep_until()); after keep, so not
 	 * cleared at spawn: arming sets all of it */
 	struct cl__rt_timer timer;
+	/* io_uring mode: fd + 1 of its last read of a socket that got fewer
+	 * bytes than asked (0: none; set at spawn). In the padding after the
+	 * timer: the object keeps its size */
+	int io_drained;
 };
 
 
