@@ -890,6 +890,10 @@ def collect_rpc(recs, judge=True):
                                     "client_threads", "placement", "server_cpu_busy",
                                     "client_cpu_busy") if k in r)
           for r in rows if r.get("what") == "max"]
+    for m, r in zip(mx, [r for r in rows if r.get("what") == "max"]):
+        ut, st = r.get("server_user_ticks"), r.get("server_sys_ticks")
+        if isinstance(ut, int) and isinstance(st, int) and ut + st > 0:
+            m["server_kernel_share"] = st / (ut + st)
     lat = [dict((k, r[k]) for k in ("server", "reply_bytes", "load_pct", "rate", "achieved", "lost",
                                      "p50", "p50_min", "p50_max", "p99", "p99_min", "p99_max",
                                      "p999", "p999_min", "p999_max", "unit", "runs", "poisson")
@@ -901,6 +905,10 @@ def collect_rpc(recs, judge=True):
     for reply in sorted(set(m["reply_bytes"] for m in mx)):
         def max_of(server):
             return next((m["median"] for m in mx if m["server"] == server
+                         and m["reply_bytes"] == reply), None)
+
+        def kernel_share(server):
+            return next((m.get("server_kernel_share") for m in mx if m["server"] == server
                          and m["reply_bytes"] == reply), None)
 
         def gen_busy(server):
@@ -927,6 +935,12 @@ def collect_rpc(recs, judge=True):
                     # the max is (also) the generator's, not the servers' alone
                     g["generator_busy"] = busy
                     g["generator_bound"] = min(busy) >= RPC_GEN_BOUND
+                k = kernel_share(other)
+                if k:
+                    # the other server's time in the kernel: a server making the
+                    # same calls with no user-space work at all gets at most 1/k
+                    g["other_kernel_share"] = k
+                    g["no_user_work_bound"] = 1 / k
             goals.append(g)
     return {"max": mx, "latency": lat, "skipped": skipped, "goals": goals, "plots": {}}
 
@@ -985,20 +999,24 @@ def write_rpc_md(L, rpc):
                      m0.get("placement", "?"), m0.get("server_cpus", "?"),
                      m0.get("client_threads", "?"), m0.get("conns", "?"), m0.get("depth", "?")))
     L += ["", "| reply | server | max throughput (req/s) | min-max | runs | server CPU busy "
-          "| load generator CPU busy | what it is |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| load generator CPU busy | server time in the kernel | what it is |",
+          "|---|---|---|---|---|---|---|---|---|"]
 
     def pct(v):
         return "%.0f%%" % (v * 100) if v is not None else "-"
     for m in rpc["max"]:
-        L.append("| %d B | %s | %s | %s-%s | %s | %s | %s | %s |" % (
+        L.append("| %d B | %s | %s | %s-%s | %s | %s | %s | %s | %s |" % (
             m["reply_bytes"], m["server"], fmt(m["median"]), fmt(m["min"]), fmt(m["max"]),
             m.get("runs", "-"), pct(m.get("server_cpu_busy")), pct(m.get("client_cpu_busy")),
-            m.get("server_desc", "")))
+            pct(m.get("server_kernel_share")), m.get("server_desc", "")))
     L += ["", "CPU busy: CPU time over wall time in the closed loop's runs (median of "
           "the runs): the server's process per server CPU, the load generator's threads "
           "per thread. A generator near 100% bounds the max it measures: a server that "
-          "needed less CPU per request could not show it."]
+          "needed less CPU per request could not show it. Server time in the kernel: its "
+          "system time over its user and system time in those runs (clock ticks, all runs "
+          "together): system calls and the TCP stack, which a server making the same calls "
+          "cannot save; with none of its own user-space work a server would be at most "
+          "1/that faster than the one measured."]
     if rpc["latency"]:
         L += ["", "| reply | load | offered (req/s) | server | p50 (us) | p99 (us) | p99.9 (us) "
               "| answered (req/s) | lost (all runs) |", "|---|---|---|---|---|---|---|---|---|"]
@@ -1019,6 +1037,10 @@ def write_rpc_md(L, rpc):
             g["reply_bytes"], g["goal"], state, g["value"], g["bound"])
         if g["id"] == "max-vs-epoll" and g["value"] < 1:
             line += "; the epoll loop is ahead by %.0f%%" % ((1 / g["value"] - 1) * 100)
+        if g.get("no_user_work_bound"):
+            line += ("; %s spent %s of its server CPU time in the kernel: with its calls and no "
+                     "user-space work at all a server would reach at most %.2fx" % (
+                         g["other"], pct(g["other_kernel_share"]), g["no_user_work_bound"]))
         if g.get("generator_bound"):
             line += ("; the load generator was %s and %s busy in these runs, so both maxima "
                      "are bounded by it: the ratio cannot show a server that needs less CPU" % (

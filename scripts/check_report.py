@@ -130,6 +130,9 @@ def check_rpc(rpc):
             errs.append("rpc: a max row needs median, min, max, reply_bytes numbers")
         elif not m["min"] <= m["median"] <= m["max"]:
             errs.append("rpc: max %s %d B: median outside its min-max" % (m.get("server"), m["reply_bytes"]))
+        if "server_kernel_share" in m and not (num(m["server_kernel_share"])
+                                               and 0 < m["server_kernel_share"] <= 1):
+            errs.append("rpc: max %s: server_kernel_share not a share" % m.get("server"))
         for k in ("server_cpu_busy", "client_cpu_busy"):
             if k in m and not (num(m[k]) and 0 <= m[k] <= 1.5):
                 errs.append("rpc: max %s: %s not a share of CPU time" % (m.get("server"), k))
@@ -158,6 +161,10 @@ def check_rpc(rpc):
         if "generator_bound" in g and g["generator_bound"] != (
                 min(g.get("generator_busy") or [0]) >= bench_report.RPC_GEN_BOUND):
             errs.append("rpc: goal %s: generator_bound does not follow generator_busy" % g.get("id"))
+        if "no_user_work_bound" in g and not (
+                num(g.get("other_kernel_share")) and g["other_kernel_share"] > 0
+                and abs(g["no_user_work_bound"] * g["other_kernel_share"] - 1) < 1e-9):
+            errs.append("rpc: goal %s: no_user_work_bound is not 1/other_kernel_share" % g.get("id"))
         if g.get("value") is None:
             if g.get("goal_met") is not None:
                 errs.append("rpc: goal %s judged without a value" % g.get("id"))

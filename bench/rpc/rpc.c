@@ -86,6 +86,7 @@ struct server {
 	double got[NREPLY][NLEVELS][BENCH_MAX_RUNS];    /* achieved rate / offered */
 	double cpu_srv[NREPLY][BENCH_MAX_RUNS]; /* closed loop: its CPU share (of --server-cpus) ... */
 	double cpu_cli[NREPLY][BENCH_MAX_RUNS]; /* ... and the load generator's (of its threads) */
+	unsigned long long ticks_user[NREPLY], ticks_sys[NREPLY]; /* closed loop, all runs */
 	long lost[NREPLY][NLEVELS];
 };
 
@@ -513,6 +514,26 @@ static uint64_t proc_cpu_ns(pid_t pid)
 	return sum;
 }
 
+/* User and system time of process @pid (all its threads, also those that
+ * ended), in clock ticks (/proc/PID/stat); 0 and 0 when unreadable. */
+static void proc_ticks(pid_t pid, unsigned long long *user, unsigned long long *sys)
+{
+	char path[64], line[1024], *p;
+	FILE *f;
+
+	*user = *sys = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+	fclose(f);
+	/* after the name: state ppid pgrp session tty tpgid flags minflt
+	 * cminflt majflt cmajflt, then utime stime */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", user, sys) != 2)
+		*user = *sys = 0;
+}
+
 /* Sleep until CLOCK_MONOTONIC reads @t ns. */
 static void sleep_until_ns(uint64_t t)
 {
@@ -552,8 +573,9 @@ static double quantile_us(const uint64_t *v, size_t n, double q)
  * and *@lost; -1 on an error.
  */
 static double one_run(struct server *s, uint32_t reply, double rate, double p[3], long *lost,
-		      double cpu[2])
+		      double cpu[4])
 {
+	unsigned long long u0 = 0, s0 = 0, u1 = 0, s1 = 0;
 	pthread_t tid[MAX_THREADS];
 	uint64_t start = 0, done = 0, dur = (uint64_t)o.duration_ms * 1000000ull, srv0 = 0, srv1 = 0;
 	double cli = 0;
@@ -600,8 +622,10 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 	if (cpu) { /* the server's CPU time over the run (the threads take theirs) */
 		sleep_until_ns(start);
 		srv0 = proc_cpu_ns(s->pid);
+		proc_ticks(s->pid, &u0, &s0);
 		sleep_until_ns(start + dur);
 		srv1 = proc_cpu_ns(s->pid);
+		proc_ticks(s->pid, &u1, &s1);
 	}
 	for (int i = 0; i < nt; i++) {
 		pthread_join(tid[i], NULL);
@@ -644,6 +668,8 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 	if (cpu) {
 		cpu[0] = srv0 && srv1 > srv0 ? (double)(srv1 - srv0) / (double)dur / o.server_cpus : 0;
 		cpu[1] = cli / nt;
+		cpu[2] = u1 >= u0 ? (double)(u1 - u0) : 0; /* ticks */
+		cpu[3] = s1 >= s0 ? (double)(s1 - s0) : 0;
 	}
 	return (double)done * 1e9 / (double)(dur - dur / 10);
 }
@@ -661,10 +687,12 @@ static void rpc_line_max(struct bench *b, struct server *s, int r)
 			"\"server_desc\":\"%s\",\"reply_bytes\":%u,\"unit\":\"req/s\",\"median\":%.6g,"
 			"\"min\":%.6g,\"max\":%.6g,\"runs\":%d,\"conns\":%d,\"depth\":%d,"
 			"\"server_cpus\":%d,\"client_threads\":%d,\"placement\":\"%s\",\"kernel\":\"%s\","
-			"\"id_mode\":\"%s\",\"server_cpu_busy\":%.4f,\"client_cpu_busy\":%.4f}\n",
+			"\"id_mode\":\"%s\",\"server_cpu_busy\":%.4f,\"client_cpu_busy\":%.4f,"
+			"\"server_user_ticks\":%llu,\"server_sys_ticks\":%llu}\n",
 			s->name, s->desc, reply_size[r], med, mn, mx, b->runs, o.conns, o.depth,
 			o.server_cpus, nr_client, placement, b->kernel, b->id_mode,
-			bench_median(s->cpu_srv[r], b->runs), bench_median(s->cpu_cli[r], b->runs));
+			bench_median(s->cpu_srv[r], b->runs), bench_median(s->cpu_cli[r], b->runs),
+			s->ticks_user[r], s->ticks_sys[r]);
 }
 
 static void rpc_line_lat(struct bench *b, struct server *s, int r, int l, double rate)
@@ -861,13 +889,15 @@ int main(int argc, char **argv)
 
 				if (!s->ok)
 					continue;
-				double cpu[2] = { 0, 0 };
+				double cpu[4] = { 0, 0, 0, 0 };
 
 				s->max[r][run] = one_run(s, reply_size[r], 0, NULL, NULL, cpu);
 				if (s->max[r][run] < 0)
 					return 1;
 				s->cpu_srv[r][run] = cpu[0];
 				s->cpu_cli[r][run] = cpu[1];
+				s->ticks_user[r] += (unsigned long long)cpu[2];
+				s->ticks_sys[r] += (unsigned long long)cpu[3];
 				bench_progress(&b,
 					       "max %u B %s run %d: %.0f req/s (CPU busy: server %.0f%%, "
 					       "load generator %.0f%%)",
@@ -885,9 +915,14 @@ int main(int argc, char **argv)
 					 "req/s");
 			rpc_line_max(&b, s, r);
 			printf("# max %u B %s: CPU busy (medians of the runs): server %.0f%% of "
-			       "%d CPU(s), load generator %.0f%% of %d thread(s)\n",
+			       "%d CPU(s), load generator %.0f%% of %d thread(s); the server's time in "
+			       "the kernel: %.0f%% (%llu of %llu ticks, all runs)\n",
 			       reply_size[r], s->name, bench_median(s->cpu_srv[r], b.runs) * 100,
-			       o.server_cpus, bench_median(s->cpu_cli[r], b.runs) * 100, nr_client);
+			       o.server_cpus, bench_median(s->cpu_cli[r], b.runs) * 100, nr_client,
+			       s->ticks_user[r] + s->ticks_sys[r] ?
+				       100.0 * (double)s->ticks_sys[r] /
+					       (double)(s->ticks_user[r] + s->ticks_sys[r]) : 0.0,
+			       s->ticks_sys[r], s->ticks_user[r] + s->ticks_sys[r]);
 			if (slowest == 0 || m < slowest)
 				slowest = m;
 		}

@@ -86,6 +86,28 @@ class CollectRpc(unittest.TestCase):
         next(g for g in bad["goals"] if g["id"] == "max-vs-epoll")["generator_bound"] = True
         self.assertTrue(any("generator_bound" in e for e in check_report.check_rpc(bad)))
 
+    def test_the_other_servers_kernel_time_bounds_what_no_user_work_could_reach(self):
+        recs = lines(200e3, 150e3, 250e3, 80.0, 60.0)
+        ticks = {"cachelocal": (40, 80), "go": (30, 90), "epoll": (20, 80)}
+        for r in recs:
+            if r["what"] == "max":
+                r["server_user_ticks"], r["server_sys_ticks"] = ticks[r["server"]]
+        rpc = bench_report.collect_rpc(recs)
+        vs_go = self.goal(rpc, "max-vs-go")
+        self.assertAlmostEqual(vs_go["other_kernel_share"], 0.75)
+        self.assertAlmostEqual(vs_go["no_user_work_bound"], 4 / 3)
+        self.assertAlmostEqual(self.goal(rpc, "max-vs-epoll")["no_user_work_bound"], 1.25)
+        self.assertEqual(check_report.check_rpc(rpc), [])
+        L = []
+        bench_report.write_rpc_md(L, rpc)
+        go_line = next(x for x in L if "max throughput >= 1.5x" in x)
+        self.assertIn("go spent 75% of its server CPU time in the kernel", go_line)
+        self.assertIn("at most 1.33x", go_line)
+        self.assertIn("| 67% |", "\n".join(L))  # ours: 80 of 120 ticks
+        bad = copy.deepcopy(rpc)
+        self.goal(bad, "max-vs-go")["no_user_work_bound"] = 1.6
+        self.assertTrue(any("no_user_work_bound" in e for e in check_report.check_rpc(bad)))
+
     def test_smoke_mode_judges_nothing(self):
         rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0), judge=False)
         self.assertTrue(all(g["goal_met"] is None for g in rpc["goals"]))
