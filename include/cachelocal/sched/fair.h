@@ -245,8 +245,9 @@ struct cl_cfs_rq {
 	uint32_t timeline_seq;                /* next tl_seq */
 	unsigned int cpu;                     /* rq's CPU */
 	struct cl_sched_avg avg;              /* queue load average (weighted) */
+	long tg_load_avg_contrib;             /* this queue's part of tg->load_avg: beside avg,
+					       * on the line the blocked-load walk writes */
 	long tg_load_contrib;                 /* this queue's part of tg->load_weight */
-	long tg_load_avg_contrib;             /* this queue's part of tg->load_avg */
 	int throttled;                        /* bandwidth: this queue is throttled */
 	int throttle_count;                   /* throttled queues on the path from here to the root */
 	int runtime_enabled;                  /* the group has a quota */
@@ -308,8 +309,10 @@ CL_STATIC_ASSERT(offsetof(struct cl_task, nice) == offsetof(struct cl_task, cpu)
  * Read-mostly after creation except the load sum and the bandwidth pool.
  */
 struct cl_task_group {
+	/* what the walks read of each group, on its first line: its link,
+	 * parent, per-CPU queues and load sums */
 	struct cl_task_group *parent;      /* NULL for the root */
-	struct cl_task_group *root;        /* the root of this tree (itself for the root) */
+	struct cds_list_head list;         /* in root->groups, newest first (children before parents); RCU */
 #ifdef CL_GROUP_POINTER_ARRAYS
 	/* "before" (T5): nr_cpus pointers each, to separately allocated objects. */
 	struct cl_cfs_rq **cfs_rq_arr;
@@ -318,13 +321,14 @@ struct cl_task_group {
 	/* CPU 0's queue: CPU n's is cl_percpu_ptr(cfs_rq, n). The root group's is &rq->cfs. */
 	struct cl_cfs_rq *cfs_rq;
 #endif
+	long load_avg;                     /* sum of the per-CPU queues' average contributions (atomic) */
+	/* and what enqueue and dequeue read of it (a group entity's weight) */
+	unsigned long shares;              /* weight of this group relative to its siblings */
+	long load_weight;                  /* sum of the per-CPU queues' tg_load_contrib (atomic) */
+	struct cl_task_group *root;        /* the root of this tree (itself for the root) */
 	struct cl_percpu_pool *pool;       /* where the per-CPU parts live */
 	unsigned int nr_cpus;
 	int depth;                         /* 0 for the root */
-	unsigned long shares;              /* weight of this group relative to its siblings */
-	long load_weight;                  /* sum of the per-CPU queues' tg_load_contrib (atomic) */
-	long load_avg;                     /* sum of the per-CPU queues' average contributions (atomic) */
-	struct cds_list_head list;         /* in root->groups, newest first (children before parents); RCU */
 	struct cds_list_head siblings;     /* in parent->children; RCU */
 	struct cds_list_head children;     /* RCU */
 	struct rcu_head rcu;

@@ -235,11 +235,14 @@ CL_INLINE struct cl_task_group *cl_task_group_create(struct cl_task_group *paren
 	}
 	root = parent->root;
 	shares = cl__tg_shares(shares);
-	tg = (struct cl_task_group *)calloc(1, sizeof(*tg));
+	/* on a line of its own: the walks' fields are its first line */
+	tg = (struct cl_task_group *)aligned_alloc(CL_CACHELINE_SIZE, (sizeof(*tg) + CL_CACHELINE_SIZE - 1) &
+								       ~(size_t)(CL_CACHELINE_SIZE - 1));
 	if (!tg) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	memset(tg, 0, sizeof(*tg));
 	tg->parent = parent;
 	tg->root = root;
 	tg->pool = root->pool;
