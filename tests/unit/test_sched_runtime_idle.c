@@ -333,3 +333,66 @@ Test(sched_runtime_idle, sleeping_worker_pulls_a_task_queued_behind_a_busy_one)
 	cr_assert_gt(rt->nr_balance_kicks, 0);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
+
+/* ---- a worker whose idle periods are long sleeps without a spin ---- */
+
+static struct cl_chan *late_chan;
+static atomic_int late_got;
+
+/* Ten timer sleeps of 2 ms (the worker's idle periods), then a wait for a
+ * message from outside. */
+static void *sleep_then_recv(void *p)
+{
+	int v = 0;
+
+	(void)p;
+	for (int i = 0; i < 10; i++)
+		if (cl_sleep_ns(2000000))
+			return (void *)"cl_sleep_ns";
+	atomic_store(&late_got, -1); /* about to wait */
+	if (cl_chan_recv(late_chan, &v) == 0)
+		atomic_store(&late_got, v);
+	return NULL;
+}
+
+static int late_waiting(void *p)
+{
+	(void)p;
+	return atomic_load(&late_got) == -1;
+}
+
+/*
+ * After idle periods averaging more than CL__RT_SPIN_LONG_IDLE spins, a
+ * worker goes to sleep without spinning first (nr_spin_long_idle), and a
+ * wakeup from outside still reaches it. Without the rule it spins 50 us
+ * after every 2 ms timer wakeup.
+ */
+Test(sched_runtime_idle, worker_with_long_idle_periods_sleeps_without_a_spin_and_still_wakes)
+{
+	struct cl_runtime *rt = new_rt(1, 0);
+	struct cl_rt_task *t;
+	void *ret = (void *)"not joined";
+	int v = 7;
+
+	late_chan = cl_chan_create(sizeof(int), 1);
+	cr_assert_not_null(late_chan);
+	atomic_store(&late_got, 0);
+	t = spawn_on(rt, 0, 1, sleep_then_recv, NULL);
+	cr_assert_not_null(t);
+	cr_assert(wait_until(late_waiting, NULL), "the task never got through its sleeps");
+	cr_assert(all_asleep(rt));
+	cr_assert_eq(cl_chan_send(late_chan, &v), 0);
+	cr_assert_eq(cl_join(t, &ret), 0);
+	cr_assert_null(ret, "%s failed", (const char *)ret);
+	cr_assert_eq(atomic_load(&late_got), 7, "the message to the sleeping worker's task: %d",
+		     atomic_load(&late_got));
+	cr_assert_eq(cl_runtime_shutdown(rt), 0); /* the workers joined: their counters are ours */
+	if (rt->spin_ns != CL_RUNTIME_NO_SPIN) /* (valgrind: no spin at all) */
+		cr_assert_gt(rt->workers[0].avg_idle_ns, (uint64_t)CL__RT_SPIN_LONG_IDLE * rt->spin_ns);
+	if (rt->spin_ns != CL_RUNTIME_NO_SPIN)
+		cr_assert_gt(rt->workers[0].nr_spin_long_idle, 0,
+			     "avg idle %llu ns, yet every idle period began with a spin",
+			     (unsigned long long)rt->workers[0].avg_idle_ns);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
+	cr_assert_eq(cl_chan_destroy(late_chan), 0);
+}

@@ -17,7 +17,8 @@
  * resumes the next task the fair class picks (cl_rq_pick_next()) directly,
  * or the worker's idle loop when the rq is empty. The idle loop balances
  * (balance.h: pull from the busiest rq, coldest tasks first), spins for
- * CL_RUNTIME_SPIN_NS (at most half the workers at once) and then sleeps on
+ * CL_RUNTIME_SPIN_NS (at most half the workers at once, none whose idle
+ * periods have been long: CL__RT_SPIN_LONG_IDLE spins) and then sleeps on
  * a futex, until its next timer if it has one (runtime/timer.h: a timing
  * wheel per worker for its sleeping tasks), else without a timeout; a busy worker balances every
  * CL_RUNTIME_BALANCE_NS at a switch and kicks a sleeping worker when tasks

@@ -119,6 +119,14 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
  * except for a wakeup of the task that just blocked (watch.h). */
 #define CL_RUNTIME_SPIN_NS 50000ULL
 /*
+ * ... unless its idle periods have averaged longer than this many spins
+ * (avg_idle_ns): a worker woken by a timer every 100 ms, or by a request
+ * now and then, would spin after each wakeup for work that comes a period
+ * later. Such a worker sleeps at once (nr_spin_long_idle) until shorter
+ * idle periods bring the average down.
+ */
+#define CL__RT_SPIN_LONG_IDLE 8u
+/*
  * Idle balancing is skipped when a worker's idle periods are shorter than
  * this on average (ns; the kernel's avg_idle test before a new-idle
  * balance): in a cross-worker ping-pong each pass would read the other
@@ -503,7 +511,8 @@ struct cl__rt_worker {
 	uint64_t nr_watch_hits;            /* wakeups claimed on a watched record (idle spin) */
 	uint64_t nr_idle_balances;         /* idle balancing passes made ... */
 	uint64_t nr_idle_balance_skips;    /* ... and skipped at idle entry (short idles) */
-	uint64_t nr_spin_skips;            /* idle spins not begun: half the workers spun */
+	uint64_t nr_spin_skips;            /* idle spins not begun: half the workers spun ... */
+	uint64_t nr_spin_long_idle;        /* ... or its idle periods were long */
 	uint64_t nr_wakeps;                /* spins that found more than one task and woke a sleeper */
 	uint64_t nr_timers_fired;          /* timers that expired here (timer.h) */
 	uint64_t nr_timer_sleeps;          /* of nr_idle_sleeps: with a timeout, to the next timer */
