@@ -296,6 +296,8 @@ CL_INLINE unsigned int cl__rt_io_reap_ring(struct cl__rt_worker *w)
 CL_INLINE int cl__rt_io_ready(const struct cl__rt_worker *w)
 {
 #ifdef CL__RT_HAVE_URING
+	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending)
+		return 0; /* nothing in flight: what is there waits (cl__rt_io_reap()) */
 	if (w->io_ring)
 		return io_uring_cq_ready(w->io_ring) || cl__rt_io_taskrun(w) ||
 		       CL_ATOMIC_LOAD(&w->io_cancels, CL_RELAXED) || CL_ATOMIC_LOAD(&w->io_cancel_all, CL_RELAXED);
@@ -338,10 +340,14 @@ CL_INLINE void cl__rt_io_reap_slow(struct cl__rt_worker *w, int force)
 
 /* The test that finds nothing to do, then the rest (which keeps errno
  * through out-of-line calls: a task that resumed after a switch may be on
- * another worker thread, whose errno is at another address). */
+ * another worker thread, whose errno is at another address). With no task
+ * parked in I/O here and nothing to submit, the ring is not looked at: a
+ * late completion there (the kick's read, a linked timeout's) and a cancel
+ * posted for an operation that completed meanwhile wait for the next look
+ * with I/O in flight, before any sleep in the ring (cl__rt_io_wait()). */
 CL_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
 {
-	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending && !cl__rt_io_ready(w))
+	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending)
 		return;
 	cl__rt_io_reap_slow(w, force);
 }
