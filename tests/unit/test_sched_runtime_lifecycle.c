@@ -14,6 +14,8 @@
  *   62  cl_spawn() from outside: counted live, not yet queued
  *   63  cl_runtime_shutdown(): no task left, before stopping the workers
  *   64  the workers are being stopped (once per runtime)
+ *   73  the clock's calibration, between a CLOCK_MONOTONIC reading and the
+ *       tick counter's
  */
 #include <stdatomic.h>
 
@@ -54,8 +56,18 @@ static void *shutdown_thread(void *p)
  * (it saw the spawn and waits for it). At 63: hold each shutdown until
  * two got there.
  */
+static atomic_int calib_stall; /* point 73: stall every other reading */
+static atomic_int calib_calls;
+
 static void inject(int n)
 {
+	if (n == 73 && atomic_load(&calib_stall) && atomic_fetch_add(&calib_calls, 1) % 2 == 0) {
+		/* as if the kernel took the CPU away for 5 ms mid-pair */
+		unsigned long long t0 = cl__now_ns();
+
+		while (cl__now_ns() - t0 < 5000000ULL)
+			;
+	}
 	if (n == 61)
 		atomic_fetch_add(&looks, 1);
 	if (n == 64)
@@ -112,6 +124,42 @@ static void wait_all_asleep(struct cl_runtime *rt)
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
 		while (!CL_ATOMIC_LOAD(&rt->workers[i].sleeping, CL_SEQ_CST))
 			sched_yield();
+}
+
+/* ---- the clock ---- */
+
+/*
+ * A calibration of the tick counter preempted between its CLOCK_MONOTONIC
+ * reading and its tick reading (every other pair stalls 5 ms there) must
+ * still give the runtime a clock that runs at CLOCK_MONOTONIC's rate: a
+ * stall counted as 2 ms of ticks would make it run 3.5x fast for the
+ * runtime's whole life, its slices and vruntimes with it.
+ */
+Test(sched_runtime_lifecycle, a_preempted_clock_calibration_still_runs_at_the_monotonic_rate, .timeout = 30)
+{
+	struct cl_runtime *rt;
+	uint64_t r0, r1;
+	unsigned long long m0, m1;
+	double rate;
+
+	atomic_store(&calib_calls, 0);
+	atomic_store(&calib_stall, 1);
+	rt = new_rt(1);
+	atomic_store(&calib_stall, 0);
+	cr_log_info("calibration: %d readings, %s", atomic_load(&calib_calls),
+		    rt->use_ticks ? "the tick counter" : "CLOCK_MONOTONIC");
+	cr_assert_gt(atomic_load(&calib_calls), 0, "the calibration never ran (no reliable tick counter?)");
+	m0 = cl__now_ns();
+	r0 = cl__rt_now_real(rt);
+	while (cl__now_ns() - m0 < 50000000ULL)
+		;
+	r1 = cl__rt_now_real(rt);
+	m1 = cl__now_ns();
+	rate = (double)(r1 - r0) / (double)(m1 - m0);
+	cr_log_info("runtime clock: %.4f ns per CLOCK_MONOTONIC ns", rate);
+	cr_assert(rate > 0.98 && rate < 1.02, "the runtime's clock runs at %.3fx CLOCK_MONOTONIC", rate);
+	cr_assert_eq(cl_runtime_shutdown(rt), 0);
+	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
 
 /* ---- spawn vs shutdown ---- */

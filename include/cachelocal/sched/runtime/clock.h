@@ -61,25 +61,56 @@ CL_ALWAYS_INLINE uint64_t cl__rt_tick_ns(void)
 	return CL_RUNTIME_TICK_CLOCK((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 }
 
+#ifdef CL__CTX_HAVE_TICKS
+/*
+ * cl__rt_clock_pair() - one reading of the tick counter between two of
+ * CLOCK_MONOTONIC: the tightest of up to 16 tries (a try the kernel
+ * preempted, or a signal interrupted, has a wide bracket and loses).
+ * @ticks: the counter; @ns: the bracket's midpoint. Returns its width in ns.
+ */
+CL_INLINE uint64_t cl__rt_clock_pair(uint64_t *ticks, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	*ticks = 0;
+	*ns = 0;
+	for (int i = 0; i < 16 && best > 1000; i++) {
+		uint64_t a = (uint64_t)cl__now_ns(), t, b;
+
+		CL_INJECT(73); /* clock calibration: between the two readings */
+		t = cl__ctx_ticks();
+		b = (uint64_t)cl__now_ns();
+		if (b - a < best) {
+			best = b - a;
+			*ticks = t;
+			*ns = a + (b - a) / 2;
+		}
+	}
+	return best;
+}
+#endif
+
 /*
  * cl__rt_clock_init() - use the architecture's tick counter (arch/context.h)
  * when it says it runs at a constant rate: calibrate it against
- * CLOCK_MONOTONIC over 2 ms.
+ * CLOCK_MONOTONIC over at least 2 ms, and longer until the two readings'
+ * brackets bound the rate's error by 0.1% (at most 100 ms; if even that is
+ * not enough, the clock stays CLOCK_MONOTONIC). A calibration the kernel
+ * preempts between a pair of readings would otherwise set the rate, for
+ * the runtime's whole life, off by the time it lost.
  */
 CL_INLINE void cl__rt_clock_init(struct cl_runtime *rt)
 {
 #ifdef CL__CTX_HAVE_TICKS
-	uint64_t t0, n0, t1, n1;
+	uint64_t t0, n0, w0, t1, n1, w1;
 
 	if (!cl__ctx_ticks_reliable())
 		return;
-	n0 = (uint64_t)cl__now_ns();
-	t0 = cl__ctx_ticks();
+	w0 = cl__rt_clock_pair(&t0, &n0);
 	do
-		n1 = (uint64_t)cl__now_ns();
-	while (n1 - n0 < 2000000ULL);
-	t1 = cl__ctx_ticks();
-	if (t1 <= t0)
+		w1 = cl__rt_clock_pair(&t1, &n1);
+	while (n1 - n0 < 2000000ULL || ((n1 - n0) / 1000 < w0 + w1 && n1 - n0 < 100000000ULL));
+	if (t1 <= t0 || (n1 - n0) / 1000 < w0 + w1)
 		return;
 	rt->ns_per_tick_q32 = (uint64_t)(((cl__u128)(n1 - n0) << 32) / (t1 - t0));
 	rt->ticks_base = t1;
