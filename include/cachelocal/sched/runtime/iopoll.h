@@ -452,23 +452,23 @@ CL_INLINE void cl__rt_io_fini(struct cl_runtime *rt)
 /* @w's ring, or an errno. */
 CL_INLINE int cl__rt_io_ring_init(struct cl__rt_worker *w)
 {
+	/* Completions run as task work on the worker's next entry to the
+	 * kernel (it makes system calls all the time), not by an interrupt of
+	 * the running worker; IORING_SQ_TASKRUN says when one is waiting
+	 * (cl__rt_io_ready()). Before 5.19 (EINVAL): without, as before. */
+	static const unsigned int flags[2] = {
+		IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+		IORING_SETUP_CQSIZE,
+	};
 	struct io_uring_params p;
-	int r;
+	int r = -EINVAL;
 
 	w->io_ring = (struct io_uring *)calloc(1, sizeof(struct io_uring));
 	if (!w->io_ring)
 		return ENOMEM;
-	memset(&p, 0, sizeof(p));
-	/* Completions run as task work on the worker's next entry to the
-	 * kernel (it makes system calls all the time), not by an interrupt of
-	 * the running worker; IORING_SQ_TASKRUN says when one is waiting
-	 * (cl__rt_io_ready()). Before 5.19: without, as before. */
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
-	p.cq_entries = CL__RT_IO_CQ_ENTRIES;
-	r = io_uring_queue_init_params(CL__RT_IO_SQ_ENTRIES, w->io_ring, &p);
-	if (r == -EINVAL) {
+	for (unsigned int i = 0; i < 2 && r == -EINVAL; i++) {
 		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_CQSIZE;
+		p.flags = flags[i];
 		p.cq_entries = CL__RT_IO_CQ_ENTRIES;
 		r = io_uring_queue_init_params(CL__RT_IO_SQ_ENTRIES, w->io_ring, &p);
 	}

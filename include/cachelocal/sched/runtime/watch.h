@@ -128,11 +128,30 @@ CL_INLINE void cl__rt_watch_stop(struct cl__rt_worker *w)
 	cl__rt_watch_end(w, wt);
 }
 
+/* End idle @w's watch, if any, before it sleeps or stops. Return: 1 if
+ * the watched record was claimed (there is a task to run: look again). */
+CL_INLINE int cl__rt_watch_stop_idle(struct cl__rt_worker *w)
+{
+	if (!w->watching)
+		return 0;
+	cl__rt_watch_stop(w);
+	return w->claimed != NULL;
+}
+
+/* Does idle @w spin before it sleeps? Not with CL_RUNTIME_NO_SPIN, nor
+ * when its idle periods have averaged longer than CL__RT_SPIN_LONG_IDLE
+ * spins (its work comes a long idle later: the idle loop sleeps at once). */
+CL_INLINE int cl__rt_worker_spins(const struct cl__rt_worker *w)
+{
+	return w->rt->spin_ns != CL_RUNTIME_NO_SPIN &&
+	       w->avg_idle_ns <= (uint64_t)CL__RT_SPIN_LONG_IDLE * w->rt->spin_ns;
+}
+
 /* Start @w's watch (if it spins and watches nothing yet) and, if it
  * began, release @unlock. Return: 1 if it did. */
 CL_INLINE int cl__rt_watch_start(struct cl__rt_worker *w, struct cl_ticketlock *unlock)
 {
-	if (w->watching || w->rt->spin_ns == CL_RUNTIME_NO_SPIN)
+	if (w->watching || !cl__rt_worker_spins(w))
 		return 0;
 	w->watching = cl__rt_watch_begin(w);
 	if (!w->watching)

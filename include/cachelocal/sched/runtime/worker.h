@@ -207,11 +207,8 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		while (cl__rt_worker_pick(w))
 			;
 		if (CL_ATOMIC_LOAD(&rt->stop, CL_ACQUIRE)) {
-			if (w->watching) {
-				cl__rt_watch_stop(w);
-				if (w->claimed)
-					continue;
-			}
+			if (cl__rt_watch_stop_idle(w))
+				continue;
 			break;
 		}
 		CL_INJECT(65); /* idle: the pick found nothing, the spin not begun */
@@ -237,16 +234,14 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 		 * loop takes it back once, and the drain's exchange then finds it
 		 * here (a plain read would leave it shared, and the exchange would
 		 * move it a third time) */
-		if (rt->spin_ns != CL_RUNTIME_NO_SPIN &&
-		    w->avg_idle_ns > (uint64_t)CL__RT_SPIN_LONG_IDLE * rt->spin_ns) {
-			w->nr_spin_long_idle++; /* its work comes a long idle later: sleep */
-			w->watch_cand = NULL;   /* (what the spin's watch would begin with) */
-			if (w->watching) {
-				cl__rt_watch_stop(w);
-				if (w->claimed)
-					continue;
+		if (!cl__rt_worker_spins(w)) {
+			if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
+				w->nr_spin_long_idle++; /* its work comes a long idle later: sleep */
+				w->watch_cand = NULL;   /* (what the spin's watch would begin with) */
 			}
-		} else if (rt->spin_ns != CL_RUNTIME_NO_SPIN) {
+			if (cl__rt_watch_stop_idle(w))
+				continue;
+		} else {
 			/* and the record of the task that blocked last, which
 			 * its waker may claim instead of pushing (waitq.h) */
 			struct cl__rt_waiter *watch = w->watching ? w->watching : cl__rt_watch_begin(w);
