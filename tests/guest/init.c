@@ -3,7 +3,9 @@
  * tests/guest/init.c - the /init of the initramfs of every emulated machine
  * the project boots (scripts/guest.sh: make check-aarch64, check-smp,
  * check-kernels): mounts /proc, /sys, /dev, /dev/shm, /tmp and the cgroup2
- * hierarchy, says what machine it is, runs every line of /plan as a test
+ * hierarchy, brings the loopback interface up (the runtime's I/O tests
+ * connect over it; the machines have no other network), says what machine
+ * it is, runs every line of /plan as a test
  * program, reports each program's start and result on the console between
  * markers the host side reads, then powers the machine off.
  *
@@ -32,7 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <net/if.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
@@ -247,6 +252,21 @@ static void run_line(char *line)
 	fflush(stdout);
 }
 
+/* `lo` up: a fresh kernel leaves it down, and 127.0.0.1 is then unreachable. */
+static void loopback_up(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) != 0 ||
+	    (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(fd, SIOCSIFFLAGS, &ifr) != 0))
+		printf("init: loopback not up: %s\n", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
 	char line[4096];
@@ -266,6 +286,7 @@ int main(void)
 	mkdir("/sys/fs/cgroup", 0755);
 	mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	loopback_up();
 	guest_line();
 	plan = fopen("/plan", "r");
 	if (!plan) {
