@@ -196,6 +196,36 @@ static long fib_ref(long n)
 	return n < 2 ? n : fib_ref(n - 1) + fib_ref(n - 2);
 }
 
+/*
+ * --child=KIND,N,STEPS: one run of KIND ("step": the sleeper is the task
+ * just picked; "random": a random sleeper; "floor": its memory floor) with
+ * N tasks and STEPS steps after the warm-up, nothing printed but errors.
+ * For counting under cachegrind what one step misses: the difference of two
+ * runs that differ only in STEPS, divided by it (docs/benchmarks.md, rqfloor).
+ */
+static int child_main(const char *spec)
+{
+	char kind[16];
+	unsigned int n;
+	unsigned long steps;
+	uint64_t x = RAND_SEED;
+	const char *err = NULL;
+
+	if (sscanf(spec, "%15[a-z],%u,%lu", kind, &n, &steps) != 3 || n < 2 ||
+	    (strcmp(kind, "step") && strcmp(kind, "random") && strcmp(kind, "floor"))) {
+		fprintf(stderr, "rqscale: bad --child=%s (KIND,N,STEPS; KIND step, random or floor)\n",
+			spec);
+		return 2;
+	}
+	if (!strcmp(kind, "floor"))
+		floor_random_ns(n, steps, &err);
+	else
+		rq_step_ns(n, steps, strcmp(kind, "random") ? NULL : &x, &err);
+	if (err)
+		fprintf(stderr, "rqscale: --child=%s: %s\n", spec, err);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const unsigned int sizes[] = { 16, 64, 256, 1024, 4096, 16384, 100000 };
@@ -205,6 +235,8 @@ int main(int argc, char **argv)
 	const char *placement;
 	int rc = 0;
 
+	if (argc == 2 && !strncmp(argv[1], "--child=", 8))
+		return child_main(argv[1] + 8);
 	bench_init(&b, "rqscale", argc, argv);
 	bench_only_shared_args("rqscale", argc, argv);
 	placement = bench_pin(bench_allowed_cpu(0)) == 0 ? "pinned" : "unpinned";
