@@ -139,25 +139,41 @@ Test(sched_runtime_lifecycle, a_preempted_clock_calibration_still_runs_at_the_mo
 {
 	struct cl_runtime *rt;
 	uint64_t r0, r1;
-	unsigned long long m0, m1;
-	double rate;
+	unsigned long long m0a, m0b, m1a, m1b;
+	double lo, hi;
+	int reliable = 0;
 
 	atomic_store(&calib_calls, 0);
 	atomic_store(&calib_stall, 1);
 	rt = new_rt(1);
 	atomic_store(&calib_stall, 0);
-	cr_log_info("calibration: %d readings, %s", atomic_load(&calib_calls),
+#ifdef CL__CTX_HAVE_TICKS
+	reliable = cl__ctx_ticks_reliable();
+#endif
+	cr_log_info("tick counter %s; calibration: %d readings; the clock: %s",
+		    reliable ? "reliable" : "not reliable (or none)", atomic_load(&calib_calls),
 		    rt->use_ticks ? "the tick counter" : "CLOCK_MONOTONIC");
-	cr_assert_gt(atomic_load(&calib_calls), 0, "the calibration never ran (no reliable tick counter?)");
-	m0 = cl__now_ns();
+	if (reliable) /* the calibration ran, and through the stalls */
+		cr_assert_gt(atomic_load(&calib_calls), 0, "the calibration never ran");
+	else /* (an emulated x86_64 without constant_tsc: nothing to calibrate) */
+		cr_assert(!rt->use_ticks && atomic_load(&calib_calls) == 0,
+			  "a tick counter that is not reliable is used or calibrated");
+	/* each runtime reading between two CLOCK_MONOTONIC ones: a stall of
+	 * this thread (an emulator, a loaded host) widens the bounds, it does
+	 * not fail the check */
+	m0a = cl__now_ns();
 	r0 = cl__rt_now_real(rt);
-	while (cl__now_ns() - m0 < 50000000ULL)
+	m0b = cl__now_ns();
+	while (cl__now_ns() - m0b < 50000000ULL)
 		;
+	m1a = cl__now_ns();
 	r1 = cl__rt_now_real(rt);
-	m1 = cl__now_ns();
-	rate = (double)(r1 - r0) / (double)(m1 - m0);
-	cr_log_info("runtime clock: %.4f ns per CLOCK_MONOTONIC ns", rate);
-	cr_assert(rate > 0.98 && rate < 1.02, "the runtime's clock runs at %.3fx CLOCK_MONOTONIC", rate);
+	m1b = cl__now_ns();
+	lo = (double)(r1 - r0) / (double)(m1b - m0a);
+	hi = (double)(r1 - r0) / (double)(m1a - m0b);
+	cr_log_info("runtime clock: %.4f to %.4f ns per CLOCK_MONOTONIC ns", lo, hi);
+	cr_assert(lo < 1.02 && hi > 0.98, "the runtime's clock runs at %.3f to %.3fx CLOCK_MONOTONIC", lo,
+		  hi);
 	cr_assert_eq(cl_runtime_shutdown(rt), 0);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
 }
