@@ -299,25 +299,12 @@ CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
 	return CL_ATOMIC_CAS(&l->next, &owner, owner + 1, CL_RELAXED, CL_RELAXED);
 }
 
-/**
- * cl_ticket_lock() - take @l, in the order the callers arrived.
- * @l: the lock (NULL: errno EINVAL, nothing done).
- *
- * Takes a ticket and spins until it is served, yielding the CPU once the
- * wait is long and sleeping in the kernel once it is longer (see
- * "Preemption" above).
- *
- * Context: any thread; not recursive (a holder that locks again waits
- * forever); keep the critical section short.
- */
-CL_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
+/* cl_ticket_lock()'s wait for ticket @me, out of line so that the
+ * uncontended lock inlines: spin, yield, then sleep. */
+CL_NOINLINE CL_UNUSED static void cl__ticket_wait(struct cl_ticketlock *l, uint32_t me)
 {
-	uint32_t me;
 	unsigned spins = 0, yields = 0;
 
-	if (CL__BAD_ARG(l == NULL))
-		return;
-	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
 	while (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me) {
 		if (cl__backoff_spin(&spins, CL__BACKOFF_SPINS))
 			continue;
@@ -330,6 +317,44 @@ CL_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 	}
 }
 
+/* The lock's and the unlock's error path (EINVAL), out of line. */
+CL_COLD CL_NOINLINE CL_UNUSED static int cl__ticket_einval(void)
+{
+	errno = EINVAL;
+	return -1;
+}
+
+/**
+ * cl_ticket_lock() - take @l, in the order the callers arrived.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * Takes a ticket and spins until it is served, yielding the CPU once the
+ * wait is long and sleeping in the kernel once it is longer (see
+ * "Preemption" above).
+ *
+ * Context: any thread; not recursive (a holder that locks again waits
+ * forever); keep the critical section short.
+ */
+CL_ALWAYS_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
+{
+	uint32_t me;
+
+	if (CL_UNLIKELY(l == NULL)) {
+		(void)cl__ticket_einval();
+		return;
+	}
+	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me))
+		cl__ticket_wait(l, me);
+}
+
+/* The unlock's slow path, out of line so that the unlock itself inlines:
+ * wake the sleepers waiting for ticket @next. */
+CL_COLD CL_NOINLINE CL_UNUSED static void cl__ticket_wake(struct cl_ticketlock *l, uint32_t next)
+{
+	(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(next));
+}
+
 /**
  * cl_ticket_unlock() - release @l to the next ticket.
  * @l: the lock, held (by any thread: the lock has no owner thread).
@@ -338,18 +363,18 @@ CL_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
  * Return: 0; -1 with errno EINVAL if @l is NULL or not held (nothing
  * changed: see "Misuse" above for what this cannot tell).
  */
-CL_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
+CL_ALWAYS_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
 {
 	uint32_t owner;
 
-	if (CL__BAD_ARG(l == NULL))
-		return -1;
+	if (CL_UNLIKELY(l == NULL))
+		return cl__ticket_einval();
 	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
-	if (CL__BAD_ARG(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
-		return -1;
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
+		return cl__ticket_einval();
 	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
 	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0))
-		(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(owner + 1));
+		cl__ticket_wake(l, owner + 1);
 	return 0;
 }
 

@@ -345,7 +345,7 @@ CL_INLINE void cl__rt_io_reap_slow(struct cl__rt_worker *w, int force)
  * late completion there (the kick's read, a linked timeout's) and a cancel
  * posted for an operation that completed meanwhile wait for the next look
  * with I/O in flight, before any sleep in the ring (cl__rt_io_wait()). */
-CL_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
+CL_ALWAYS_INLINE void cl__rt_io_reap(struct cl__rt_worker *w, int force)
 {
 	if (!CL_ATOMIC_LOAD(&w->io_nr, CL_RELAXED) && !w->io_sq_pending)
 		return;
