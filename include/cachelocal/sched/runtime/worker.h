@@ -313,6 +313,9 @@ CL_INLINE void *cl__rt_worker_main(void *arg)
 				cl__rt_io_wait(w, tmo); /* a kick writes its eventfd */
 			else
 				cl__futex_wait(&w->sleeping, CL__RT_SLEEP_FUTEX, tmo);
+			/* the sleep's end, for the idle period's length (avg_idle_ns):
+			 * the pick may keep a sampled reading from before the sleep */
+			w->idle_seen = cl__rt_now(rt);
 		}
 		CL_ATOMIC_STORE(&w->idle_epoch, w->idle_epoch + 1, CL_SEQ_CST);
 		CL_ATOMIC_STORE(&w->sleeping, 0, CL_SEQ_CST);
