@@ -147,11 +147,13 @@ CL_INLINE int cl__rt_worker_spins(const struct cl__rt_worker *w)
 	       w->avg_idle_ns <= (uint64_t)CL__RT_SPIN_LONG_IDLE * w->rt->spin_ns;
 }
 
-/* Start @w's watch (if it spins and watches nothing yet) and, if it
- * began, release @unlock. Return: 1 if it did. */
+/* Start @w's watch (if its runtime spins and it watches nothing yet) and,
+ * if it began, release @unlock. Return: 1 if it did. Also for a worker
+ * that will sleep without a spin (cl__rt_worker_spins()): a wakeup that
+ * comes before it sleeps is still claimed, not pushed and kicked. */
 CL_INLINE int cl__rt_watch_start(struct cl__rt_worker *w, struct cl_ticketlock *unlock)
 {
-	if (w->watching || !cl__rt_worker_spins(w))
+	if (w->watching || w->rt->spin_ns == CL_RUNTIME_NO_SPIN)
 		return 0;
 	w->watching = cl__rt_watch_begin(w);
 	if (!w->watching)
