@@ -232,9 +232,14 @@ static void run_line(char *line)
 		if (w == pid)
 			break;
 		if (now_s() > deadline) {
+			/* SIGTERM first: a unit-test runner (tests/unit/crshim.h)
+			 * then names the test that hangs and its threads' state */
+			kill(pid, SIGTERM);
+			for (i = 0; i < 250 && waitpid(pid, &status, WNOHANG) == 0; i++)
+				usleep(20000);
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
+			waitpid(pid, &status, 0); /* ECHILD if reaped above */
 			printf("@@CLG END %s timeout\n@@CLG TIME %s %.1f\n", name, name, now_s() - t0);
 			fflush(stdout);
 			return;

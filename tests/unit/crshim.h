@@ -20,6 +20,12 @@
  * .timeout (the emulated machines of check-smp and check-kernels, where a
  * guest CPU runs many times slower than the host's).
  *
+ * Stopped with SIGTERM alone (the guests' /init sends it when a program
+ * runs past its limit), the runner names the test that was
+ * running and prints each of its threads' state, wait channel and system
+ * call (/proc/PID/task: a lost wakeup shows as workers asleep in futex),
+ * kills it and exits 1 with the summary so far: a hang is never silent.
+ *
  * Supported: Test(suite, name[, .init = f][, .fini = f][, .timeout = s]
  * [, .exit_code = n][, .signal = s][, .disabled = 1]), cr_assert*,
  * cr_expect*, cr_skip_test, cr_log_*. Not supported: TestSuite(),
@@ -28,6 +34,8 @@
 #ifndef CL_CRSHIM_H
 #define CL_CRSHIM_H
 
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -153,14 +161,79 @@ static double crs_timeout_scale(void)
 	return v >= 1.0 ? v : 1.0;
 }
 
+static volatile sig_atomic_t crs_stopped;
+
+static void crs_on_term(int sig)
+{
+	(void)sig;
+	crs_stopped = 1;
+}
+
+/* Copy one line of /proc/@pid/task/@tid/@what into @buf (empty if none). */
+static void crs_proc_line(long pid, const char *tid, const char *what, char *buf, size_t len)
+{
+	char path[128];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%s/%s", pid, tid, what);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* Each thread of the stuck test @pid: name, state, wait channel and the
+ * system call it is in (number and first arguments). */
+static void crs_dump_threads(long pid)
+{
+	char path[64], stat[512], wchan[128], sys[256];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	dir = opendir(path);
+	if (!dir) {
+		fprintf(stderr, "[----] %s: %s\n", path, strerror(errno));
+		return;
+	}
+	while ((d = readdir(dir))) {
+		const char *comm, *state;
+		char *close_paren;
+
+		if (d->d_name[0] == '.')
+			continue;
+		crs_proc_line(pid, d->d_name, "stat", stat, sizeof(stat));
+		crs_proc_line(pid, d->d_name, "wchan", wchan, sizeof(wchan));
+		crs_proc_line(pid, d->d_name, "syscall", sys, sizeof(sys));
+		comm = strchr(stat, '(');
+		close_paren = strrchr(stat, ')');
+		state = close_paren && close_paren[1] ? close_paren + 2 : "?";
+		if (comm && close_paren)
+			*close_paren = 0;
+		fprintf(stderr, "[----]   thread %s %s): state %.1s, wchan %s, syscall %s\n",
+			d->d_name, comm ? comm : "(?", state, wchan[0] ? wchan : "-",
+			sys[0] ? sys : "-");
+	}
+	closedir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	int tested = 0, passing = 0, failing = 0, crashing = 0, skipped = 0;
 	const char *filter = getenv("CRS_FILTER"), *times = getenv("CRS_TIMES");
 
+	struct sigaction sa;
+
 	(void)argc;
 	(void)argv;
 	setvbuf(stdout, NULL, _IONBF, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = crs_on_term;
+	sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: waitpid() returns EINTR */
 	for (struct crs_test *t = crs_head; t; t = t->next) {
 		char full[256];
 		struct timespec t0, t1;
@@ -180,6 +253,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (pid == 0) {
+			signal(SIGTERM, SIG_DFL);
 			if (t->timeout > 0)
 				alarm((unsigned)(t->timeout * crs_timeout_scale()) + 1);
 			if (t->init)
@@ -190,9 +264,23 @@ int main(int argc, char **argv)
 			fflush(NULL);
 			_exit(crs_expect_failed ? 1 : 0);
 		}
-		if (waitpid(pid, &status, 0) < 0) {
-			perror("crshim: waitpid");
-			return 2;
+		while (waitpid(pid, &status, 0) < 0) {
+			if (errno != EINTR) {
+				perror("crshim: waitpid");
+				return 2;
+			}
+			if (!crs_stopped)
+				continue;
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			fprintf(stderr, "[FAIL] %s: still running after %.1f s when the runner was stopped:\n",
+				full, (double)(t1.tv_sec - t0.tv_sec) +
+					      (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+			crs_dump_threads((long)pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			printf("[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: %d (crshim, %d skipped; stopped)\n",
+			       tested, passing, failing + 1, crashing, skipped);
+			return 1;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (times && *times && strcmp(times, "0"))
