@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* @opts: NULL-terminated accepted options, or NULL. Returns the index of the first plain argument or 0. */
+/* @opts: NULL-terminated accepted options, or NULL; one that ends in '='
+ * takes a value in the same argument ("--workers=4"). Returns the index of
+ * the first plain argument or 0. */
 static inline int example_args(int argc, char **argv, const char *usage, const char *const *opts,
 			       int max_args)
 {
@@ -25,8 +27,14 @@ static inline int example_args(int argc, char **argv, const char *usage, const c
 			exit(0);
 		}
 		if (argv[i][0] == '-') {
-			for (int k = 0; opts && opts[k]; k++)
-				ok |= !strcmp(argv[i], opts[k]);
+			for (int k = 0; opts && opts[k]; k++) {
+				size_t len = strlen(opts[k]);
+
+				if (len && opts[k][len - 1] == '=')
+					ok |= !strncmp(argv[i], opts[k], len) && argv[i][len];
+				else
+					ok |= !strcmp(argv[i], opts[k]);
+			}
 		} else if (++nargs <= max_args) {
 			ok = 1;
 			if (!first)
