@@ -4,8 +4,8 @@
  * the project boots (scripts/guest.sh: make check-aarch64, check-smp,
  * check-kernels): mounts /proc, /sys, /dev, /dev/shm, /tmp and the cgroup2
  * hierarchy, brings the loopback interface up (the runtime's I/O tests
- * connect over it; the machines have no other network), says what machine
- * it is, runs every line of /plan as a test
+ * connect over it; the machines have no other network), allows 65,536
+ * open files, says what machine it is, runs every line of /plan as a test
  * program, reports each program's start and result on the console between
  * markers the host side reads, then powers the machine off.
  *
@@ -42,6 +42,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -272,6 +273,16 @@ static void loopback_up(void)
 		close(fd);
 }
 
+/* 65,536 open files for the programs: the kernel gives init 1,024 (4,096
+ * hard), and the runtime's echo test needs 10,064 (else it skips). */
+static void files_limit(void)
+{
+	struct rlimit rl = { 65536, 65536 };
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		printf("init: RLIMIT_NOFILE 65536: %s\n", strerror(errno));
+}
+
 int main(void)
 {
 	char line[4096];
@@ -292,6 +303,7 @@ int main(void)
 	mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	loopback_up();
+	files_limit();
 	guest_line();
 	plan = fopen("/plan", "r");
 	if (!plan) {
