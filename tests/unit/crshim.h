@@ -221,11 +221,15 @@ static void crs_dump_threads(long pid)
 	closedir(dir);
 }
 
+static double crs_secs(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
 int main(int argc, char **argv)
 {
 	int tested = 0, passing = 0, failing = 0, crashing = 0, skipped = 0;
 	const char *filter = getenv("CRS_FILTER"), *times = getenv("CRS_TIMES");
-
 	struct sigaction sa;
 
 	(void)argc;
@@ -264,17 +268,17 @@ int main(int argc, char **argv)
 			fflush(NULL);
 			_exit(crs_expect_failed ? 1 : 0);
 		}
-		while (waitpid(pid, &status, 0) < 0) {
-			if (errno != EINTR) {
+		/* (a SIGTERM that came before the wait is seen here too) */
+		while (crs_stopped || waitpid(pid, &status, 0) < 0) {
+			if (!crs_stopped) {
+				if (errno == EINTR)
+					continue;
 				perror("crshim: waitpid");
 				return 2;
 			}
-			if (!crs_stopped)
-				continue;
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			fprintf(stderr, "[FAIL] %s: still running after %.1f s when the runner was stopped:\n",
-				full, (double)(t1.tv_sec - t0.tv_sec) +
-					      (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+				full, crs_secs(&t0, &t1));
 			crs_dump_threads((long)pid);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
@@ -284,8 +288,7 @@ int main(int argc, char **argv)
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (times && *times && strcmp(times, "0"))
-			fprintf(stderr, "[TIME] %s: %.2f s\n", full,
-				(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+			fprintf(stderr, "[TIME] %s: %.2f s\n", full, crs_secs(&t0, &t1));
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
 			skipped++;
 			tested--;
