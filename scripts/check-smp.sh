@@ -21,7 +21,8 @@
 #   unit.* stress.* smp.*   every guest, for time with these exceptions:
 #                           B on 7.3 runs only smp.*, fault.* and e3k.* (A
 #                           on 7.3 runs the rest), C on 6.12 five unit tests
-#                           (rseq, percpu_ops, cid, objcache, brlock), C on
+#                           (rseq, percpu_ops, cid, objcache, brlock) and the
+#                           runtime's (unit.runtime_*), C on
 #                           7.3 only e3k.*; unit.runtime (ten thousand tasks
 #                           in runtimes of one worker per CPU) only in A and
 #                           D: smp.runtime covers the runtime at scale
@@ -88,7 +89,7 @@ filter() {
 	fi
 	case $1 in
 	B-7.3) echo '^(smp|fault|e3k|extra)\.' ;;
-	C-6.12) echo '^((stress|smp|fault|e3k|extra)\.|unit\.(rseq|percpu_ops|cid|objcache|brlock)$)' ;;
+	C-6.12) echo '^((stress|smp|fault|e3k|extra)\.|unit\.(rseq|percpu_ops|cid|objcache|brlock|runtime_[a-z]*)$)' ;;
 	C-7.3) echo '^(e3k\.|extra\.)' ;;
 	E-*) echo '^(unit\.runtime_[a-z]*|smp\.(topology|runtime)|extra\.)' ;;
 	B-* | C-*) echo '^(unit|stress|smp|fault|e3k|extra)\.' ;;

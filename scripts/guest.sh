@@ -34,6 +34,18 @@
 # Why these CPUs: under TCG, -cpu max panicked the x86_64 guest; EPYC gives
 # a real AMD topology (an L3 per socket, SMT through threads=).
 #
+# TCG threads: one host thread per guest CPU (multi) runs them in parallel,
+# but with many more guest CPUs than host CPUs QEMU spends its time in its
+# own locks and in host context switches: a 64-CPU guest on 2 host CPUs
+# spent under 1% of its time in guest code (perf), and the runtime's
+# smallest smp_runtime round did not finish in 7 minutes; with one thread
+# for all guest CPUs (single, round robin) the same round took 3.3 s. So
+# CL_GUEST_TCG=auto (the default) picks single for a guest with more than
+# 4 CPUs per host CPU, else multi; CL_GUEST_TCG=single|multi forces one.
+# Single still preempts a guest CPU at any instruction (interrupts, the
+# round robin's slices) but runs no two at the same instant: the races that
+# need two CPUs at once are tested in the guests that run multi.
+#
 # TOPO (guest_boot) is "CPUS:SOCKETS:CORES:THREADS:NODES:MEM_MB" for
 # x86_64 (sockets spread evenly over the nodes; each socket an LLC) and
 # "CPUS:::1:NODES:MEM_MB" for aarch64 (the virt machine: cores only).
@@ -230,6 +242,15 @@ guest_pack() {
 		guest_die "cannot pack the initramfs"
 }
 
+# guest_tcg CPUS: single or multi (see "TCG threads" above)
+guest_tcg() {
+	case ${CL_GUEST_TCG:-auto} in
+	single | multi) echo "$CL_GUEST_TCG" ;;
+	auto) [ "$1" -gt $((4 * $(nproc))) ] && echo single || echo multi ;;
+	*) guest_die "CL_GUEST_TCG=$CL_GUEST_TCG: auto, single or multi" ;;
+	esac
+}
+
 # guest_boot ARCH KERNEL INITRD TOPO LOG TIMEOUT: returns QEMU's status
 # (124 on timeout); LOG.txt is the console without carriage returns.
 guest_boot() {
@@ -266,7 +287,7 @@ EOF
 	[ "$nodes" -gt 1 ] || numa=""
 	# shellcheck disable=SC2046,SC2086
 	QEMU_MODULE_DIR=$GUEST_DIR/qemu/usr/lib/x86_64-linux-gnu/qemu timeout -k 10 "$tmo" \
-		$(guest_qemu "$arch") $machine -m "${mem}M" $numa \
+		$(guest_qemu "$arch") -accel tcg,thread="$(guest_tcg "$cpus")" $machine -m "${mem}M" $numa \
 		-display none -audio none -vga none -nic none -serial stdio -monitor none -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" -append "console=$console panic=-1 quiet" \
 		</dev/null >"$log" 2>&1
@@ -367,10 +388,11 @@ guest_run() {
 		gqrc=$?
 		GUEST_SECONDS=$(($(date +%s) - gstart))
 		GUEST_INFO=$(sed -n 's/^@@CLG GUEST //p' "$gdir/console.log.txt" | head -1)
-		[ -n "$GUEST_INFO" ] && echo "$GUEST_INFO" | awk -v p="$prefix" -v g="$name" '{
+		[ -n "$GUEST_INFO" ] && echo "$GUEST_INFO" | awk -v p="$prefix" -v g="$name" \
+			-v tcg="$(guest_tcg "${gtopo%%:*}")" '{
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-			printf "%s guest %s: %s cpus, %s llcs, %s nodes, smt %s, kernel %s, mm_cid %s, guard markers %s, io_uring %s\n",
-				p, g, v["cpus"], v["llcs"], v["nodes"], v["smt"], v["kernel"], v["mm_cid"], v["guard"], v["io_uring"] }'
+			printf "%s guest %s: %s cpus, %s llcs, %s nodes, smt %s, kernel %s, mm_cid %s, guard markers %s, io_uring %s, tcg %s\n",
+				p, g, v["cpus"], v["llcs"], v["nodes"], v["smt"], v["kernel"], v["mm_cid"], v["guard"], v["io_uring"], tcg }'
 		guest_report "$gdir/console.log" "$prefix $name"
 		[ "$GUEST_OOPS" = 1 ] && GUEST_OOPSES=$((GUEST_OOPSES + 1))
 		if [ "$GUEST_OOPS" = 1 ] && [ "$GUEST_FAILED" -gt 0 ] && [ "$gtries" -lt 2 ]; then

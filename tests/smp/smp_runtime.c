@@ -38,7 +38,8 @@
  * 14), PINGS (default 1000), STORM_MSGS (default 200).
  * IDLE_MS (default 1000): the idle window measured after the rounds (0: none).
  * Output: `runtime: ...` setup line, one `runtime round:` line per round
- * (with the seconds of each workload),
+ * (with the seconds of each workload), before it `runtime parked: ...`
+ * (the parked workload's phases; a progress line every 30 s while it runs),
  * `runtime workers: ...` (nr_switches per worker, min..max), `runtime idle:
  * ...` (context switches and CPU per second of the idle runtime), then
  * PASS/FAIL.
@@ -324,11 +325,25 @@ out:
 	free(s.seen);
 }
 
+/* A progress line for a phase of round_parked() that runs long: at most
+ * one every 30 s (a 100,000-task round takes minutes in a 64-CPU guest). */
+static void parked_progress(const char *what, long k, long n, double t0, double *next)
+{
+	double t = smp_now();
+
+	if (t < *next)
+		return;
+	*next = t + 30;
+	printf("runtime parked: %ld of %ld %s after %.0f s\n", k, n, what, t - t0);
+	fflush(stdout);
+}
+
 static void round_parked(long n, struct totals *tot)
 {
 	struct cl_rt_task **h = calloc((size_t)n, sizeof(*h));
 	struct timespec ms = { 0, 1000000 };
 	long spawned = 0, now = 0, woken;
+	double t0 = smp_now(), next = t0 + 30, t1, t2;
 
 	if (!smp_check(h != NULL, "out of memory"))
 		return;
@@ -340,13 +355,18 @@ static void round_parked(long n, struct totals *tot)
 		if (!smp_check(h[i] != NULL, "parked spawn %ld of %ld: %s", i, n, strerror(errno)))
 			break;
 		spawned++;
+		if (!(spawned & 1023))
+			parked_progress("spawned", spawned, n, t0, &next);
 	}
+	t1 = smp_now();
 	while (now < spawned) { /* a condition, read under the lock: not a rendezvous by time */
 		nanosleep(&ms, NULL);
 		cl_waitq_lock(&park_wq);
 		now = parked;
 		cl_waitq_unlock(&park_wq);
+		parked_progress("parked", now, spawned, t0, &next);
 	}
+	t2 = smp_now();
 	cl_waitq_lock(&park_wq);
 	released = 1;
 	cl_waitq_unlock(&park_wq);
@@ -358,6 +378,9 @@ static void round_parked(long n, struct totals *tot)
 			  i, strerror(errno), (long)(intptr_t)r);
 	}
 	smp_check(woken == spawned, "wake-all woke %ld of %ld parked tasks", woken, spawned);
+	printf("runtime parked: %ld tasks: spawn %.2f s, until all parked %.2f s, wake and join %.2f s\n",
+	       spawned, t1 - t0, t2 - t1, smp_now() - t2);
+	fflush(stdout);
 	tot->tasks += (unsigned long)spawned;
 	free(h);
 }
