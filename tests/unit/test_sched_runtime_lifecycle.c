@@ -5,7 +5,9 @@
  * lost task, no spurious EDEADLK), shutdown from two threads at once,
  * destroy with blocked tasks (refused, everything left usable), zeroed
  * spawn attributes, a second join through a stale handle, mutex misuse,
- * out-of-range nice and stack sizes.
+ * out-of-range nice and stack sizes; the default number of workers under
+ * a cgroup CPU limit (fake /proc and cgroup trees, v1 and v2, and a real
+ * cgroup with a quota where one can be made).
  *
  * The races are forced through the runtime's CL_INJECT() points, never
  * with sleeps:
@@ -417,4 +419,225 @@ Test(sched_runtime_lifecycle, mutex_unlock_by_a_non_holder_gives_eperm_and_leave
 	cr_assert_eq(cl_mutex_unlock(&m), -1, "released twice");
 	cr_assert_eq(errno, EPERM);
 	cr_assert_eq(cl_runtime_destroy(rt), 0);
+}
+
+/* ---- the default number of workers under a cgroup CPU limit ---- */
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char tree[64];
+
+/* Write @text to @rel under the fake tree, making its directories. */
+static void put(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tree, rel);
+	for (char *s = strchr(path + strlen(tree) + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		(void)mkdir(path, 0755);
+		*s = '/';
+	}
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+static void drop_tree(void)
+{
+	char cmd[128];
+
+	if (tree[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+		cr_assert_eq(system(cmd), 0);
+		tree[0] = '\0';
+	}
+}
+
+static void new_tree(void)
+{
+	drop_tree();
+	snprintf(tree, sizeof(tree), "/tmp/cl-cgroup-XXXXXX");
+	cr_assert_not_null(mkdtemp(tree));
+}
+
+#define MOUNT_V2 "29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+#define MOUNT_V1_CPU "31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+
+static unsigned int defaults(unsigned int allowed, int *bound)
+{
+	return cl__rt_default_workers(allowed, tree, bound);
+}
+
+Test(sched_runtime_lifecycle, default_workers_follow_the_tightest_cgroup_cpu_limit)
+{
+	int bound;
+
+	/* v2: 2.5 CPUs on the parent, none on the leaf: 3 workers of 96 */
+	new_tree();
+	put("proc/self/cgroup", "0::/app/web\n");
+	put("proc/self/mountinfo", "22 1 0:21 / /proc rw - proc proc rw\n" MOUNT_V2);
+	put("sys/fs/cgroup/app/cpu.max", "250000 100000\n");
+	put("sys/fs/cgroup/app/web/cpu.max", "max 100000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 3);
+	cr_assert_eq(defaults(96, &bound), 3);
+	cr_assert_eq(bound, 1);
+	cr_assert_eq(defaults(2, &bound), 2, "a limit above the CPUs changes nothing");
+	cr_assert_eq(bound, 0);
+	/* the leaf tighter than the parent, and the parent tighter than the leaf */
+	put("sys/fs/cgroup/app/web/cpu.max", "400000 200000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 2);
+	put("sys/fs/cgroup/app/web/cpu.max", "1600000 100000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 3);
+	/* below one CPU: 2 workers, not 1 */
+	put("sys/fs/cgroup/app/web/cpu.max", "50000 100000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 1);
+	cr_assert_eq(defaults(96, &bound), 2);
+	/* no limit anywhere: one worker per allowed CPU */
+	put("sys/fs/cgroup/app/web/cpu.max", "max 100000\n");
+	put("sys/fs/cgroup/app/cpu.max", "max 100000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 0);
+	cr_assert_eq(defaults(96, &bound), 96);
+	cr_assert_eq(bound, 0);
+	drop_tree();
+}
+
+Test(sched_runtime_lifecycle, default_workers_read_a_container_view_and_cgroup_v1)
+{
+	int bound;
+
+	/* a container's view: the mount shows only the pod's subtree */
+	new_tree();
+	put("proc/self/cgroup", "0::/kubepods/pod1/c1\n");
+	put("proc/self/mountinfo",
+	    "29 23 0:26 /kubepods/pod1 /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n");
+	put("sys/fs/cgroup/c1/cpu.max", "300000 100000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 3);
+	/* a cgroup outside what the mount shows: nothing read */
+	put("proc/self/cgroup", "0::/system.slice/x\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 0);
+	/* cgroup v1 (a hybrid host: v2 mounted without the cpu controller) */
+	new_tree();
+	put("proc/self/cgroup", "4:memory:/job\n3:cpu,cpuacct:/job/step\n0::/\n");
+	put("proc/self/mountinfo", "40 30 0:37 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
+				   "32 30 0:29 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n" MOUNT_V1_CPU);
+	put("sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us", "350000\n");
+	put("sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
+	put("sys/fs/cgroup/cpu,cpuacct/job/step/cpu.cfs_quota_us", "-1\n");
+	put("sys/fs/cgroup/cpu,cpuacct/job/step/cpu.cfs_period_us", "100000\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 4);
+	cr_assert_eq(defaults(64, &bound), 4);
+	cr_assert_eq(bound, 1);
+	/* "cpuacct" alone is not "cpu" */
+	put("proc/self/cgroup", "3:cpuacct:/job/step\n0::/\n");
+	cr_assert_eq(cl__rt_cgroup_cpu_limit(tree), 0);
+	/* nothing readable: the default stays one worker per CPU */
+	new_tree();
+	cr_assert_eq(defaults(8, &bound), 8);
+	cr_assert_eq(bound, 0);
+	drop_tree();
+}
+
+/* In a child: make a cgroup with a limit of 2.5 CPUs (v2 where the cpu
+ * controller is on the unified hierarchy, else v1's cpu controller), move
+ * into it, and check what the runtime reads; returns 0, or the failed
+ * check's number; 100 + n: the cgroup could not be made (not a failure
+ * here: the reason is printed and the parent skips). */
+static int quota_child(void)
+{
+	char dir[256], path[320], ctl[256];
+	int v2, fd, pinned = 0;
+	unsigned int allowed;
+	int cpus[CL_MAX_CPUS], bound;
+	struct cl_runtime *rt;
+
+	/* v2 when the unified hierarchy at /sys/fs/cgroup has the cpu controller
+	 * ("cpuset cpu io memory ...": a space-separated list) */
+	v2 = cl__rt_find_line("", "/sys/fs/cgroup/cgroup.controllers", cl__rt_is_any_line, ctl, sizeof(ctl));
+	for (char *s = ctl; v2 && (s = strchr(s, ' ')); s++)
+		*s = ',';
+	v2 = v2 && cl__rt_has_cpu(ctl, NULL);
+	if (v2) {
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cl-test-cpu-max-%d", (int)getpid());
+		fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
+		if (fd < 0 || write(fd, "+cpu", 4) != 4) {
+			fprintf(stderr, "quota_child: +cpu in subtree_control: %s\n", strerror(errno));
+			return 101;
+		}
+		close(fd);
+	} else {
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu/cl-test-cpu-max-%d", (int)getpid());
+	}
+	if (mkdir(dir, 0755) != 0) {
+		fprintf(stderr, "quota_child: mkdir %s: %s\n", dir, strerror(errno));
+		return 102;
+	}
+#define QC_WRITE(file, text)                                                              \
+	do {                                                                              \
+		snprintf(path, sizeof(path), "%s/%s", dir, file);                          \
+		fd = open(path, O_WRONLY);                                                 \
+		if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {    \
+			fprintf(stderr, "quota_child: %s: %s\n", path, strerror(errno));   \
+			rmdir(dir);                                                        \
+			return 103;                                                        \
+		}                                                                          \
+		close(fd);                                                                 \
+	} while (0)
+	if (v2) {
+		QC_WRITE("cpu.max", "250000 100000");
+	} else {
+		QC_WRITE("cpu.cfs_period_us", "100000");
+		QC_WRITE("cpu.cfs_quota_us", "250000");
+	}
+	QC_WRITE("cgroup.procs", "0");
+#undef QC_WRITE
+	if (cl__rt_cgroup_cpu_limit("") != 3)
+		return 1;
+	if (cl__rt_default_workers(96, "", &bound) != 3 || !bound)
+		return 2;
+	allowed = cl__rt_allowed_cpus(cpus, CL_MAX_CPUS);
+	rt = cl_runtime_create(NULL);
+	if (!rt)
+		return 3;
+	if (cl_runtime_nr_workers(rt) != (allowed > 3 ? 3 : allowed))
+		return 4;
+	for (unsigned int i = 0; i < rt->nr_workers; i++)
+		pinned += rt->workers[i].os_cpu >= 0;
+	if (allowed > 3 && pinned)
+		return 5; /* cut by the quota: the kernel places them */
+	if (cl_runtime_shutdown(rt) != 0 || cl_runtime_destroy(rt) != 0)
+		return 6;
+	printf("quota_child: cgroup %s, 2.5 CPUs: %u workers of %u allowed CPUs\n", v2 ? "v2" : "v1",
+	       allowed > 3 ? 3 : allowed, allowed);
+	return 0;
+}
+
+Test(sched_runtime_lifecycle, a_real_cgroup_cpu_quota_cuts_the_default_workers, .timeout = 60)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(quota_child());
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	{
+		/* the child's cgroup: moved out of by its exit, removed here */
+		char dir[256];
+
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cl-test-cpu-max-%d", (int)pid);
+		(void)rmdir(dir);
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu/cl-test-cpu-max-%d", (int)pid);
+		(void)rmdir(dir);
+	}
+	cr_assert(WIFEXITED(st), "the child died: status %d", st);
+	if (WEXITSTATUS(st) > 100)
+		cr_skip_test("no cgroup with a CPU quota can be made here (not root, or no cpu controller)");
+	cr_assert_eq(WEXITSTATUS(st), 0,
+		     "check %d failed (1: the limit read, 2: the default, 3: create, 4: nr_workers, "
+		     "5: pinned though cut by the quota, 6: shutdown)", WEXITSTATUS(st));
 }

@@ -90,10 +90,217 @@ CL_INLINE void cl__rt_balance_domains(struct cl_runtime *rt, const int *cpus, un
 	free(ids);
 }
 
+/* The first line of the file @path (under @root) that @match accepts,
+ * into @line (@size bytes, its newline dropped): 1, or 0 when none does or
+ * the file cannot be read. A line longer than @line is skipped whole.
+ * errno is kept. */
+CL_INLINE int cl__rt_find_line(const char *root, const char *path, int (*match)(const char *),
+			       char *line, size_t size)
+{
+	char name[1024];
+	int e = errno, found = 0, skipping = 0;
+	FILE *f;
+
+	if ((size_t)snprintf(name, sizeof(name), "%s%s", root, path) >= sizeof(name))
+		return 0;
+	f = fopen(name, "re");
+	if (!f) {
+		errno = e;
+		return 0;
+	}
+	while (!found && fgets(line, (int)size, f)) {
+		size_t l = strlen(line);
+		int whole = l && line[l - 1] == '\n';
+
+		if (whole)
+			line[--l] = '\0';
+		if (!skipping && whole && match(line))
+			found = 1;
+		skipping = !whole;
+	}
+	fclose(f);
+	errno = e;
+	return found;
+}
+
+CL_INLINE int cl__rt_is_any_line(const char *line)
+{
+	(void)line;
+	return 1;
+}
+
+/* Does the comma-separated list @list (ending at @end, or at its NUL when
+ * @end is NULL) hold "cpu"? */
+CL_INLINE int cl__rt_has_cpu(const char *list, const char *end)
+{
+	const char *p = list;
+
+	if (!end)
+		end = list + strlen(list);
+	while (p < end) {
+		const char *c = (const char *)memchr(p, ',', (size_t)(end - p));
+		const char *e = c ? c : end;
+
+		if (e - p == 3 && strncmp(p, "cpu", 3) == 0)
+			return 1;
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* /proc/self/cgroup: v2's "0::/path"; v1's "N:cpu,...:/path" */
+CL_INLINE int cl__rt_is_cg2_path(const char *line)
+{
+	return strncmp(line, "0::/", 4) == 0;
+}
+
+CL_INLINE int cl__rt_is_cg1_cpu_path(const char *line)
+{
+	const char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+	return b && cl__rt_has_cpu(a + 1, b) && b[1] == '/';
+}
+
+/* /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... -
+ * FSTYPE SOURCE SUPEROPTIONS"; v1's cpu hierarchy has "cpu" among its
+ * super options */
+CL_INLINE int cl__rt_is_cg2_mount(const char *line)
+{
+	return strstr(line, " - cgroup2 ") != NULL;
+}
+
+CL_INLINE int cl__rt_is_cg1_cpu_mount(const char *line)
+{
+	const char *t = strstr(line, " - cgroup "), *opts = t ? strrchr(t, ' ') : NULL;
+
+	return opts && cl__rt_has_cpu(opts + 1, NULL);
+}
+
+/*
+ * cl__rt_cg_cpu_limit() - cl__rt_cgroup_cpu_limit() for one hierarchy: v2
+ * (@v1 0: `cpu.max`, "QUOTA PERIOD" or "max PERIOD") or v1's cpu
+ * controller (`cpu.cfs_quota_us`, -1 for none, over `cpu.cfs_period_us`).
+ */
+CL_INLINE unsigned int cl__rt_cg_cpu_limit(const char *root, int v1)
+{
+	char line[4096], cg[1024], mroot[1024], mpoint[1024], dir[2048], buf[64];
+	const char *path;
+	size_t base, ml;
+	unsigned int best = 0;
+
+	if (!cl__rt_find_line(root, "/proc/self/cgroup", v1 ? cl__rt_is_cg1_cpu_path : cl__rt_is_cg2_path,
+			      line, sizeof(line)))
+		return 0;
+	path = strchr(strchr(line, ':') + 1, ':') + 1;
+	if (strlen(path) >= sizeof(cg))
+		return 0;
+	strcpy(cg, path);
+	if (!cl__rt_find_line(root, "/proc/self/mountinfo", v1 ? cl__rt_is_cg1_cpu_mount : cl__rt_is_cg2_mount,
+			      line, sizeof(line)) ||
+	    sscanf(line, "%*s %*s %*s %1023s %1023s", mroot, mpoint) != 2 || strchr(mroot, '\\') ||
+	    strchr(mpoint, '\\'))
+		return 0; /* (an escaped name: a space or newline in a path) */
+	ml = strcmp(mroot, "/") ? strlen(mroot) : 0;
+	if (strncmp(cg, mroot, ml) != 0 || (cg[ml] != '/' && cg[ml] != '\0'))
+		return 0; /* our cgroup lies outside what the mount shows */
+	if ((size_t)snprintf(dir, sizeof(dir), "%s%s", root, strcmp(mpoint, "/") ? mpoint : "") >=
+	    sizeof(dir) / 2)
+		return 0;
+	base = strlen(dir);
+	if (base + strlen(cg + ml) + 32 >= sizeof(dir))
+		return 0;
+	strcpy(dir + base, cg + ml);
+	/* the limit at each level, from the leaf up to the mount's root */
+	for (;;) {
+		size_t l = strlen(dir);
+		long long quota = 0, period = 0;
+
+		while (l > base && dir[l - 1] == '/')
+			dir[--l] = '\0';
+		if (v1) {
+			strcpy(dir + l, "/cpu.cfs_quota_us");
+			if (cl__rt_find_line("", dir, cl__rt_is_any_line, buf, sizeof(buf)) &&
+			    sscanf(buf, "%lld", &quota) == 1) {
+				strcpy(dir + l, "/cpu.cfs_period_us");
+				if (!cl__rt_find_line("", dir, cl__rt_is_any_line, buf, sizeof(buf)) ||
+				    sscanf(buf, "%lld", &period) != 1)
+					period = 0;
+			}
+		} else {
+			strcpy(dir + l, "/cpu.max");
+			if (!cl__rt_find_line("", dir, cl__rt_is_any_line, buf, sizeof(buf)) ||
+			    sscanf(buf, "%lld %lld", &quota, &period) != 2)
+				quota = 0; /* "max": no limit at this level */
+		}
+		if (quota > 0 && period > 0) {
+			long long c = (quota + period - 1) / period;
+			unsigned int cpus = c > CL_MAX_CPUS ? CL_MAX_CPUS : (unsigned int)c;
+
+			if (!best || cpus < best)
+				best = cpus;
+		}
+		dir[l] = '\0';
+		if (l <= base)
+			break;
+		while (l > base && dir[l - 1] != '/')
+			l--;
+		dir[l > base ? l - 1 : base] = '\0';
+	}
+	return best;
+}
+
+/*
+ * cl__rt_cgroup_cpu_limit() - the CPU bandwidth limit of the caller's
+ * cgroup, in CPUs rounded up: the tightest of its cgroup's and every
+ * ancestor's within the mount, cgroup v2 (`cpu.max`) and v1 (the cpu
+ * controller's CFS quota) both read. 0 when none is set or nothing can be
+ * read (no cgroup mount, a cgroup outside the mount's root).
+ * @root: prefixed to every path read: "" for the real /proc and cgroup
+ * mounts; for a test, a directory with proc/self/{cgroup,mountinfo} and
+ * the mounts' trees.
+ */
+CL_INLINE unsigned int cl__rt_cgroup_cpu_limit(const char *root)
+{
+	unsigned int v2 = cl__rt_cg_cpu_limit(root, 0), v1 = cl__rt_cg_cpu_limit(root, 1);
+
+	return !v2 ? v1 : !v1 || v2 < v1 ? v2 : v1;
+}
+
+/*
+ * cl__rt_default_workers() - the default number of workers: one per
+ * allowed CPU (@nr_allowed), fewer under a cgroup CPU limit (@root:
+ * cl__rt_cgroup_cpu_limit()): that limit rounded up, at least 2 (Go's
+ * rule for GOMAXPROCS since 1.25: a quota of 2.5 CPUs gives 3; below 2, 2,
+ * so that one busy task does not leave the runtime without a free worker).
+ * *@quota_bound: set to 1 when the limit cut the count.
+ */
+CL_INLINE unsigned int cl__rt_default_workers(unsigned int nr_allowed, const char *root, int *quota_bound)
+{
+	unsigned int lim = cl__rt_cgroup_cpu_limit(root);
+
+	*quota_bound = 0;
+	if (lim && lim < 2)
+		lim = 2;
+	if (lim && lim < nr_allowed) {
+		*quota_bound = 1;
+		return lim;
+	}
+	return nr_allowed;
+}
+
 /**
  * cl_runtime_create() - start a runtime: a scheduler instance with one rq
  * per worker, and the workers (pinned, idle until tasks are spawned).
  * @attr: knobs (NULL: defaults: one pinned worker per allowed CPU).
+ *
+ * Under a cgroup CPU limit (v2 `cpu.max`, v1 `cpu.cfs_quota_us` over
+ * `cpu.cfs_period_us`; the tightest of the process's cgroup and its
+ * ancestors the mount shows) below the allowed CPUs, the default is that
+ * limit rounded up, at least 2 (Go's GOMAXPROCS rule since 1.25), and
+ * those workers are not pinned: a container given 2 CPUs' time on a
+ * 96-CPU host gets 2 workers the kernel places, not 96 that time-share its
+ * quota, nor 2 pinned to the CPUs every such container would pick. The
+ * limit is read once, here; @attr->nr_workers overrides it.
  *
  * Context: any thread registered with liburcu-memb if it creates task
  * groups later (the runtime's workers register themselves).
@@ -114,7 +321,10 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 	struct cl_runtime *rt;
 	int e;
 
-	n = attr && attr->nr_workers ? attr->nr_workers : nr_allowed;
+	int quota_bound = 0, unpinned = attr && (attr->flags & CL_RUNTIME_UNPINNED);
+
+	n = attr && attr->nr_workers ? attr->nr_workers : cl__rt_default_workers(nr_allowed, "", &quota_bound);
+	unpinned |= quota_bound; /* fewer workers than CPUs by a quota: let the kernel place them */
 	if (n > CL_MAX_CPUS || (attr && ((attr->stack_size && (attr->stack_size < CL_RUNTIME_STACK_MIN ||
 							      attr->stack_size > CL_RUNTIME_STACK_MAX)) ||
 					 attr->guard_size > CL_RUNTIME_STACK_MAX))) {
@@ -186,7 +396,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		w->cpu = i;
 		w->chan_key = rt->serial << 16 | i; /* i < CL_MAX_CPUS <= 2^16 */
 		w->rq = cl__sched_rq(rt->sched, i);
-		w->os_cpu = attr && (attr->flags & CL_RUNTIME_UNPINNED) ? -1 : cpus[i % nr_allowed];
+		w->os_cpu = unpinned ? -1 : cpus[i % nr_allowed];
 		cl__rt_wheel_init(&w->wheel, cl__rt_timer_now() >> CL__RT_TW_SHIFT);
 		w->timer_next = CL__RT_TIMER_NONE;
 		cl_spin_init(&w->timer_lock);
@@ -197,7 +407,7 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 		errno = e;
 		return NULL;
 	}
-	if (!(attr && (attr->flags & CL_RUNTIME_UNPINNED)))
+	if (!unpinned)
 		cl__rt_balance_domains(rt, cpus, nr_allowed);
 	if (!rt->no_overflow_report)
 		cl__rt_overflow_report_init();

@@ -541,7 +541,9 @@ struct cl__rt_worker {
 
 /**
  * struct cl_runtime_attr - how to build a runtime (zeroed = defaults).
- * @nr_workers: workers to start (0: one per CPU the process may run on);
+ * @nr_workers: workers to start (0: one per CPU the process may run on,
+ *              or, under a cgroup CPU limit below that, the limit rounded
+ *              up and at least 2, those unpinned: see cl_runtime_create());
  *              worker n is pinned to the n-th allowed CPU (wrapping).
  * @flags: CL_RUNTIME_UNPINNED (workers not pinned); CL_RUNTIME_PRECISE_CLOCK
  *         (read the clock at every switch, also at uncontended hand-offs);
