@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Unit tests of scripts/guest.sh, the emulated machines' host side
 (make check-aarch64, check-smp, check-kernels): the plan a guest gets
-(filter, exclusion, timeout scale, /bin paths) and the verdict read back
+(filter, exclusion, timeout scale, /bin paths), the TCG threading it
+boots with, and the verdict read back
 from a console log (a run without its result, a failed run, aborts, a
 guest that never finished, a kernel oops). Run:
 python3 -m unittest discover -s tests/scripts"""
@@ -53,6 +54,27 @@ class Plan(unittest.TestCase):
         self.assertNotIn("unit.runtime", " ".join(got))
         self.assertIn("fault.cid 300 DURATION=8 -- /bin/fault --hotplug /bin/smp_cid", got)
         self.assertEqual(len(got), 3)
+
+
+class Tcg(unittest.TestCase):
+    """guest_tcg: one TCG thread for a guest with more than 4 CPUs per host
+    CPU (QEMU's per-CPU threads then spend their time in QEMU's locks), one
+    thread per guest CPU otherwise; CL_GUEST_TCG forces either."""
+
+    def tcg(self, cpus, env=None):
+        return sh("guest_tcg %d" % cpus, env).strip()
+
+    def test_auto_by_guest_cpus_per_host_cpu(self):
+        host = len(os.sched_getaffinity(0))  # (what nproc counts)
+        self.assertEqual(self.tcg(4 * host), "multi")
+        self.assertEqual(self.tcg(4 * host + 1), "single")
+        self.assertEqual(self.tcg(1), "multi")
+
+    def test_forced_and_bad_values(self):
+        self.assertEqual(self.tcg(1000, {"CL_GUEST_TCG": "multi"}), "multi")
+        self.assertEqual(self.tcg(1, {"CL_GUEST_TCG": "single"}), "single")
+        with self.assertRaises(subprocess.CalledProcessError):
+            self.tcg(8, {"CL_GUEST_TCG": "both"})
 
 
 def console(lines, done=True):
