@@ -558,7 +558,8 @@ static int quota_child(void)
 {
 	char dir[256], path[320], ctl[256];
 	int v2, fd, pinned = 0;
-	unsigned int allowed;
+	unsigned int allowed, want, dflt;
+	long long quota, period;
 	int cpus[CL_MAX_CPUS], bound;
 	struct cl_runtime *rt;
 
@@ -602,24 +603,42 @@ static int quota_child(void)
 	}
 	QC_WRITE("cgroup.procs", "0");
 #undef QC_WRITE
-	if (cl__rt_cgroup_cpu_limit("") != 3)
+	/* the new cgroup's parent is the mount's root: a limit there (a
+	 * container's own cgroup seen through its namespace) is tighter if
+	 * below 3 CPUs; read here without the library's parser */
+	want = 3;
+	if (v2) {
+		if (cl__rt_find_line("", "/sys/fs/cgroup/cpu.max", cl__rt_is_any_line, ctl, sizeof(ctl)) &&
+		    sscanf(ctl, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0 &&
+		    (quota + period - 1) / period < want)
+			want = (unsigned int)((quota + period - 1) / period);
+	} else if (cl__rt_find_line("", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", cl__rt_is_any_line, ctl,
+				     sizeof(ctl)) &&
+		   sscanf(ctl, "%lld", &quota) == 1 && quota > 0 &&
+		   cl__rt_find_line("", "/sys/fs/cgroup/cpu/cpu.cfs_period_us", cl__rt_is_any_line, ctl,
+				    sizeof(ctl)) &&
+		   sscanf(ctl, "%lld", &period) == 1 && period > 0 && (quota + period - 1) / period < want) {
+		want = (unsigned int)((quota + period - 1) / period);
+	}
+	dflt = want < 2 ? 2 : want;
+	if (cl__rt_cgroup_cpu_limit("") != want)
 		return 1;
-	if (cl__rt_default_workers(96, "", &bound) != 3 || !bound)
+	if (cl__rt_default_workers(96, "", &bound) != dflt || !bound)
 		return 2;
 	allowed = cl__rt_allowed_cpus(cpus, CL_MAX_CPUS);
 	rt = cl_runtime_create(NULL);
 	if (!rt)
 		return 3;
-	if (cl_runtime_nr_workers(rt) != (allowed > 3 ? 3 : allowed))
+	if (cl_runtime_nr_workers(rt) != (allowed > dflt ? dflt : allowed))
 		return 4;
 	for (unsigned int i = 0; i < rt->nr_workers; i++)
 		pinned += rt->workers[i].os_cpu >= 0;
-	if (allowed > 3 && pinned)
+	if (allowed > dflt && pinned)
 		return 5; /* cut by the quota: the kernel places them */
 	if (cl_runtime_shutdown(rt) != 0 || cl_runtime_destroy(rt) != 0)
 		return 6;
-	printf("quota_child: cgroup %s, 2.5 CPUs: %u workers of %u allowed CPUs\n", v2 ? "v2" : "v1",
-	       allowed > 3 ? 3 : allowed, allowed);
+	printf("quota_child: cgroup %s, 2.5 CPUs (limit %u CPUs): %u workers of %u allowed CPUs\n",
+	       v2 ? "v2" : "v1", want, allowed > dflt ? dflt : allowed, allowed);
 	return 0;
 }
 
