@@ -285,7 +285,7 @@ help:
 	@echo "  sysfs-rehash   regenerate them and record their hashes (after a gen-sysfs.sh change)"
 	@echo "  check-aarch64  cross-built tests on Debian's arm64 kernel in qemu-system-aarch64 -smp 2 (<= 5 min)"
 	@echo "  check-aarch64-quick  its subset for CI: every section kind with aborts, rseq, the context switch"
-	@echo "  check-smp      tests on emulated 8/32/64-CPU x86_64 (2-8 LLCs, 1-4 nodes, SMT) and 8-CPU aarch64 guests, kernels 6.12 and 7.3, with CPU hotplug, cpuset shrink and rseq denied (docs/testing.md; SMP_GUESTS=, SMP_FILTER=, SMP_EXTRA=\"file.c ...\")"
+	@echo "  check-smp      tests on emulated 8/32/64/96-CPU x86_64 (2-8 LLCs, 1-4 nodes, SMT) and 8-CPU aarch64 guests, kernels 6.12 and 7.3, with CPU hotplug, cpuset shrink and rseq denied (docs/testing.md; SMP_GUESTS=, SMP_FILTER=, SMP_EXTRA=\"file.c ...\")"
 	@echo "  check-smp-quick  guest A on 6.12 with one fault (what CI runs)"
 	@echo "  smp-setup      fetch QEMU 10 and the guests' kernels into CL_GUEST_DIR (once)"
 	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest (KERNELS=, SMP_EXTRA=)"
