@@ -88,7 +88,8 @@ def check(doc):
         if e["id"] == "E3m":
             errs += check_calibration(e.get("calibration"))
             errs += check_model_headline(e)
-    return errs + check_cross_cpu(doc.get("cross_cpu")) + check_peers(doc) + check_rpc(doc.get("rpc"))
+    return (errs + check_cross_cpu(doc.get("cross_cpu")) + check_floors(doc.get("floors"))
+            + check_peers(doc) + check_rpc(doc.get("rpc")))
 
 
 def check_cross_cpu(c):
@@ -107,6 +108,33 @@ def check_cross_cpu(c):
             for k in ("pipe", "line", "ratio") if not c[k + "_min"] <= c[k] <= c[k + "_max"]]
     if c.get("goal_met") not in (None, c["ratio"] <= bench_report.CROSS_CPU_BOUND):
         errs.append("cross_cpu: goal_met %r beside the ratio %.2fx" % (c.get("goal_met"), c["ratio"]))
+    return errs
+
+
+def check_floors(f):
+    """The "floors" object (null: not measured): every row's median inside
+    its range, its bound the one FLOOR_GOALS gives it, goal_met telling the
+    truth about the ratio; skipped reasons are strings."""
+    if f is None:
+        return []
+    if not isinstance(f, dict) or not isinstance(f.get("rows"), list) \
+            or not isinstance(f.get("skipped"), list):
+        return ["floors is not an object with rows and skipped arrays, or null"]
+    errs = ["floors: skipped %r is not a string" % s for s in f["skipped"] if not isinstance(s, str)]
+    for i, r in enumerate(f["rows"]):
+        name = "floors[%d]" % i
+        if not isinstance(r, dict) or not all(
+                isinstance(r.get(k), NUM) and not isinstance(r.get(k), bool) and r.get(k) > 0
+                for k in ("value", "min", "max", "bound")):
+            errs.append("%s: value, min, max, bound must be positive numbers" % name)
+            continue
+        if not r["min"] <= r["value"] <= r["max"]:
+            errs.append("%s: ratio %g not within %g-%g" % (name, r["value"], r["min"], r["max"]))
+        bound, goal = bench_report.floor_goal(r)
+        if (bound, goal) != (r["bound"], r.get("goal")):
+            errs.append("%s: bound %r, goal %r are not the project's" % (name, r["bound"], r.get("goal")))
+        if r.get("goal_met") not in (None, r["value"] <= r["bound"]):
+            errs.append("%s: goal_met %r beside the ratio %.2fx" % (name, r.get("goal_met"), r["value"]))
     return errs
 
 
