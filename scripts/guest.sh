@@ -212,10 +212,13 @@ guest_fetch_kernel_locked() {
 # guest_plan PLAN FILTER SCALE [EXTRA_ENV]: /plan lines (NAME
 # TIMEOUT [VAR=VALUE ...] -- /bin/PROGRAM [ARG ...]) of PLAN (NAME TIMEOUT
 # PROGRAM [VAR=VALUE ...] [-- ARG ...]) whose NAME matches FILTER, with the
-# timeouts multiplied by SCALE; GUEST_EXCLUDE (an awk regex) drops runs.
+# timeouts multiplied by SCALE; GUEST_EXCLUDE (an awk regex) drops runs,
+# GUEST_ONLY (an awk regex) keeps only the runs it matches too.
 guest_plan() {
-	awk -v filter="$2" -v scale="$3" -v extra="${4:-}" -v excl="${GUEST_EXCLUDE:-}" '
-		$1 !~ /^#/ && NF >= 3 && $1 ~ filter && (excl == "" || $1 !~ excl) {
+	awk -v filter="$2" -v scale="$3" -v extra="${4:-}" -v excl="${GUEST_EXCLUDE:-}" \
+		-v only="${GUEST_ONLY:-}" '
+		$1 !~ /^#/ && NF >= 3 && $1 ~ filter && (excl == "" || $1 !~ excl) &&
+		(only == "" || $1 ~ only) {
 			env = ""; args = ""; dd = 0
 			for (i = 4; i <= NF; i++) {
 				if ($i == "--" && !dd) { dd = 1; continue }

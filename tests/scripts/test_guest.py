@@ -56,6 +56,14 @@ class Plan(unittest.TestCase):
         self.assertEqual(len(got), 3)
 
 
+    def test_only_keeps_the_runs_it_matches_within_the_filter(self):
+        got = self.plan("^(unit|smp)\\.", 1, {"GUEST_ONLY": "^(unit\\.runtime|fault\\.cid)$"})
+        self.assertEqual(got, ["unit.runtime 900 CL_TEST_MODE=default -- /bin/test_sched_runtime"])
+        got = self.plan(".", 1, {"GUEST_EXCLUDE": "^unit\\.runtime$",
+                                 "GUEST_ONLY": "^unit\\.runtime$"})
+        self.assertEqual(got, [])
+
+
 class Tcg(unittest.TestCase):
     """guest_tcg: one TCG thread for a guest with more than 4 CPUs per host
     CPU (QEMU's per-CPU threads then spend their time in QEMU's locks), one
