@@ -177,6 +177,26 @@ class Validator(unittest.TestCase):
         self.assertTrue(any("min-max" in x for x in check_report.check(d)))
 
 
+class E5Why(unittest.TestCase):
+    def test_every_e5_miss_row_says_why_in_its_section(self):
+        import tempfile
+        e5 = [e for e in bench_report.EXPERIMENTS if e["bench"] == "group_misses"]
+        self.assertEqual(len(e5), 6)
+        doc = valid_doc()
+        doc["experiments"] = [bench_report.not_run(e, "test") for e in e5]
+        doc["machine"]["cflags"] = ""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.md")
+            bench_report.write_md(path, doc, None)
+            with open(path) as f:
+                md = f.read()
+        for e in e5:
+            section = md.split("## %s: " % e["id"], 1)[1].split("\n## ", 1)[0]
+            self.assertIn("- why: ", section)
+        self.assertIn("cl_cfs_rq_se()", md.split("## E5e: ", 1)[1].split("\n## ", 1)[0])
+        self.assertIn("conflict misses", md.split("## E5bh: ", 1)[1].split("\n## ", 1)[0])
+
+
 class Calibration(unittest.TestCase):
     """The model's parameters are fitted to the seed's published T3 table."""
 
