@@ -143,6 +143,16 @@ def valid_doc():
             "experiments": exps, "peers": [], "peers_skipped": []}
 
 
+def report_md(doc):
+    """report.md as write_md() writes it for @doc."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "report.md")
+        bench_report.write_md(path, doc, None)
+        with open(path) as f:
+            return f.read()
+
+
 class Validator(unittest.TestCase):
     def test_valid_document_passes(self):
         self.assertEqual(check_report.check(valid_doc()), [])
@@ -179,17 +189,12 @@ class Validator(unittest.TestCase):
 
 class E5Why(unittest.TestCase):
     def test_every_e5_miss_row_says_why_in_its_section(self):
-        import tempfile
         e5 = [e for e in bench_report.EXPERIMENTS if e["bench"] == "group_misses"]
         self.assertEqual(len(e5), 6)
         doc = valid_doc()
         doc["experiments"] = [bench_report.not_run(e, "test") for e in e5]
         doc["machine"]["cflags"] = ""
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "report.md")
-            bench_report.write_md(path, doc, None)
-            with open(path) as f:
-                md = f.read()
+        md = report_md(doc)
         for e in e5:
             section = md.split("## %s: " % e["id"], 1)[1].split("\n## ", 1)[0]
             self.assertIn("- why: ", section)
@@ -654,17 +659,12 @@ class Floors(unittest.TestCase):
         self.assertTrue(any("not the project's" in e for e in check_report.check_floors(f)))
 
     def test_report_md_has_a_row_per_ratio_without_the_bench_goal_text(self):
-        import tempfile
         doc = valid_doc()
         doc["peers"] = []
         doc["experiments"] = []
         doc["machine"]["cflags"] = ""
         doc["floors"] = bench_report.floors(self.recs())
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "report.md")
-            bench_report.write_md(path, doc, None)
-            with open(path) as f:
-                md = f.read()
+        md = report_md(doc)
         self.assertIn("## Floors: rseq operations beside librseq, cids beside a private word", md)
         self.assertIn("| counter | op mm_cid 1 thread | cl_counter_add / librseq add | 1.17x (1.15-1.20) "
                       "| 3 | **missed**: <= 1.1x librseq |", md)
