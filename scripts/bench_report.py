@@ -620,7 +620,13 @@ def write_cross_cpu_md(L, c):
           "- what: `bench/pipe --cross-cpu` (two tasks pinned to two workers on two CPUs, the "
           "default layout's binary of E1p/E2p), and after each of its runs the round trip of one "
           "cache line between the same two CPUs (store, spin for the answer); ratio = pipe / "
-          "cache line, run by run, its median over the invocations' medians (min-max over them)"]
+          "cache line, run by run, its median over the invocations' medians (min-max over them)",
+          "- why it is above 2x: a one-way wakeup moves at least two lines in series (the "
+          "channel's line, whose lock both sides write, or the wakee's waiter record, whichever "
+          "comes later, then the record back to the wakee's CPU), so a round trip waits for at "
+          "least four transfers, two cache-line round trips, before the two task switches and "
+          "channel operations of the same-CPU round trip add their instructions "
+          "(docs/runtime.md, Lines a cross-CPU wakeup moves)"]
     if not c:
         L += ["", "Not measured in this run."]
         return
