@@ -579,7 +579,7 @@ int main(int argc, char **argv)
 				     "ns/op");
 			lr = bench_ratio(&b, "pipe cross-cpu", "pipe / cache-line round trip, run by run",
 					 bench_median(per, b.runs), 1);
-			rtb_goal(&b, "pipe cross-cpu <= 4x the cache-line round trip", lr, 4, 0);
+			rtb_goal(&b, "pipe cross-cpu <= 2x the cache-line round trip", lr, 2, 0);
 		}
 		if (!vs_kernel)
 			continue;

@@ -621,12 +621,14 @@ def write_cross_cpu_md(L, c):
           "default layout's binary of E1p/E2p), and after each of its runs the round trip of one "
           "cache line between the same two CPUs (store, spin for the answer); ratio = pipe / "
           "cache line, run by run, its median over the invocations' medians (min-max over them)",
-          "- why it is above 2x: a one-way wakeup moves at least two lines in series (the "
-          "channel's line, whose lock both sides write, or the wakee's waiter record, whichever "
-          "comes later, then the record back to the wakee's CPU), so a round trip waits for at "
-          "least four transfers, two cache-line round trips, before the two task switches and "
-          "channel operations of the same-CPU round trip add their instructions "
-          "(docs/runtime.md, Lines a cross-CPU wakeup moves)"]
+          "- what bounds it: at best a one-way wakeup waits for as many line transfers in "
+          "series as one way of the cache-line round trip (the channel's line or the wakee's "
+          "waiter record, whichever comes later, then the record back: docs/runtime.md, Lines a "
+          "cross-CPU wakeup moves), so the lines cost about one cache-line round trip per pipe "
+          "round trip; the rest is the two workers' own work (two task switches, two channel "
+          "operations, the wakeup's push or claim, leaving the idle spin), a time of its own "
+          "whatever the floor, so the ratio is at most 2x only where the floor is at least "
+          "that work (the same-CPU round trip alone is the Peers section's pingpong same-cpu)"]
     if not c:
         L += ["", "Not measured in this run."]
         return
