@@ -546,7 +546,7 @@ def floors(recs, judge=True):
     """report.json's "floors" object from the floor benches' lines of every
     round (ratio lines and "skipped" lines), or None when neither ran: one
     row per ratio with a goal, its median over the rounds (min-max)."""
-    rows, skipped, order = {}, [], []
+    rows, skipped = {}, []  # rows: (bench, case, ratio) -> (bound, goal, values), in order
     for r in recs:
         if r.get("skipped"):
             why = "%s: %s" % (r.get("case", r.get("bench", "?")), r["skipped"])
@@ -556,21 +556,16 @@ def floors(recs, judge=True):
         if "ratio" not in r or not isinstance(r.get("value"), (int, float)):
             continue
         bound, goal = floor_goal(r)
-        if bound is None:
-            continue
-        key = (r["bench"], r["case"], r["ratio"])
-        if key not in rows:
-            order.append(key)
-            rows[key] = []
-        rows[key].append(float(r["value"]))
-    if not order and not skipped:
+        if bound is not None:
+            rows.setdefault((r["bench"], r["case"], r["ratio"]), (bound, goal, []))[2].append(
+                float(r["value"]))
+    if not rows and not skipped:
         return None
     out = []
-    for key in order:
-        v = sorted(rows[key])
-        bound, goal = floor_goal({"bench": key[0], "case": key[1], "ratio": key[2]})
+    for (bench, case, ratio), (bound, goal, vals) in rows.items():
+        v = sorted(vals)
         m = median(v)
-        out.append({"bench": key[0], "case": key[1], "ratio": key[2], "value": m,
+        out.append({"bench": bench, "case": case, "ratio": ratio, "value": m,
                     "min": v[0], "max": v[-1], "invocations": len(v), "bound": bound,
                     "goal": goal, "goal_met": (m <= bound) if judge else None})
     return {"rows": out, "skipped": skipped}

@@ -103,10 +103,9 @@ filter() {
 
 # apart GUEST: the awk regex of the runs booted apart, on one TCG thread,
 # when the guest itself gets one thread per CPU (docs/testing.md, "One TCG
-# thread or one per guest CPU"). D: smp.runtime's parked phase (100,000
-# tasks taking one wait queue's lock) ran at about 30 tasks/s there with 8
-# guest CPUs' threads on this machine's 2 CPUs; on one thread its round
-# took 42 s.
+# thread or one per guest CPU"). D: smp.runtime's 100,000 parked tasks
+# got to run and park at about 30 a second there, with 8 guest CPUs'
+# threads on this machine's 2 CPUs; on one thread its round took 39-42 s.
 apart() {
 	case $1 in
 	D-*) echo '^smp\.runtime$' ;;
