@@ -803,8 +803,10 @@ static void *shut_victim(void *p)
 	char b[8];
 
 	clear_err();
-	if (i % 2)
+	if (i % 3 == 1)
 		shut_arg->r[i] = cl_read(shut_arg->fds[i][0], b, sizeof(b));
+	else if (i % 3 == 2) /* a poll with a timeout (io_uring: a linked timeout) */
+		shut_arg->r[i] = cl_poll_fd(shut_arg->fds[i][0], POLLIN, 10000000000ULL);
 	else
 		shut_arg->r[i] = cl_poll_fd(shut_arg->fds[i][0], POLLIN, CL_POLL_FOREVER);
 	shut_arg->e[i] = err();

@@ -62,9 +62,21 @@ CL_INLINE void cl__rt_prefetchw(const void *p)
 
 /*
  * errno after a switch: the task may resume on another worker thread, and
- * an errno address computed before the switch would be the old thread's.
- * A call the compiler cannot see through computes it afresh.
+ * glibc declares __errno_location() const, so a compiler reuses an errno
+ * address computed before a call that parked: the old thread's. Below,
+ * errno is redefined over a declaration of the same function without
+ * const, so every read in a file that includes the runtime computes the
+ * address afresh (`r < 0 && errno == ECANCELED` reads right after any
+ * call). Where errno is not glibc's, read it through a non-inlined call.
  */
+#if defined(__GLIBC__) && defined(errno)
+extern int *cl__rt_errno_location(void) __asm__("__errno_location");
+#undef errno
+#define errno (*cl__rt_errno_location())
+#define CL__RT_ERRNO_FRESH 1
+#endif
+
+/* Set errno on the thread the task runs on now. */
 CL_NOINLINE CL_UNUSED static void cl__rt_set_errno(int e)
 {
 	errno = e;

@@ -159,8 +159,11 @@ CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_
 	cancelled = op.cancelled;
 	(void)cl_ticket_unlock(&b->lock);
 	cl__rt_np_exit(self);
-	if (op.res == -ECANCELED && need == 2 && !cancelled)
-		return 0; /* the linked timeout cancelled the poll */
+	/* the linked timeout cancelled the poll, unless shutdown did (its
+	 * cancel of the whole ring marks no operation) */
+	if (op.res == -ECANCELED && need == 2 && !cancelled &&
+	    !CL_ATOMIC_LOAD(&self->rt->closing, CL_ACQUIRE))
+		return 0;
 	if (op.res < 0 && cancelled)
 		return -ECANCELED;
 	return op.res;
