@@ -271,6 +271,7 @@ help:
 	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
+	@echo "  check-example-builds  every example built with its own header's build line against an installed copy; the README's runtime line preempts (part of check)"
 	@echo "  api-check      the headers' public API equals api/cachelocal.api, with its self-test (part of check)"
 	@echo "  api-update     rewrite api/cachelocal.api from the headers (note the change in CHANGES.md)"
 	@echo "  check-version  version.h, debian/changelog, CHANGES.md, .pc, CMake config and CL_VERSION_STRING agree (part of check)"
@@ -493,6 +494,7 @@ check: deps
 	$(Q)$(call STEP,check-version)
 	$(Q)$(MAKE) --no-print-directory check-cc
 	$(Q)$(call STEP,check-robustness)
+	$(Q)$(call STEP,check-example-builds)
 	$(Q)$(call STEP,check-mutants)
 	$(Q)$(call STEP,-j$(NPROC) check-bench-report)
 	@echo "make check ($(CC)): all passed"
@@ -865,6 +867,15 @@ install-check: deps
 	$(Q)$(if $(DESTDIR),,rm -rf $(STAGE))
 	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(STAGE)
 	$(Q)sh scripts/install-check.sh "$(STAGE)" "$(PKGCONFIGDIR)" "$(CC)" "$(CXX)" $(BUILD)/install-check "$(PREFIX)"
+
+# Every example built with the line in its own header comment, verbatim,
+# against an installed copy; a spinning task preempted with the README's
+# line (part of check).
+.PHONY: check-example-builds
+check-example-builds:
+	$(Q)rm -rf build/stage-examples
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/build/stage-examples >/dev/null
+	$(Q)sh scripts/check-example-builds.sh build/stage-examples "$(PKGCONFIGDIR)" "$(CC)" $(BUILD)/example-builds
 
 # ---------------------------------------------------------------- releases, packages, API
 

@@ -12,7 +12,8 @@
  * lock to unlock. Every reader checks that it never sees a half-written
  * configuration.
  *
- * Build: cc -std=c11 -Iinclude examples/brlock.c -o brlock -pthread
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/brlock.c -o brlock $(pkg-config --cflags --libs cachelocal)
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* rand_r, nanosleep under -std=c11 */

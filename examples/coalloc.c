@@ -6,7 +6,8 @@
  * objects). Walks a group tree from a leaf to the root for one CPU both ways
  * and prints what each walk loaded.
  *
- * Build: cc -std=c11 -Iinclude examples/coalloc.c -o coalloc -pthread
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/coalloc.c -o coalloc $(pkg-config --cflags --libs cachelocal)
  */
 #include "example_args.h"
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * per connection, each in cl_read()/cl_write() (sched/runtime/io.h), which
  * park the task, not the worker, so a few workers serve many connections.
  *
- *	cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags liburcu-memb) \
- *	   examples/echo_server.c -o echo_server -pthread -lurcu-memb -lurcu-common -luring
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/echo_server.c -o echo_server $(pkg-config --cflags --libs cachelocal-sched)
  *	./echo_server                 # self-check: serves on a loopback port, a
  *	                              # client thread echoes 200 connections, exit 0
  *	./echo_server --serve [PORT]  # serve on 127.0.0.1:PORT (7777) until killed

@@ -21,7 +21,8 @@
  * the last read. Prints the histogram and the modes it ran in; exit 0 when
  * the totals match, 1 otherwise.
  *
- * Build: cc -std=c11 -Iinclude examples/histogram.c -o histogram -pthread
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/histogram.c -o histogram $(pkg-config --cflags --libs cachelocal)
  * Tested in every id mode by tests/unit/test_example_histogram.c, which
  * includes this file with HISTOGRAM_NO_MAIN defined.
  */

@@ -3,7 +3,8 @@
  * examples/layout.c - a runqueue laid out like the kernel's struct rq after
  * the 2025 regrouping (technique T1), proved at build time and printed.
  *
- * Build: cc -std=c11 -Iinclude examples/layout.c -o layout
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/layout.c -o layout $(pkg-config --cflags --libs cachelocal)
  */
 #include "example_args.h"
 #include <stdint.h>

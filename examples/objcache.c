@@ -10,7 +10,8 @@
  * the main thread drains every CPU's cache, prints the statistics and
  * destroys the cache, which succeeds only when every descriptor came back.
  *
- * Build: cc -std=c11 -Iinclude examples/objcache.c -o objcache -pthread
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/objcache.c -o objcache $(pkg-config --cflags --libs cachelocal)
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* rand_r, nanosleep under -std=c11 */

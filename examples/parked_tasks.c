@@ -5,8 +5,8 @@
  * mode in force, the resident memory and the mappings they added (per
  * task), then releases and joins them all.
  *
- *	cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags liburcu-memb) \
- *	   examples/parked_tasks.c -o parked_tasks -pthread -lurcu-memb -lurcu-common
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/parked_tasks.c -o parked_tasks $(pkg-config --cflags --libs cachelocal-sched)
  *	./parked_tasks [--mprotect|--checked|--markers] [--workers=W] [N]
  *	./parked_tasks 100000
  *	./parked_tasks 1000000

@@ -4,8 +4,8 @@
  * worker per CPU, two tasks that ping-pong a counter through two channels,
  * a third task that joins them and reports, and a clean shutdown.
  *
- *	cc -std=c11 -O2 -Iinclude $(pkg-config --cflags liburcu-memb) \
- *	   examples/pingpong.c -o pingpong -pthread -lurcu-memb -lurcu-common
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/pingpong.c -o pingpong $(pkg-config --cflags --libs cachelocal-sched)
  *	./pingpong [ROUNDS]
  *
  * Exits 0 when every message came back in order.

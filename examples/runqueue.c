@@ -9,8 +9,8 @@
  * time. No threads: the clock is simulated, so the output is the same on
  * every machine.
  *
- *	cc -std=c11 -O2 -Iinclude $(pkg-config --cflags liburcu-memb) \
- *	   examples/runqueue.c -o runqueue -lurcu-memb -lurcu-common -lurcu-cds
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/runqueue.c -o runqueue $(pkg-config --cflags --libs cachelocal-sched)
  *	./runqueue            # the simulation
  *	./runqueue --layout   # cl_layout_print() of struct cl_rq and cl_sched_entity
  *

@@ -20,8 +20,8 @@
  * The balancer evens out task counts, not weighted load, so the measured
  * shares are close to, not equal to, the expected ones.
  *
- *	cc -std=c11 -O2 -pthread -Iinclude examples/threaded_sched.c \
- *	   $(pkg-config --cflags --libs liburcu-memb liburcu-cds) -o threaded_sched
+ * Build (from the top of the source tree, against an installed cachelocal):
+ *	cc -std=c11 -O2 examples/threaded_sched.c -o threaded_sched $(pkg-config --cflags --libs cachelocal-sched)
  */
 #include "example_args.h"
 #include <errno.h>

@@ -323,6 +323,9 @@ CL_INLINE struct cl_runtime *cl_runtime_create(const struct cl_runtime_attr *att
 
 	int quota_bound = 0, unpinned = attr && (attr->flags & CL_RUNTIME_UNPINNED);
 
+#ifdef CL__RT_NEEDS_SIGNAL_API
+	cl__rt_signal_api_missing(); /* preempt.h: a compile-time error */
+#endif
 	n = attr && attr->nr_workers ? attr->nr_workers : cl__rt_default_workers(nr_allowed, "", &quota_bound);
 	unpinned |= quota_bound; /* fewer workers than CPUs by a quota: let the kernel place them */
 	if (n > CL_MAX_CPUS || (attr && ((attr->stack_size && (attr->stack_size < CL_RUNTIME_STACK_MIN ||

@@ -301,6 +301,59 @@ CL_INLINE void cl__rt_tick_stop(struct cl_runtime *rt)
 	rt->tick_started = 0;
 }
 
+/**
+ * cl_runtime_preempt_mode() - how @rt preempts a task that has run its slice.
+ * @rt: the runtime.
+ *
+ * "signal": the tick marks the task and signals its worker, which switches
+ * at the interrupted point, so a task spinning in its own code is
+ * preempted. "marks (...)": the task is preempted only at its next runtime
+ * call, with why the signal is not used: "ThreadSanitizer", "no signal
+ * context on this architecture", or "CL_RUNTIME_PREEMPT_SIGNAL has the
+ * application's handler". "off (CL_RUNTIME_NO_PREEMPT)": never.
+ * A C file built in a strict mode without the POSIX signal API
+ * (`-std=c11` without `_DEFAULT_SOURCE`, which `pkg-config --cflags
+ * cachelocal-sched` defines) does not compile a call to cl_runtime_create():
+ * its error names the flag to add.
+ *
+ * Context: any.
+ * Return: one of those strings, or NULL with errno EINVAL (NULL @rt).
+ */
+CL_INLINE const char *cl_runtime_preempt_mode(const struct cl_runtime *rt)
+{
+	if (!rt) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!rt->slice_ns)
+		return "off (CL_RUNTIME_NO_PREEMPT)";
+#if defined(CL__RT_ASYNC_PREEMPT)
+	return rt->preempt_signal ? "signal" : "marks (CL_RUNTIME_PREEMPT_SIGNAL has the application's handler)";
+#elif defined(CL_HAVE_TSAN)
+	return "marks (ThreadSanitizer)";
+#elif !defined(CL__ARCH_UC_PC)
+	return "marks (no signal context on this architecture)";
+#else
+	return "marks (built without the POSIX signal API: define _DEFAULT_SOURCE)";
+#endif
+}
+
+/*
+ * glibc without _DEFAULT_SOURCE (strict -std=c11) hides the signal API the
+ * preemption signal and the overflow report need: a call to
+ * cl_runtime_create() then fails to compile with this message rather than
+ * run without them.
+ */
+#if defined(__GLIBC__) && !defined(__USE_MISC) && defined(__has_attribute)
+#if __has_attribute(error)
+#define CL__RT_NEEDS_SIGNAL_API 1
+extern void cl__rt_signal_api_missing(void) __attribute__((error(
+	"cachelocal's runtime needs the POSIX signal API for preemption and its stack-overflow "
+	"report: build with $(pkg-config --cflags cachelocal-sched), which defines "
+	"_DEFAULT_SOURCE, or add -D_DEFAULT_SOURCE")));
+#endif
+#endif
+
 CL_END_DECLS
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_PREEMPT_H */
