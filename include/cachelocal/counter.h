@@ -10,7 +10,8 @@
  * that CPU's lines, which only that CPU writes.
  *
  *	static struct cl_counter hits;
- *	cl_counter_init(&hits);                  // 0, or -1 + errno
+ *	cl_counter_init(&hits);                  // 0, or -1 + errno (optional:
+ *	                                         // the first add sets it up)
  *	cl_counter_add(&hits, 1);                // any thread, no atomic on x86_64
  *	printf("%lld\n", (long long)cl_counter_read(&hits));
  *	cl_counter_destroy(&hits);
@@ -176,6 +177,33 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__counter_add_shared(struct cl_count
 	CL_ATOMIC_FETCH_ADD(&c->shared, v, CL_RELAXED);
 }
 
+/*
+ * The first add on a counter without storage (a zeroed static one, or one
+ * destroyed) sets it up as cl_counter_init() would: racing first adds each
+ * make copies and the one whose compare-and-swap publishes them wins (the
+ * others give theirs back). nr_cpus is the same for every racer, so it is
+ * stored before the publishing release. Without memory the add goes to the
+ * shared word (errno ENOMEM): counted, never dropped.
+ */
+static CL_COLD CL_NOINLINE CL_UNUSED void cl__counter_add_lazy(struct cl_counter *c, int64_t v)
+{
+	struct cl_counter fresh;
+	int64_t *none = NULL;
+	int e = errno;
+
+	if (cl_counter_init(&fresh) != 0) {
+		CL_ATOMIC_FETCH_ADD(&c->shared, v, CL_RELAXED);
+		return;
+	}
+	CL_ATOMIC_STORE(&c->nr_cpus, fresh.nr_cpus, CL_RELAXED);
+	if (!CL_ATOMIC_CAS(&c->slot, &none, fresh.slot, CL_RELEASE, CL_RELAXED))
+		(void)cl_percpu_free(cl_counter_pool(), fresh.slot);
+	errno = e;
+	if (cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, (intptr_t *)(void *)CL_ATOMIC_LOAD(&c->slot, CL_ACQUIRE),
+			  CL_PERCPU_STRIDE, (intptr_t)v) < 0)
+		cl__counter_add_shared(c, v);
+}
+
 /**
  * cl_counter_add() - add @v to the counter.
  * @c: an initialised counter.
@@ -188,8 +216,11 @@ static CL_COLD CL_NOINLINE CL_UNUSED void cl__counter_add_shared(struct cl_count
  * CPU's copy.
  *
  * Context: any thread, concurrently with other adds and reads; also from a
- * signal handler. Does nothing on a counter without storage (errno EINVAL
- * and nothing else for a NULL @c). Otherwise errno is not
+ * signal handler, once the counter has storage. A counter without storage
+ * (zeroed: `static struct cl_counter hits;` with no cl_counter_init()) is
+ * set up by its first add, which allocates (not in a signal handler), or,
+ * without memory, adds to the shared word with errno ENOMEM. A NULL @c:
+ * nothing but errno EINVAL. Otherwise errno is not
  * changed, except in a thread without an rseq area in a process that uses
  * rseq (a seccomp filter installed after the first thread registered): the
  * add then goes to the shared word and errno is ENOSYS.
@@ -203,8 +234,10 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 	if (CL__BAD_ARG(c == NULL))
 		return;
 	copies = cl__counter_copies(c);
-	if (CL_UNLIKELY(copies == NULL))
+	if (CL_UNLIKELY(copies == NULL)) {
+		cl__counter_add_lazy(c, v);
 		return;
+	}
 	kind = c->slot != NULL ? CL_RSEQ_INDEX_CPU_ID : CL_RSEQ_INDEX_MM_CID;
 	CL_ATOMIC_FETCH_ADD(cl_percpu_ptr(copies, cl_rseq_current_index(kind)), v, CL_RELAXED);
 #else
@@ -218,8 +251,10 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 		i = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, p, CL_PERCPU_STRIDE, (intptr_t)v);
 	} else {
 		p = (intptr_t *)(void *)c->cid_slot;
-		if (CL_UNLIKELY(p == NULL))
+		if (CL_UNLIKELY(p == NULL)) {
+			cl__counter_add_lazy(c, v);
 			return;
+		}
 		i = cl_percpu_add(CL_RSEQ_INDEX_MM_CID, p, CL_PERCPU_STRIDE, (intptr_t)v);
 	}
 	if (CL_UNLIKELY(i < 0)) /* ENOSYS: no rseq area in this thread */
@@ -235,18 +270,24 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
  * concurrent with adds returns. Costs one load per possible CPU.
  *
  * Context: any thread, concurrently with adds.
- * Return: the sum (0 for a counter without storage; 0 with errno EINVAL for
- * a NULL @c).
+ * Return: the sum (of a zeroed counter never added to: 0; 0 with errno
+ * EINVAL for a NULL @c).
  */
 CL_INLINE int64_t cl_counter_read(const struct cl_counter *c)
 {
-	const int64_t *copies = c != NULL ? cl__counter_copies(c) : NULL;
+	const int64_t *copies;
 	uint64_t sum;
 
-	if (CL__BAD_ARG(c == NULL) || copies == NULL)
+	if (CL__BAD_ARG(c == NULL))
 		return 0;
+	/* acquire: a first add's copies come with their nr_cpus */
+	copies = CL_ATOMIC_LOAD(&c->slot, CL_ACQUIRE);
+	if (copies == NULL)
+		copies = c->cid_slot;
 	sum = (uint64_t)CL_ATOMIC_LOAD(&c->shared, CL_RELAXED);
-	for (unsigned i = 0; i < c->nr_cpus; i++)
+	if (copies == NULL)
+		return (int64_t)sum;
+	for (unsigned i = 0; i < CL_ATOMIC_LOAD(&c->nr_cpus, CL_RELAXED); i++)
 		sum += (uint64_t)CL_ATOMIC_LOAD(cl_percpu_ptr(copies, i), CL_RELAXED);
 	return (int64_t)sum;
 }

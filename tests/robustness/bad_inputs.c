@@ -860,11 +860,13 @@ static void l4_struct_cases(void)
 	{
 		RB_VOID(cl_counter_add(NIL, 1), EINVAL);
 	}
-	CASE("cl_counter_add", "zeroed counter (no storage)")
+	CASE("cl_counter_add", "zeroed counter, never initialised (its first add sets it up)")
 	{
 		struct cl_counter c;
 		memset(&c, 0, sizeof(c));
 		RB_VOID(cl_counter_add(&c, 1), 0);
+		RB_INT(cl_counter_read(&c), 1, 0);
+		cl_counter_destroy(&c);
 	}
 	CASE("cl_counter_read", "c NULL")
 	{
@@ -2138,6 +2140,10 @@ static void l5_runtime_cases(void)
 	CASE("cl_runtime_io_mode", "rt NULL")
 	{
 		RB_NULL(cl_runtime_io_mode(NIL), EINVAL);
+	}
+	CASE("cl_runtime_preempt_mode", "rt NULL")
+	{
+		RB_NULL(cl_runtime_preempt_mode(NIL), EINVAL);
 	}
 	CASE("cl_waitq_wait_timeout", "wq NULL")
 	{

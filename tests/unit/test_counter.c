@@ -57,8 +57,9 @@ Test(counter, layout)
 	cr_assert_null(c.slot);
 	cl_counter_destroy(&c); /* twice is harmless */
 	cr_assert_eq(cl_counter_read(&c), 0);
-	cl_counter_add(&c, 1); /* no slots: ignored, no crash */
-	cr_assert_eq(cl_counter_read(&c), 0);
+	cl_counter_add(&c, 1); /* no copies: the add sets the counter up again */
+	cr_assert_eq(cl_counter_read(&c), 1);
+	cl_counter_destroy(&c);
 }
 
 Test(counter, single_thread)
@@ -131,6 +132,31 @@ static void threads_exact(enum cl_rseq_index idx, int pinned)
 	cr_assert_eq(cl_counter_read(&c), (int64_t)NR_THREADS * NR_ADDS, "idx %d pinned %d: %lld",
 		     (int)idx, pinned, (long long)cl_counter_read(&c));
 	cl_counter_destroy(&c);
+}
+
+/* A zeroed static counter never cl_counter_init()ed: the first adds, from
+ * several threads at once, set it up; nothing is dropped. */
+static struct cl_counter zeroed_static;
+
+Test(counter, zeroed_static_counter_counts_every_add_from_racing_first_adds)
+{
+	struct add_arg a[NR_THREADS];
+	pthread_t t[NR_THREADS];
+
+	cr_assert_eq(cl_counter_read(&zeroed_static), 0);
+	for (int i = 0; i < NR_THREADS; i++) {
+		a[i] = (struct add_arg){ &zeroed_static, -1 };
+		cr_assert_eq(pthread_create(&t[i], NULL, add_thread, &a[i]), 0);
+	}
+	for (int i = 0; i < NR_THREADS; i++)
+		cr_assert_eq(pthread_join(t[i], NULL), 0);
+	cr_assert_eq(cl_counter_read(&zeroed_static), (int64_t)NR_THREADS * NR_ADDS, "%lld",
+		     (long long)cl_counter_read(&zeroed_static));
+	cr_assert_not_null(zeroed_static.slot, "the first add gave it per-CPU copies");
+	cl_counter_destroy(&zeroed_static);
+	cl_counter_add(&zeroed_static, 5); /* destroyed: zeroed again */
+	cr_assert_eq(cl_counter_read(&zeroed_static), 5);
+	cl_counter_destroy(&zeroed_static);
 }
 
 Test(counter, threads_exact_cpu_id)
