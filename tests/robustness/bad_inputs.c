@@ -2129,6 +2129,34 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_connect(-1, NIL, 0), -1, EBADF);
 	}
+	CASE("cl_read_timeout", "fd -1 (outside a task: read(2))")
+	{
+		char b[4];
+
+		RB_INT(cl_read_timeout(-1, b, sizeof(b), 1000), -1, EBADF);
+	}
+	CASE("cl_write_timeout", "fd -1 (outside a task: write(2))")
+	{
+		RB_INT(cl_write_timeout(-1, "x", 1, 1000), -1, EBADF);
+	}
+	CASE("cl_recv_timeout", "fd -1 (outside a task: recv(2))")
+	{
+		char b[4];
+
+		RB_INT(cl_recv_timeout(-1, b, sizeof(b), 0, 1000), -1, EBADF);
+	}
+	CASE("cl_send_timeout", "fd -1 (outside a task: send(2))")
+	{
+		RB_INT(cl_send_timeout(-1, "x", 1, 0, 1000), -1, EBADF);
+	}
+	CASE("cl_accept_timeout", "fd -1, addr NULL (outside a task: accept(2))")
+	{
+		RB_INT(cl_accept_timeout(-1, NIL, NIL, 1000), -1, EBADF);
+	}
+	CASE("cl_connect_timeout", "fd -1, addr NULL (outside a task: connect(2))")
+	{
+		RB_INT(cl_connect_timeout(-1, NIL, 0, 1000), -1, EBADF);
+	}
 	CASE("cl_poll_fd", "fd not open (poll(2) would say POLLNVAL)")
 	{
 		RB_INT(cl_poll_fd(1 << 20, 1, 1000), -1, EBADF);

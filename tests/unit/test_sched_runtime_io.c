@@ -8,8 +8,9 @@
  * cl_poll_fd() with and without a timeout, cl_close() of an fd another
  * task waits on (ECANCELED, on the same and on another worker), shutdown
  * with tasks parked in I/O (ECANCELED, they return), bad input, the plain
- * calls outside a task, 10,000 connections echoed on 2 workers, and a
- * ready socket's read and write completing without a wait.
+ * calls outside a task, 10,000 connections echoed on 2 workers, a ready
+ * socket's read and write completing without a wait, every call's
+ * `_timeout` form, and a deadline racing data.
  *
  * Every test runs in both backends, io_uring and epoll (each forced with
  * CL_RUNTIME_IO; io_uring is left out where it cannot be set up, and under
@@ -846,6 +847,155 @@ Test(sched_runtime_io, shutdown_cancels_tasks_parked_in_io, .timeout = 30)
 			close(s.fds[i][1]);
 		}
 		cr_assert_eq(cl_runtime_destroy(rt), 0);
+	}
+}
+
+/* ---- deadlines on every call ---- */
+
+static void *deadlines_task(void *p)
+{
+	int sv[2], ls, fail = 0;
+	char b[4096];
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	(void)p;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return (void *)(intptr_t)-1;
+	clear_err();
+	fail |= (cl_read_timeout(sv[0], b, 1, 2000000) != -1 || err() != ETIMEDOUT) << 0;
+	clear_err();
+	fail |= (cl_recv_timeout(sv[0], b, 1, 0, 0) != -1 || err() != ETIMEDOUT) << 1;
+	/* fill the socket, then a write that finds no room times out */
+	while (cl_send(sv[1], b, sizeof(b), MSG_DONTWAIT) > 0)
+		;
+	clear_err();
+	fail |= (cl_write_timeout(sv[1], b, sizeof(b), 2000000) != -1 || err() != ETIMEDOUT) << 2;
+	clear_err();
+	fail |= (cl_send_timeout(sv[1], b, sizeof(b), 0, 2000000) != -1 || err() != ETIMEDOUT) << 3;
+	/* data there: a timed read gets it at once */
+	fail |= (cl_read_timeout(sv[0], b, 1, 0) != 1) << 4;
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 4) ||
+	    getsockname(ls, (struct sockaddr *)&sa, &sl))
+		return (void *)(intptr_t)-1;
+	clear_err();
+	fail |= (cl_accept_timeout(ls, NULL, NULL, 2000000) != -1 || err() != ETIMEDOUT) << 5;
+	close(ls);
+	close(sv[0]);
+	close(sv[1]);
+	return (void *)(intptr_t)fail;
+}
+
+Test(sched_runtime_io, every_call_times_out_with_etimedout, .timeout = 30)
+{
+	FOR_EACH_MODE(m, rt, 2) {
+		long r = join(spawn_on(rt, 0, deadlines_task, NULL));
+
+		cr_assert_eq(r, 0, "%s: failed checks (bits: read, recv, write, send, ready read, accept): %#lx",
+			     modes[m], r);
+	}
+	/* outside a task: poll(2) for the timeout, then the call */
+	{
+		int fds[2];
+		char c;
+
+		cr_assert_eq(pipe(fds), 0);
+		errno = 0;
+		cr_assert_eq(cl_read_timeout(fds[0], &c, 1, 1000000), -1);
+		cr_assert_eq(errno, ETIMEDOUT);
+		cr_assert_eq(write(fds[1], "x", 1), 1);
+		cr_assert_eq(cl_read_timeout(fds[0], &c, 1, 1000000), 1);
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
+/*
+ * A deadline racing data: the writer sends byte k only once the reader has
+ * byte k-1, after a wait of 0 to ~2 deadlines, so each timed read either
+ * gets the next byte or times out, many right at the deadline. Every byte
+ * must be read once, in order: none lost to a timed-out read, none twice.
+ * 10,000 rounds per backend (2,000 under valgrind and TSan);
+ * CL_TEST_RACE_ROUNDS=100000 for the full race.
+ */
+#define RACE_TIMEOUT_NS 20000ULL
+
+struct race {
+	int fds[2];
+	unsigned long rounds;
+	unsigned long got;          /* bytes the reader has (atomic) */
+	unsigned long timeouts, wrong;
+};
+
+static void *race_reader(void *p)
+{
+	struct race *r = (struct race *)p;
+	unsigned char want = 0, b;
+
+	while (__atomic_load_n(&r->got, __ATOMIC_RELAXED) < r->rounds) {
+		long n = cl_read_timeout(r->fds[0], &b, 1, RACE_TIMEOUT_NS);
+
+		if (n == 1) {
+			r->wrong += b != want;
+			want = (unsigned char)(b + 1);
+			__atomic_fetch_add(&r->got, 1, __ATOMIC_RELEASE);
+		} else if (n == -1 && err() == ETIMEDOUT) {
+			r->timeouts++;
+		} else {
+			r->wrong++;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *race_writer(void *p)
+{
+	struct race *r = (struct race *)p;
+	uint64_t seed = 88172645463325252ULL;
+
+	for (unsigned long k = 0; k < r->rounds; k++) {
+		uint64_t until;
+		unsigned char b = (unsigned char)k;
+
+		while (__atomic_load_n(&r->got, __ATOMIC_ACQUIRE) < k)
+			cl_yield();
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		until = mono_ns() + seed % (2 * RACE_TIMEOUT_NS);
+		while (mono_ns() < until)
+			;
+		if (cl_write(r->fds[1], &b, 1) != 1)
+			return (void *)(intptr_t)-1;
+	}
+	return NULL;
+}
+
+Test(sched_runtime_io, deadline_racing_data_loses_and_repeats_no_byte, .timeout = 300)
+{
+	const char *e = getenv("CL_TEST_RACE_ROUNDS"); /* the full run: 100000 */
+	unsigned long rounds = e ? strtoul(e, NULL, 10) : under_valgrind() || under_tsan() ? 2000 : 10000;
+
+	FOR_EACH_MODE(m, rt, 2) {
+		struct race r;
+		struct cl_rt_task *rd, *wr;
+
+		memset(&r, 0, sizeof(r));
+		r.rounds = rounds;
+		cr_assert_eq(pipe(r.fds), 0);
+		rd = spawn_on(rt, 0, race_reader, &r);
+		wr = spawn_on(rt, 1, race_writer, &r);
+		cr_assert_eq(join(wr), 0);
+		join(rd);
+		cr_assert_eq(r.wrong, 0, "%s: %lu bytes out of order or failed reads", modes[m], r.wrong);
+		cr_assert_eq(r.got, rounds, "%s: %lu of %lu bytes read", modes[m], r.got, rounds);
+		cr_assert_gt(r.timeouts, 0, "%s: no read timed out: the race was not run", modes[m]);
+		cr_log_info("%s: %lu bytes, %lu timed-out reads", modes[m], r.got, r.timeouts);
+		close(r.fds[0]);
+		close(r.fds[1]);
 	}
 }
 

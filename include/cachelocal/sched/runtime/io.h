@@ -2,6 +2,7 @@
 /*
  * cachelocal/sched/runtime/io.h - I/O that parks the task, not the worker:
  * cl_read(), cl_write(), cl_recv(), cl_send(), cl_accept(), cl_connect(),
+ * each also with a `_timeout` form (-1/ETIMEDOUT; CL_FOREVER: no limit),
  * cl_poll_fd(), cl_close(), cl_runtime_io_mode().
  *
  * In a task, a call parks only the task: the worker runs other tasks and
@@ -25,8 +26,52 @@
 
 CL_BEGIN_DECLS
 
-/* cl_poll_fd()'s timeout that waits as long as it takes. */
-#define CL_POLL_FOREVER UINT64_MAX
+/* cl_poll_fd()'s timeout that waits as long as it takes (CL_FOREVER). */
+#define CL_POLL_FOREVER CL_FOREVER
+
+/* One call of @kind; @timeout_ns: CL_FOREVER (no deadline), else the
+ * longest the task waits for it (then -1/ETIMEDOUT). */
+CL_INLINE long cl__rt_io_do(int kind, int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			    socklen_t *alen, socklen_t clen, uint64_t timeout_ns)
+{
+	struct cl__rt_ioargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = kind;
+	a.fd = fd;
+	a.buf = buf;
+	a.n = n;
+	a.flags = flags;
+	a.addr = addr;
+	a.alen = alen;
+	a.clen = clen;
+	a.deadline = timeout_ns == CL_FOREVER ? 0 : cl__rt_deadline(timeout_ns);
+	return cl__rt_io_call(&a);
+}
+
+/**
+ * cl_read_timeout() - read(2) that parks the calling task, not its worker,
+ * for at most @timeout_ns.
+ * @fd: the file descriptor.
+ * @buf: where to read to.
+ * @n: at most this many bytes.
+ * @timeout_ns: the longest to wait for data (CL_FOREVER: no limit; 0: only
+ *              what is there now).
+ *
+ * In a task the task parks until data (or EOF) is there; the worker runs
+ * other tasks meanwhile. Outside a task: poll(2) for the timeout, then
+ * read(2). The other I/O calls below have the same `_timeout` form. See
+ * docs/runtime.md, I/O.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: read(2)'s: bytes read, 0 at EOF, or -1 with errno (EBADF, EFAULT,
+ * ...; ETIMEDOUT: nothing came in @timeout_ns; ECANCELED: cl_close() of @fd
+ * by another task, or cl_runtime_shutdown(), ended the wait).
+ */
+CL_INLINE ssize_t cl_read_timeout(int fd, void *buf, size_t n, uint64_t timeout_ns)
+{
+	return (ssize_t)cl__rt_io_do(CL__IO_READ, fd, buf, n, 0, NULL, NULL, 0, timeout_ns);
+}
 
 /**
  * cl_read() - read(2) that parks the calling task, not its worker.
@@ -34,24 +79,31 @@ CL_BEGIN_DECLS
  * @buf: where to read to.
  * @n: at most this many bytes.
  *
- * In a task the task parks until data (or EOF) is there; the worker runs
- * other tasks meanwhile. Outside a task: read(2). See docs/runtime.md, I/O.
+ * cl_read_timeout() with CL_FOREVER.
  *
  * Context: any thread; in a task, no spinlock held.
- * Return: read(2)'s: bytes read, 0 at EOF, or -1 with errno (EBADF, EFAULT,
- * ...; ECANCELED: cl_close() of @fd by another task, or
- * cl_runtime_shutdown(), ended the wait).
+ * Return: as cl_read_timeout(), never ETIMEDOUT.
  */
 CL_INLINE ssize_t cl_read(int fd, void *buf, size_t n)
 {
-	struct cl__rt_ioargs a;
+	return cl_read_timeout(fd, buf, n, CL_FOREVER);
+}
 
-	memset(&a, 0, sizeof(a));
-	a.kind = CL__IO_READ;
-	a.fd = fd;
-	a.buf = buf;
-	a.n = n;
-	return (ssize_t)cl__rt_io_call(&a);
+/**
+ * cl_write_timeout() - write(2) that parks the calling task, for at most
+ * @timeout_ns.
+ * @fd: the file descriptor.
+ * @buf: the bytes.
+ * @n: how many.
+ * @timeout_ns: as cl_read_timeout()'s, for room to write.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: write(2)'s: bytes written (maybe fewer than @n), or -1 with errno
+ * (as cl_read_timeout()).
+ */
+CL_INLINE ssize_t cl_write_timeout(int fd, const void *buf, size_t n, uint64_t timeout_ns)
+{
+	return (ssize_t)cl__rt_io_do(CL__IO_WRITE, fd, (void *)(uintptr_t)buf, n, 0, NULL, NULL, 0, timeout_ns);
 }
 
 /**
@@ -60,22 +112,29 @@ CL_INLINE ssize_t cl_read(int fd, void *buf, size_t n)
  * @buf: the bytes.
  * @n: how many.
  *
- * As cl_read(), for writing: the task parks until the fd takes data.
- *
  * Context: any thread; in a task, no spinlock held.
- * Return: write(2)'s: bytes written (maybe fewer than @n), or -1 with errno
- * (as cl_read()).
+ * Return: as cl_write_timeout() with CL_FOREVER.
  */
 CL_INLINE ssize_t cl_write(int fd, const void *buf, size_t n)
 {
-	struct cl__rt_ioargs a;
+	return cl_write_timeout(fd, buf, n, CL_FOREVER);
+}
 
-	memset(&a, 0, sizeof(a));
-	a.kind = CL__IO_WRITE;
-	a.fd = fd;
-	a.buf = (void *)(uintptr_t)buf;
-	a.n = n;
-	return (ssize_t)cl__rt_io_call(&a);
+/**
+ * cl_recv_timeout() - recv(2) that parks the calling task, for at most
+ * @timeout_ns.
+ * @fd: a socket.
+ * @buf: where to receive to.
+ * @n: at most this many bytes.
+ * @flags: recv(2)'s flags (MSG_DONTWAIT: never parks).
+ * @timeout_ns: as cl_read_timeout()'s.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: recv(2)'s, or -1 with errno (as cl_read_timeout()).
+ */
+CL_INLINE ssize_t cl_recv_timeout(int fd, void *buf, size_t n, int flags, uint64_t timeout_ns)
+{
+	return (ssize_t)cl__rt_io_do(CL__IO_RECV, fd, buf, n, flags, NULL, NULL, 0, timeout_ns);
 }
 
 /**
@@ -90,15 +149,24 @@ CL_INLINE ssize_t cl_write(int fd, const void *buf, size_t n)
  */
 CL_INLINE ssize_t cl_recv(int fd, void *buf, size_t n, int flags)
 {
-	struct cl__rt_ioargs a;
+	return cl_recv_timeout(fd, buf, n, flags, CL_FOREVER);
+}
 
-	memset(&a, 0, sizeof(a));
-	a.kind = CL__IO_RECV;
-	a.fd = fd;
-	a.buf = buf;
-	a.n = n;
-	a.flags = flags;
-	return (ssize_t)cl__rt_io_call(&a);
+/**
+ * cl_send_timeout() - send(2) that parks the calling task, for at most
+ * @timeout_ns.
+ * @fd: a socket.
+ * @buf: the bytes.
+ * @n: how many.
+ * @flags: send(2)'s flags (MSG_NOSIGNAL: EPIPE without SIGPIPE).
+ * @timeout_ns: as cl_write_timeout()'s.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: send(2)'s, or -1 with errno (as cl_read_timeout()).
+ */
+CL_INLINE ssize_t cl_send_timeout(int fd, const void *buf, size_t n, int flags, uint64_t timeout_ns)
+{
+	return (ssize_t)cl__rt_io_do(CL__IO_SEND, fd, (void *)(uintptr_t)buf, n, flags, NULL, NULL, 0, timeout_ns);
 }
 
 /**
@@ -113,15 +181,23 @@ CL_INLINE ssize_t cl_recv(int fd, void *buf, size_t n, int flags)
  */
 CL_INLINE ssize_t cl_send(int fd, const void *buf, size_t n, int flags)
 {
-	struct cl__rt_ioargs a;
+	return cl_send_timeout(fd, buf, n, flags, CL_FOREVER);
+}
 
-	memset(&a, 0, sizeof(a));
-	a.kind = CL__IO_SEND;
-	a.fd = fd;
-	a.buf = (void *)(uintptr_t)buf;
-	a.n = n;
-	a.flags = flags;
-	return (ssize_t)cl__rt_io_call(&a);
+/**
+ * cl_accept_timeout() - accept(2) that parks the calling task, for at most
+ * @timeout_ns.
+ * @fd: a listening socket.
+ * @addr: the peer's address (NULL: not wanted).
+ * @addrlen: in: @addr's size, out: the address's (NULL with @addr NULL).
+ * @timeout_ns: as cl_read_timeout()'s, for a connection.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: the new connection's fd, or -1 with errno (as cl_read_timeout()).
+ */
+CL_INLINE int cl_accept_timeout(int fd, struct sockaddr *addr, socklen_t *addrlen, uint64_t timeout_ns)
+{
+	return (int)cl__rt_io_do(CL__IO_ACCEPT, fd, NULL, 0, 0, addr, addrlen, 0, timeout_ns);
 }
 
 /**
@@ -135,14 +211,30 @@ CL_INLINE ssize_t cl_send(int fd, const void *buf, size_t n, int flags)
  */
 CL_INLINE int cl_accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct cl__rt_ioargs a;
+	return cl_accept_timeout(fd, addr, addrlen, CL_FOREVER);
+}
 
-	memset(&a, 0, sizeof(a));
-	a.kind = CL__IO_ACCEPT;
-	a.fd = fd;
-	a.addr = addr;
-	a.alen = addrlen;
-	return (int)cl__rt_io_call(&a);
+/**
+ * cl_connect_timeout() - connect(2) that parks the calling task, for at most
+ * @timeout_ns.
+ * @fd: a socket.
+ * @addr: the address.
+ * @len: its size.
+ * @timeout_ns: as cl_read_timeout()'s, for the connection to be made (in a
+ *              task; outside a task connect(2) blocks as it does).
+ *
+ * In a task the task parks until the connection is made or failed (also
+ * on a non-blocking socket: no EINPROGRESS). After ETIMEDOUT the socket is
+ * still connecting: close it.
+ *
+ * Context: any thread; in a task, no spinlock held.
+ * Return: 0, or -1 with errno (connect(2)'s; ETIMEDOUT, ECANCELED as
+ * cl_read_timeout()).
+ */
+CL_INLINE int cl_connect_timeout(int fd, const struct sockaddr *addr, socklen_t len, uint64_t timeout_ns)
+{
+	return (int)cl__rt_io_do(CL__IO_CONNECT, fd, NULL, 0, 0, (struct sockaddr *)(uintptr_t)addr, NULL, len,
+				 timeout_ns);
 }
 
 /**
@@ -151,22 +243,12 @@ CL_INLINE int cl_accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
  * @addr: the address.
  * @len: its size.
  *
- * In a task the task parks until the connection is made or failed (also
- * on a non-blocking socket: no EINPROGRESS).
- *
  * Context: any thread; in a task, no spinlock held.
  * Return: 0, or -1 with errno (connect(2)'s; ECANCELED as cl_read()).
  */
 CL_INLINE int cl_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct cl__rt_ioargs a;
-
-	memset(&a, 0, sizeof(a));
-	a.kind = CL__IO_CONNECT;
-	a.fd = fd;
-	a.addr = (struct sockaddr *)(uintptr_t)addr;
-	a.clen = len;
-	return (int)cl__rt_io_call(&a);
+	return cl_connect_timeout(fd, addr, len, CL_FOREVER);
 }
 
 /**
@@ -174,7 +256,7 @@ CL_INLINE int cl_connect(int fd, const struct sockaddr *addr, socklen_t len)
  * @fd: the file descriptor.
  * @events: poll(2) events (POLLIN, POLLOUT, ...).
  * @timeout_ns: at most this long (0: look without waiting;
- *              CL_POLL_FOREVER: no limit).
+ *              CL_FOREVER: no limit).
  *
  * Context: any thread (outside a task: ppoll(2)); in a task, no spinlock
  * held.
@@ -195,7 +277,7 @@ CL_INLINE int cl_poll_fd(int fd, short events, uint64_t timeout_ns)
 	a.kind = CL__IO_POLL;
 	a.fd = fd;
 	a.events = events;
-	a.deadline = timeout_ns == CL_POLL_FOREVER ? 0 : cl__rt_deadline(timeout_ns);
+	a.deadline = timeout_ns == CL_FOREVER ? 0 : cl__rt_deadline(timeout_ns);
 #ifdef CL__RT_HAVE_URING
 	if (self->rt->io_mode == CL__RT_IO_URING) {
 		r = (int)cl__rt_io_ring_call(self, &a);

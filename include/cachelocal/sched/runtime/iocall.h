@@ -42,7 +42,7 @@ struct cl__rt_ioargs {
 	socklen_t *alen;                    /* accept */
 	socklen_t clen;                     /* connect */
 	short events;                       /* poll */
-	uint64_t deadline;                  /* poll: CLOCK_MONOTONIC ns, 0: none */
+	uint64_t deadline;                  /* CLOCK_MONOTONIC ns, 0: none */
 };
 
 /* Put @self's waiter record on @b for @op (@b's lock held). */
@@ -105,7 +105,7 @@ CL_INLINE void cl__rt_io_prep(struct io_uring_sqe *sqe, const struct cl__rt_ioar
 CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_ioargs *a)
 {
 	struct cl__rt_iobucket *b = cl__rt_io_bucket(self->rt, a->fd);
-	unsigned int need = a->kind == CL__IO_POLL && a->deadline ? 2u : 1u;
+	unsigned int need = a->deadline ? 2u : 1u;
 	struct __kernel_timespec ts;
 	struct io_uring_sqe *sqe;
 	struct cl__rt_worker *w;
@@ -159,11 +159,11 @@ CL_INLINE long cl__rt_io_ring_call(struct cl_rt_task *self, const struct cl__rt_
 	cancelled = op.cancelled;
 	(void)cl_ticket_unlock(&b->lock);
 	cl__rt_np_exit(self);
-	/* the linked timeout cancelled the poll, unless shutdown did (its
+	/* the linked timeout cancelled the operation, unless shutdown did (its
 	 * cancel of the whole ring marks no operation) */
 	if (op.res == -ECANCELED && need == 2 && !cancelled &&
 	    !CL_ATOMIC_LOAD(&self->rt->closing, CL_ACQUIRE))
-		return 0;
+		return a->kind == CL__IO_POLL ? 0 : -ETIMEDOUT;
 	if (op.res < 0 && cancelled)
 		return -ECANCELED;
 	return op.res;
@@ -339,8 +339,10 @@ CL_INLINE long cl__rt_io_epoll_connect(struct cl_rt_task *self, const struct cl_
 		return -cl__rt_io_errno();
 	r = connect(a->fd, a->addr, a->clen);
 	if (r < 0 && cl__rt_io_errno() == EINPROGRESS) {
-		r = cl__rt_io_epoll_wait(self, a->fd, POLLOUT, 0);
-		if (r > 0)
+		r = cl__rt_io_epoll_wait(self, a->fd, POLLOUT, a->deadline);
+		if (r == 0)
+			r = -ETIMEDOUT;
+		else if (r > 0)
 			r = getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ? -cl__rt_io_errno() : err ? -err : 0;
 	} else if (r < 0) {
 		r = -cl__rt_io_errno();
@@ -364,7 +366,9 @@ CL_INLINE long cl__rt_io_epoll_once(struct cl_rt_task *self, const struct cl__rt
 
 		if ((r != -EAGAIN && r != -EWOULDBLOCK) || cl__rt_io_nowait(a))
 			return r; /* done, or the caller asked not to wait */
-		p = cl__rt_io_epoll_wait(self, a->fd, ev, 0);
+		p = cl__rt_io_epoll_wait(self, a->fd, ev, a->deadline);
+		if (p == 0)
+			return -ETIMEDOUT;
 		if (p == -EPERM) { /* a regular file: always ready */
 			r = cl__rt_io_plain(a);
 			return r < 0 ? -cl__rt_io_errno() : r;
@@ -435,6 +439,26 @@ out:
 }
 #endif
 
+/* The plain call of @a outside a task; with a deadline, once poll(2) says
+ * the fd is ready before it (connect(2): no deadline). */
+CL_INLINE long cl__rt_io_plain_dl(const struct cl__rt_ioargs *a)
+{
+	uint64_t now = cl__rt_timer_now();
+	short ev = a->kind == CL__IO_WRITE || a->kind == CL__IO_SEND ? POLLOUT : POLLIN;
+	int r;
+
+	if (a->deadline && a->kind != CL__IO_CONNECT && a->fd >= 0) {
+		while ((r = cl__rt_io_poll1(a->fd, ev, a->deadline > now ? a->deadline - now : 0)) < 0 &&
+		       cl__rt_io_errno() == EINTR)
+			now = cl__rt_timer_now();
+		if (r == 0)
+			cl__rt_set_errno(ETIMEDOUT);
+		if (r <= 0)
+			return -1;
+	}
+	return cl__rt_io_plain(a);
+}
+
 /* @a: in a task through the runtime's backend, else the plain call. */
 CL_INLINE long cl__rt_io_call(const struct cl__rt_ioargs *a)
 {
@@ -442,7 +466,7 @@ CL_INLINE long cl__rt_io_call(const struct cl__rt_ioargs *a)
 	long r;
 
 	if (!self || !self->rt->io_buckets || a->fd < 0)
-		return cl__rt_io_plain(a);
+		return cl__rt_io_plain_dl(a);
 #ifdef CL__RT_HAVE_URING
 	if (self->rt->io_mode == CL__RT_IO_URING)
 		r = cl__rt_io_ring_try_call(self, a);

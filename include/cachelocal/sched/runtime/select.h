@@ -37,7 +37,7 @@ CL_BEGIN_DECLS
 #define CL_SELECT_RECV 2
 
 /* cl_select()'s timeout_ns: wait until a case completes ... */
-#define CL_SELECT_FOREVER UINT64_MAX
+#define CL_SELECT_FOREVER CL_FOREVER
 /* ... or not at all (Go's default case): -1/EAGAIN if none can complete now. */
 #define CL_SELECT_NOWAIT 0
 

@@ -97,6 +97,10 @@ extern int pthread_getattr_np(pthread_t th, pthread_attr_t *attr);
 #define CL_RUNTIME_STACK_SIZE (64u * 1024u)
 #endif
 #endif
+/* The timeout of every `_timeout` call (and cl_poll_fd(), cl_select())
+ * that waits as long as it takes. */
+#define CL_FOREVER UINT64_MAX
+
 /* Preemption: a task that has run this long (ns) without a switch is
  * preempted within one more (struct cl_runtime_attr.slice_ns). */
 #ifndef CL_RUNTIME_SLICE_NS
