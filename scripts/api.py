@@ -85,7 +85,8 @@ class Api:
         self.inc = os.path.realpath(inc)
         self.base = os.path.join(self.inc, "cachelocal") + os.sep
         self.rels = public_headers(self.inc)
-        self.cflags = ["-std=c11", "-I" + self.inc] + urcu_cflags()
+        # as users build: cachelocal-sched.pc's flags define _DEFAULT_SOURCE
+        self.cflags = ["-std=c11", "-D_DEFAULT_SOURCE", "-I" + self.inc] + urcu_cflags()
         self.tmp = tempfile.mkdtemp(prefix="cl-api.")
         self.tu = os.path.join(self.tmp, "all.c")
         with open(self.tu, "w") as f:

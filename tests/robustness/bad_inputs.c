@@ -2157,6 +2157,96 @@ static void l5_runtime_cases(void)
 	{
 		RB_INT(cl_connect_timeout(-1, NIL, 0, 1000), -1, EBADF);
 	}
+	CASE("cl_listen_tcp", "hostport NULL")
+	{
+		RB_INT(cl_listen_tcp(NIL, 1), -1, EINVAL);
+	}
+	CASE("cl_listen_tcp", "no port (\"127.0.0.1\")")
+	{
+		RB_INT(cl_listen_tcp("127.0.0.1", 1), -1, EINVAL);
+	}
+	CASE("cl_dial_tcp", "hostport NULL")
+	{
+		RB_INT(cl_dial_tcp(NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_dial_tcp", "port not a number")
+	{
+		RB_INT(cl_dial_tcp("127.0.0.1:http-ish", 1000), -1, EINVAL);
+	}
+	CASE("cl_sock_name", "buf NULL")
+	{
+		RB_INT(cl_sock_name(0, NIL, 64), -1, EINVAL);
+	}
+	CASE("cl_sock_name", "fd -1")
+	{
+		char b[64];
+
+		RB_INT(cl_sock_name(-1, b, sizeof(b)), -1, EBADF);
+	}
+	CASE("cl_signal_chan", "rt NULL")
+	{
+		int s = SIGUSR1;
+
+		RB_NULL(cl_signal_chan(NIL, &s, 1, 1), EINVAL);
+	}
+	CASE("cl_signal_chan", "SIGKILL (cannot be caught)")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		int s = SIGKILL;
+
+		RB_NULL(cl_signal_chan(rt, &s, 1, 1), EINVAL);
+		cl_runtime_destroy(rt);
+	}
+	CASE("cl_signal_chan", "capacity 0")
+	{
+		struct cl_runtime_attr a = { .nr_workers = 1 };
+		struct cl_runtime *rt = cl_runtime_create(&a);
+		int s = SIGUSR1;
+
+		RB_NULL(cl_signal_chan(rt, &s, 1, 0), EINVAL);
+		cl_runtime_destroy(rt);
+	}
+	CASE("cl_waitgroup_init", "wg NULL")
+	{
+		RB_VOID(cl_waitgroup_init(NIL), EINVAL);
+	}
+	CASE("cl_waitgroup_add", "wg NULL")
+	{
+		RB_INT(cl_waitgroup_add(NIL, 1), -1, EINVAL);
+	}
+	CASE("cl_waitgroup_add", "count would go below 0")
+	{
+		struct cl_waitgroup wg;
+
+		cl_waitgroup_init(&wg);
+		RB_INT(cl_waitgroup_add(&wg, -1), -1, EINVAL);
+		RB_INT(wg.count, 0, 0);
+	}
+	CASE("cl_waitgroup_done", "wg NULL")
+	{
+		RB_INT(cl_waitgroup_done(NIL), -1, EINVAL);
+	}
+	CASE("cl_waitgroup_wait", "wg NULL")
+	{
+		RB_INT(cl_waitgroup_wait(NIL), -1, EINVAL);
+	}
+	CASE("cl_waitgroup_wait", "work outstanding, outside a task")
+	{
+		struct cl_waitgroup wg;
+
+		cl_waitgroup_init(&wg);
+		cl_waitgroup_add(&wg, 1);
+		RB_INT(cl_waitgroup_wait(&wg), -1, EPERM);
+	}
+	CASE("cl_waitgroup_wait_timeout", "wg NULL")
+	{
+		RB_INT(cl_waitgroup_wait_timeout(NIL, 1000), -1, EINVAL);
+	}
+	CASE("cl_now_ns", "(no argument: nothing can be bad)")
+	{
+		RB_INT(cl_now_ns() > 0, 1, 0);
+	}
 	CASE("cl_poll_fd", "fd not open (poll(2) would say POLLNVAL)")
 	{
 		RB_INT(cl_poll_fd(1 << 20, 1, 1000), -1, EBADF);

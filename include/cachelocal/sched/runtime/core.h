@@ -35,6 +35,8 @@
 #include "select.h" /* cl_select(): one of several channel operations */
 #include "sync.h" /* mutex, condition variable */
 #include "blocking.h" /* cl_blocking(): a blocking call on a helper thread, the task parked */
+#include "net.h" /* cl_listen_tcp(), cl_dial_tcp(), cl_sock_name(): TCP by "host:port" */
+#include "signal.h" /* cl_signal_chan(): signals as a channel */
 #include "lifecycle.h" /* create, shutdown, destroy */
 
 #endif /* CACHELOCAL_SCHED_RUNTIME_CORE_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cachelocal/sched/runtime/sync.h - blocking primitives of the M:N runtime:
- * mutex and condition variable (the wait queue: waitq.h; the bounded
+ * mutex, condition variable and wait-group (the wait queue: waitq.h; the bounded
  * channel: chan.h, which follow the same pattern). Each blocks a
  * task through the runqueue (cl__rt_block()) and wakes it through the
  * worker it blocked on (cl__rt_wake_rec(): docs/runtime.md, wake-to-run).
@@ -30,6 +30,8 @@
  *   cl_mutex_trylock/unlock any (unlock: the holder only)  never
  *   cl_cond_wait          any                              task only
  *   cl_cond_signal/broadcast any                           never (any thread)
+ *   cl_waitgroup_add/done any                              never (any thread)
+ *   cl_waitgroup_wait     any                              task only
  *   *_destroy             nothing on the same object       never
  * A private piece of sched/runtime/core.h (not API); included alone, it
  * includes the whole core first.
@@ -308,6 +310,114 @@ CL_INLINE int cl_mutex_lock_timeout(struct cl_mutex *m, uint64_t timeout_ns)
 CL_INLINE int cl_cond_wait_timeout(struct cl_cond *cv, struct cl_mutex *m, uint64_t timeout_ns)
 {
 	return cl__cond_wait_dl(cv, m, cl__rt_deadline(timeout_ns));
+}
+
+/**
+ * struct cl_waitgroup - a count of outstanding work that tasks can wait to
+ * reach 0 (a server's open connections before it exits).
+ * @wq: where waiters sleep.
+ * @count: outstanding work; never negative.
+ *
+ * Zeroed, or set up by cl_waitgroup_init(), it is empty.
+ */
+struct cl_waitgroup {
+	struct cl_waitq wq;
+	long count;
+};
+
+/**
+ * cl_waitgroup_init() - an empty wait-group.
+ * @wg: the wait-group.
+ *
+ * Context: any thread; nothing else on @wg meanwhile.
+ */
+CL_INLINE void cl_waitgroup_init(struct cl_waitgroup *wg)
+{
+	if (CL__BAD_ARG(wg == NULL))
+		return;
+	cl_waitq_init(&wg->wq);
+	wg->count = 0;
+}
+
+/**
+ * cl_waitgroup_add() - add @delta (negative: work done) to the count.
+ * @wg: the wait-group.
+ * @delta: the change; the count must not drop below 0.
+ *
+ * Reaching 0 wakes every cl_waitgroup_wait*() caller.
+ *
+ * Context: any thread.
+ * Return: 0, or -1 with errno EINVAL (NULL @wg, or a count that would go
+ * negative: nothing changed).
+ */
+CL_INLINE int cl_waitgroup_add(struct cl_waitgroup *wg, long delta)
+{
+	long c;
+
+	if (CL__BAD_ARG(wg == NULL))
+		return -1;
+	cl_waitq_lock(&wg->wq);
+	c = wg->count + delta;
+	if (c < 0) {
+		cl_waitq_unlock(&wg->wq);
+		errno = EINVAL;
+		return -1;
+	}
+	wg->count = c;
+	cl_waitq_unlock(&wg->wq);
+	if (c == 0)
+		(void)cl_waitq_wake_all(&wg->wq);
+	return 0;
+}
+
+/**
+ * cl_waitgroup_done() - one piece of work done: cl_waitgroup_add(@wg, -1).
+ * @wg: the wait-group.
+ *
+ * Context: any thread.
+ * Return: as cl_waitgroup_add().
+ */
+CL_INLINE int cl_waitgroup_done(struct cl_waitgroup *wg)
+{
+	return cl_waitgroup_add(wg, -1);
+}
+
+/**
+ * cl_waitgroup_wait_timeout() - park until the count is 0, at most @timeout_ns.
+ * @wg: the wait-group.
+ * @timeout_ns: the longest to wait (0: only look; CL_FOREVER: no limit).
+ *
+ * Context: a runtime task holding no spinlock.
+ * Return: 0 (the count was 0), or -1 with errno ETIMEDOUT, EINVAL (NULL
+ * @wg) or EPERM (outside a task, with work outstanding).
+ */
+CL_INLINE int cl_waitgroup_wait_timeout(struct cl_waitgroup *wg, uint64_t timeout_ns)
+{
+	uint64_t dl = timeout_ns == CL_FOREVER ? 0 : cl__rt_deadline(timeout_ns);
+
+	if (CL__BAD_ARG(wg == NULL))
+		return -1;
+	for (;;) {
+		cl_waitq_lock(&wg->wq);
+		if (wg->count == 0) {
+			cl_waitq_unlock(&wg->wq);
+			return 0;
+		}
+		if (cl__waitq_wait_dl(&wg->wq, dl) != 0)
+			return -1; /* the lock is released */
+	}
+}
+
+/**
+ * cl_waitgroup_wait() - park until the count is 0.
+ * @wg: the wait-group.
+ *
+ * Context: a runtime task holding no spinlock.
+ * Return: as cl_waitgroup_wait_timeout() with CL_FOREVER.
+ */
+CL_INLINE int cl_waitgroup_wait(struct cl_waitgroup *wg)
+{
+	return cl_waitgroup_wait_timeout(wg, CL_FOREVER);
 }
 
 CL_END_DECLS

@@ -175,6 +175,17 @@ CL_INLINE uint64_t cl__rt_timer_now(void)
 	return (uint64_t)cl__now_ns();
 }
 
+/**
+ * cl_now_ns() - the clock of the runtime's timeouts and cl_sleep_until().
+ *
+ * Context: any thread.
+ * Return: CLOCK_MONOTONIC, in ns.
+ */
+CL_INLINE uint64_t cl_now_ns(void)
+{
+	return cl__rt_timer_now();
+}
+
 /* The latest deadline a timer takes (ns of CLOCK_MONOTONIC; a sleep's:
  * sleep.h): a timespec's seconds stay positive, and a negative value
  * passed by mistake is refused. */
