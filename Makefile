@@ -271,6 +271,7 @@ help:
 	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
+	@echo "  check-kv-server  examples/kv_server driven by a client: replies, idle timeout, drain on SIGTERM, exit code (part of check)"
 	@echo "  check-example-builds  every example built with its own header's build line against an installed copy; the README's runtime line preempts (part of check)"
 	@echo "  api-check      the headers' public API equals api/cachelocal.api, with its self-test (part of check)"
 	@echo "  api-update     rewrite api/cachelocal.api from the headers (note the change in CHANGES.md)"
@@ -495,6 +496,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-cc
 	$(Q)$(call STEP,check-robustness)
 	$(Q)$(call STEP,check-example-builds)
+	$(Q)$(call STEP,check-kv-server)
 	$(Q)$(call STEP,check-mutants)
 	$(Q)$(call STEP,-j$(NPROC) check-bench-report)
 	@echo "make check ($(CC)): all passed"
@@ -671,7 +673,8 @@ robustness: $(RB_BIN) $(NORSEQ)
 
 examples: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(EXAMPLE_BIN)
-	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; $$e || { echo "example $$e failed"; exit 1; }; \
+	$(Q)for e in $(EXAMPLE_BIN); do echo "== $$e"; case $$e in */kv_server) ;; \
+		*) $$e || { echo "example $$e failed"; exit 1; };; esac; \
 		$$e --help >/dev/null && { $$e --no-such-option >/dev/null 2>&1; [ $$? -eq 2 ]; } || { echo "example $$e: --help or unknown option (want exit 2) wrong"; exit 1; }; done
 	@echo "examples: $(words $(EXAMPLE_BIN)) built and ran"
 	$(Q)$(MAKE) --no-print-directory bench-smoke
@@ -876,6 +879,12 @@ check-example-builds:
 	$(Q)rm -rf build/stage-examples
 	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/build/stage-examples >/dev/null
 	$(Q)sh scripts/check-example-builds.sh build/stage-examples "$(PKGCONFIGDIR)" "$(CC)" $(BUILD)/example-builds
+
+# examples/kv_server driven from clients (tests/scripts/test_kv_server.py;
+# part of check; make examples only builds it: it serves until a signal).
+.PHONY: check-kv-server
+check-kv-server: $(BUILD)/examples/kv_server
+	$(Q)KV_SERVER=$(CURDIR)/$(BUILD)/examples/kv_server python3 -m unittest -v tests/scripts/test_kv_server.py
 
 # ---------------------------------------------------------------- releases, packages, API
 

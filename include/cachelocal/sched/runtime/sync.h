@@ -325,6 +325,14 @@ struct cl_waitgroup {
 	long count;
 };
 
+/* Lock @wg; a zeroed one gets its waiter list here. */
+CL_INLINE void cl__waitgroup_lock(struct cl_waitgroup *wg)
+{
+	cl_waitq_lock(&wg->wq);
+	if (!wg->wq.waiters.next)
+		CDS_INIT_LIST_HEAD(&wg->wq.waiters);
+}
+
 /**
  * cl_waitgroup_init() - an empty wait-group.
  * @wg: the wait-group.
@@ -356,7 +364,7 @@ CL_INLINE int cl_waitgroup_add(struct cl_waitgroup *wg, long delta)
 
 	if (CL__BAD_ARG(wg == NULL))
 		return -1;
-	cl_waitq_lock(&wg->wq);
+	cl__waitgroup_lock(wg);
 	c = wg->count + delta;
 	if (c < 0) {
 		cl_waitq_unlock(&wg->wq);
@@ -398,7 +406,7 @@ CL_INLINE int cl_waitgroup_wait_timeout(struct cl_waitgroup *wg, uint64_t timeou
 	if (CL__BAD_ARG(wg == NULL))
 		return -1;
 	for (;;) {
-		cl_waitq_lock(&wg->wq);
+		cl__waitgroup_lock(wg);
 		if (wg->count == 0) {
 			cl_waitq_unlock(&wg->wq);
 			return 0;
