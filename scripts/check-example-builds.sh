@@ -33,4 +33,29 @@ done
 cp tests/outside/runtime_preempts_a_spinning_task.c "$out/prog.c"
 (cd "$out" && $cc -std=c11 prog.c -o prog $(pkg-config --cflags --libs cachelocal-sched)) || exit 1
 "$out/prog"
-echo "check-example-builds: $n examples built with their own lines ($cc), a spinning task preempted with the README's"
+# The README's first programs (<!-- readme-program: NAME compile|run -->,
+# a ```c block, then a ```sh block whose line builds it), as written.
+m=0
+for prog in $(sed -n 's/^<!-- readme-program: \([a-z_]*\.c\) \(compile\|run\) -->$/\1:\2/p' README.md); do
+	name=${prog%%:*} how=${prog#*:}
+	awk -v tag="<!-- readme-program: $name $how -->" '
+		$0 == tag { want = 1; next }
+		want && /^```c$/ { inside = 1; next }
+		inside && /^```$/ { inside = 0; want = 2; next }
+		inside { print > "/dev/stdout"; next }
+		want == 2 && /^```sh$/ { sh = 1; next }
+		sh && /^```$/ { exit }
+		sh { print > "/dev/stderr" }' README.md >"$out/$name" 2>"$out/$name.sh"
+	line=$(cat "$out/$name.sh")
+	case "$line" in
+	"cc "*) ;;
+	*) echo "check-example-builds: README.md: $name has no build line after it" >&2; exit 1 ;;
+	esac
+	(cd "$out" && sh -c "$cc${line#cc}") || { echo "check-example-builds: README.md's $name: $line failed" >&2; exit 1; }
+	if [ "$how" = run ]; then
+		(cd "$out" && "./${name%.c}") || { echo "check-example-builds: README.md's $name failed to run" >&2; exit 1; }
+	fi
+	m=$((m + 1))
+done
+[ "$m" -ge 2 ] || { echo "check-example-builds: README.md: $m readme-program blocks, want the server and the counter" >&2; exit 1; }
+echo "check-example-builds: $n examples built with their own lines ($cc), $m README programs, a spinning task preempted with the README's line"
