@@ -770,7 +770,7 @@ def html_build(mandir, out):
         what = ""
         m = re.search(r"^\.SH NAME\n(.*)$", t, re.M)
         if m and real[f] == f:
-            what = m.group(1).split("\\-", 1)[-1].strip() if "\\- " in m.group(1) else ""
+            what = m.group(1).split(" \\- ", 1)[-1].strip() if " \\- " in m.group(1) else ""
         elif real[f] != f:
             what = "see " + real[f].rsplit(".", 1)[0]
         what = re.sub(r"\\f[BIRP]", "", what).replace("\\-", "-").replace("\\e", "\\")
