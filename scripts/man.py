@@ -356,8 +356,10 @@ def errno_reasons(blk, table_ent):
     """{errno: [reason]} from the block's Return: (the parenthesis after the
     errno when there is one) and the robustness table's bad inputs."""
     text = " ".join(blk["sections"].get("RETURN VALUE", []) +
-                    blk["desc"] + blk["sections"].get("NOTES", []))
+                    blk["desc"] + blk["sections"].get("NOTES", []) +
+                    blk["sections"].get("CONTEXT", []) + [t for _, t in blk["params"]])
     text = re.sub(r"\s+", " ", text)
+    ret_len = len(re.sub(r"\s+", " ", " ".join(blk["sections"].get("RETURN VALUE", []))))
     out = {}
     for m in ERRNO_RE.finditer(text):
         e = m.group(0)
@@ -378,6 +380,31 @@ def errno_reasons(blk, table_ent):
                 depth += {"(": 1, ")": -1}.get(rest[k], 0)
                 k += 1
             reason = rest[pm.end():k - 1].strip()
+        else:
+            cm = re.match(r"\s*:\s*", rest)
+            if cm:
+                # "ECANCELED: cl_close() of @fd ... ended the wait)": to the
+                # end of the enclosing parenthesis, clause or sentence
+                depth, k = 0, cm.end()
+                while k < len(rest):
+                    c = rest[k]
+                    if c == "(":
+                        depth += 1
+                    elif c == ")":
+                        if depth == 0:
+                            break
+                        depth -= 1
+                    elif depth == 0 and (c == ";" or (c == "." and rest[k + 1:k + 2] in (" ", ""))):
+                        break
+                    k += 1
+                reason = rest[cm.end():k].strip()
+        if not reason and m.start() > ret_len:
+            # the sentence that names it, when it is short enough to quote
+            a = text.rfind(". ", 0, m.start())
+            b = text.find(". ", m.end())
+            sent = text[a + 2 if a >= 0 else 0:b + 1 if b >= 0 else len(text)].strip()
+            if len(sent) <= 240 and not re.search(r"\(\s*$|,\s*\.\.\.", sent):
+                reason = sent
         lst = out.setdefault(e, [])
         if reason and reason not in lst:
             lst.append(reason)
@@ -409,8 +436,8 @@ def function_page(name, hdr, blk, decl, ctx):
         out.append(".SH ERRORS")
         for e in sorted(errs):
             out += [".TP", f".B {e}"]
-            out.append(inline("; ".join(errs[e]), known) if errs[e]
-                       else "See RETURN VALUE.")
+            out.append(inline("; ".join(r.rstrip(".") for r in errs[e]), known) if errs[e]
+                       else "See RETURN VALUE and CONTEXT.")
     if "CONTEXT" in blk["sections"]:
         out += [".SH CONTEXT"] + prose(blk["sections"]["CONTEXT"], known)
     out += [".SH NOTES"] + prose(blk["sections"].get("NOTES", []), known)
@@ -427,7 +454,12 @@ def function_page(name, hdr, blk, decl, ctx):
     for m in re.finditer(r"\b(cl_\w+)\(\)", text):
         if m.group(1) in ctx["pages"] and m.group(1) != name and m.group(1) not in see:
             see.append(m.group(1))
-    see = [(s, 3) for s in sorted(see)] + [(fam, 3), (overview_page(hdr), 7)]
+    system = []
+    for m in re.finditer(r"\b([a-z][a-z0-9_]*)\(([2-7])\)", text + " " + blk["summary"]):
+        if (m.group(1), m.group(2)) not in system:
+            system.append((m.group(1), m.group(2)))
+    see = ([(s, 3) for s in sorted(see)] + [(fam, 3), (overview_page(hdr), 7)] +
+           sorted(system, key=lambda x: (x[1], x[0])))
     out += [".SH SEE ALSO"] + see_also(see)
     return "\n".join(out) + "\n"
 
