@@ -96,6 +96,51 @@ def user_header(headers):
     return sorted(headers, key=lambda h: (h.count("/"), len(h), h))[0]
 
 
+def top_comment(include, header):
+    """The header's opening comment (after the SPDX line), as lines."""
+    try:
+        with open(os.path.join(include, header), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    m = re.search(r"/\*(?!\s*SPDX)(.*?)\*/", text, re.S)
+    if not m:
+        return []
+    return [ln.strip()[1:].strip() if ln.strip().startswith("*") else ln.strip()
+            for ln in m.group(1).split("\n")]
+
+
+def include_for(include, header):
+    """The header a user writes in #include for HEADER: a piece dir/x.h of
+    a split header dir.h is not API, dir.h is (README, Layers); an internal
+    header is reached through the public header that says "Include this
+    one" (else the shortest) among those that include it."""
+    seen = set()
+    while header not in seen:
+        seen.add(header)
+        parent = os.path.dirname(header) + ".h"
+        if "/" in os.path.dirname(header) and os.path.exists(os.path.join(include, parent)):
+            header = parent
+            continue
+        if "internal" in os.path.basename(header) or "/internal/" in header:
+            base = os.path.dirname(header)
+            cands = []
+            for f in sorted(os.listdir(os.path.join(include, base))):
+                p = os.path.join(base, f)
+                if not f.endswith(".h") or p == header or "internal" in f:
+                    continue
+                with open(os.path.join(include, p), encoding="utf-8") as fh:
+                    t = fh.read()
+                if re.search(r'#include "' + re.escape(os.path.basename(header)) + '"', t):
+                    pref = 0 if "Include this one" in " ".join(top_comment(include, p)) else 1
+                    cands.append((pref, len(p), p))
+            if cands:
+                header = sorted(cands)[0][2]
+                continue
+        break
+    return header
+
+
 def strip_attributes(d):
     while True:
         a = re.search(r"__attribute__\s*\(", d)
@@ -418,9 +463,10 @@ def errno_reasons(blk, table_ent):
 def function_page(name, hdr, blk, decl, ctx):
     known, tab, date, version = ctx["known"], ctx["table"], ctx["date"], ctx["version"]
     fam = family_page_name(hdr)
+    inc = include_for(ctx["include"], hdr)
     out = [th(name, 3, date, version),
            ".SH NAME", f"{esc(name)} \\- {inline(blk['summary'], known)}",
-           ".SH SYNOPSIS", ".nf", f".B #include <{hdr}>", ".PP",
+           ".SH SYNOPSIS", ".nf", f".B #include <{inc}>", ".PP",
            *[esc(x) for x in prototype(decl).split("\n")], ".fi", ".PP",
            f"Compile and link with \\fBpkg\\-config \\-\\-cflags \\-\\-libs {esc(pkg_module(hdr))}\\fP.",
            ".SH DESCRIPTION"]
@@ -441,7 +487,9 @@ def function_page(name, hdr, blk, decl, ctx):
     if "CONTEXT" in blk["sections"]:
         out += [".SH CONTEXT"] + prose(blk["sections"]["CONTEXT"], known)
     out += [".SH NOTES"] + prose(blk["sections"].get("NOTES", []), known)
-    out += [".PP", f"Defined in \\fI{esc(hdr)}\\fP as an inline function: cachelocal is "
+    out += [".PP", f"Defined in \\fI{esc(hdr)}\\fP"
+            + (f" (included by \\fI{esc(inc)}\\fP)" if inc != hdr else "")
+            + " as an inline function: cachelocal is "
             "header\\-only, there is no library to link but what the "
             f"\\fB{esc(pkg_module(hdr))}\\fP pkg\\-config module names.",
             "Bad arguments are reported, never crash: see the robustness rule in",
@@ -474,12 +522,26 @@ def see_also(items):
 def family_page(hdr, funcs, macros, ctx):
     known, date, version = ctx["known"], ctx["date"], ctx["version"]
     name = family_page_name(hdr)
+    inc = include_for(ctx["include"], hdr)
     whatis = [name] + [m for m, _, _ in macros]
     out = [th(name, 3, date, version), ".SH NAME",
-           esc(", ".join(whatis)) + f" \\- the functions and macros of <{esc(hdr)}>",
-           ".SH SYNOPSIS", ".nf", f".B #include <{hdr}>", ".fi", ".PP",
+           esc(", ".join(whatis)) + f" \\- the functions and macros of {esc(hdr)}",
+           ".SH SYNOPSIS", ".nf", f".B #include <{inc}>", ".fi", ".PP",
            f"Compile and link with \\fBpkg\\-config \\-\\-cflags \\-\\-libs {esc(pkg_module(hdr))}\\fP.",
            ".SH DESCRIPTION"]
+    # the first paragraph of the header's opening comment ("x.h - what")
+    para = []
+    for ln in top_comment(ctx["include"], hdr):
+        if not ln.strip():
+            if para:
+                break
+            continue
+        para.append(ln)
+    first = re.sub(r"^\S+\.h\s+-\s+", "", " ".join(para)).strip()
+    if first:
+        out += [".PP", f"\\fI{esc(hdr)}\\fP: " + inline(first, known)]
+    if inc != hdr:
+        out += [".PP", f"A part of \\fI{esc(inc)}\\fP: include that one."]
     if funcs:
         out += [".PP", "Functions (each has its own page):"]
         for f, blk in funcs:
@@ -543,6 +605,7 @@ def build(inp, out):
     funcs = {n: user_header(h) for n, (k, h) in names.items() if k == "function"}
     macros = {n: user_header(h) for n, (k, h) in names.items() if k == "macro"}
     ctx = {"known": set(funcs) | set(macros), "table": table, "date": source_date(inp.root),
+           "include": inp.include,
            "version": version_of(inp.include), "pages": set(funcs)}
     fam_funcs, fam_macros = {}, {}
     written = {}
@@ -703,6 +766,44 @@ def check_examples(dirs, include, cc, only=None):
     return [r for r in res if r], len(jobs)
 
 
+def check_synopsis(man3, funcs, include, cc):
+    """The #include of each function page's SYNOPSIS declares the function:
+    one translation unit per included header takes every such function's
+    address."""
+    by_inc = {}
+    for n in sorted(funcs):
+        p = os.path.join(man3, n + ".3")
+        if not os.path.exists(p):
+            continue
+        with open(p, encoding="utf-8") as f:
+            m = re.search(r"^\.B #include <([^>]+)>$", f.read(), re.M)
+        if m:
+            by_inc.setdefault(m.group(1), []).append(n)
+    urcu = subprocess.run(["pkg-config", "--cflags", "liburcu-memb", "liburcu-cds"],
+                          capture_output=True, text=True).stdout.split()
+
+    def one(item):
+        inc, names = item
+        src = f"#include <{inc}>\n" + "".join(
+            f"void (*ref_{n})(void) = (void (*)(void))&{n};\n" for n in names)
+        with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as t:
+            t.write(src)
+        try:
+            r = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-I", include] + urcu +
+                               [t.name], capture_output=True, text=True)
+        finally:
+            os.unlink(t.name)
+        if r.returncode:
+            bad = sorted(set(re.findall(r"'(cl_\w+)' undeclared", r.stderr))) or names
+            return (f"SYNOPSIS: #include <{inc}> does not declare {', '.join(bad)} "
+                    f"({cc}):\n{r.stderr[-1500:]}")
+        return None
+
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        res = list(ex.map(one, sorted(by_inc.items())))
+    return [r for r in res if r], len(by_inc)
+
+
 def check_groff(dirs):
     files = []
     for d in dirs:
@@ -732,6 +833,9 @@ def check(inp, out, cc, quiet=False, examples_of=None):
     dirs = [os.path.join(out, "man3"), os.path.join(out, "man7")]
     xp, nex = check_examples(dirs, inp.include, cc, examples_of)
     problems += xp
+    sp, nsyn = ([], 0) if quiet == "selftest" else check_synopsis(
+        dirs[0], summary["funcs"], inp.include, cc)
+    problems += sp
     gp, ng = ([], 0) if quiet == "selftest" else check_groff(dirs)
     problems += gp
     if not quiet:
@@ -744,7 +848,8 @@ def check(inp, out, cc, quiet=False, examples_of=None):
               f"kernel-doc block and, for the {checked} functions the robustness table lists, "
               f"the table ({from_table} errnos of the table's bad-input rows that the header "
               f"does not state are on the pages from the table; functions the table does not "
-              f"list are checked against their block alone); {nex} examples compiled; "
+              f"list are checked against their block alone); {nex} examples compiled; the "
+              f"SYNOPSIS #include of every function page declares it ({nsyn} headers); "
               f"{ng} pages through groff -ww: "
               + (f"{len(problems)} problems" if problems else "all good"))
     return problems
@@ -890,7 +995,20 @@ def selftest(cc):
             "\treturn cl_counter_add_typo(0, 1);\n}\n.EE\n"
         plant(bad, "does not compile", "an example that does not compile", path=p7, restore=o7,
               examples_of=("cachelocal.7",))
-        # 5. groff warnings are reported
+        # 5. a SYNOPSIS whose #include does not declare the function
+        n += 1
+        pp = os.path.join(out, "man3", "cl_counter_add.3")
+        with open(pp, encoding="utf-8") as f:
+            t = f.read()
+        with open(pp, "w", encoding="utf-8") as f:
+            f.write(t.replace(".B #include <cachelocal/counter.h>", ".B #include <cachelocal/version.h>"))
+        got, _ = check_synopsis(os.path.join(out, "man3"), ["cl_counter_add", "cl_counter_read"],
+                                inp.include, cc)
+        if not any("does not declare cl_counter_add" in p for p in got):
+            print(f"man selftest FAIL: a SYNOPSIS #include that does not declare its function "
+                  f"not caught: {got[:2]}")
+            fails += 1
+        # 6. groff warnings are reported
         n += 1
         gd = os.path.join(d, "groff")
         os.makedirs(gd)
