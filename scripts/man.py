@@ -154,7 +154,11 @@ def strip_attributes(d):
 
 
 def prototype(decl):
-    """`int cl_x(int a);` from the declaration text of a definition."""
+    """`int cl_x(int a);` from the declaration text of a definition (for a
+    function-like macro: `#define cl_x(a, b)`)."""
+    dm = re.match(r"^\s*#\s*define\s+(\w+\([^)]*\))", decl)
+    if dm:
+        return "#define " + dm.group(1)
     d = decl.split("{")[0].split(";")[0]
     d = strip_attributes(d)
     d = re.sub(r"\b(CL_INLINE|CL_ALWAYS_INLINE|CL_NOINLINE|CL_COLD|CL_WEAK|CL_UNUSED|"
@@ -489,7 +493,8 @@ def function_page(name, hdr, blk, decl, ctx):
     out += [".SH NOTES"] + prose(blk["sections"].get("NOTES", []), known)
     out += [".PP", f"Defined in \\fI{esc(hdr)}\\fP"
             + (f" (included by \\fI{esc(inc)}\\fP)" if inc != hdr else "")
-            + " as an inline function: cachelocal is "
+            + (" as a macro" if prototype(decl).startswith("#define") else " as an inline function")
+            + ": cachelocal is "
             "header\\-only, there is no library to link but what the "
             f"\\fB{esc(pkg_module(hdr))}\\fP pkg\\-config module names.",
             "Bad arguments are reported, never crash: see the robustness rule in",
@@ -603,6 +608,12 @@ def build(inp, out):
             shutil.rmtree(d)
         os.makedirs(d)
     funcs = {n: user_header(h) for n, (k, h) in names.items() if k == "function"}
+    # Public function-like macros with a kernel-doc block (lower case, as
+    # cl_percpu_ptr()): api.py lists only CL_ macros, they get pages too.
+    for n, (hdr, _, decl) in blocks.items():
+        if n not in names and n.startswith("cl_") and not n.startswith("cl__") \
+                and re.match(r"^\s*#\s*define\b", decl) and "/internal" not in hdr:
+            funcs[n] = hdr
     macros = {n: user_header(h) for n, (k, h) in names.items() if k == "macro"}
     ctx = {"known": set(funcs) | set(macros), "table": table, "date": source_date(inp.root),
            "include": inp.include,
@@ -662,7 +673,8 @@ def build(inp, out):
         if not os.path.exists(os.path.join(man3, n + ".3")) and not any(
                 p.startswith(f"missing page: function {n} ") for p in problems):
             problems.append(f"missing page: {names[n][0]} {n}")
-    summary = {"functions": len(funcs), "function_pages": len(funcs) - sum(
+    summary = {"extra": sorted(set(funcs) - set(names)),
+               "functions": len(funcs), "function_pages": len(funcs) - sum(
         1 for p in problems if p.startswith("missing page: function")),
         "macros": len(macros), "macro_links": len(links),
         "families": len(written) - sum(1 for n in written if n in funcs),
@@ -779,12 +791,19 @@ def check_synopsis(man3, funcs, include, cc):
             m = re.search(r"^\.B #include <([^>]+)>$", f.read(), re.M)
         if m:
             by_inc.setdefault(m.group(1), []).append(n)
+    macros = set()
+    for inc, names in by_inc.items():
+        for n in names:
+            with open(os.path.join(man3, n + ".3"), encoding="utf-8") as f:
+                if re.search(r"^#define " + re.escape(n) + r"\(", f.read(), re.M):
+                    macros.add(n)
     urcu = subprocess.run(["pkg-config", "--cflags", "liburcu-memb", "liburcu-cds"],
                           capture_output=True, text=True).stdout.split()
 
     def one(item):
         inc, names = item
         src = f"#include <{inc}>\n" + "".join(
+            f"#ifndef {n}\n#error '{n}' undeclared\n#endif\n" if n in macros else
             f"void (*ref_{n})(void) = (void (*)(void))&{n};\n" for n in names)
         with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as t:
             t.write(src)
@@ -842,7 +861,8 @@ def check(inp, out, cc, quiet=False, examples_of=None):
         for p in problems:
             print("man: " + p)
         print(f"man: {summary['function_pages']} of {summary['functions']} public functions "
-              f"with a page, {summary['macro_links']} of {summary['macros']} macros linked to "
+              f"with a page (with the function-like macros {', '.join(summary['extra'])}: "
+              f"kernel-doc but not in api/cachelocal.api), {summary['macro_links']} of {summary['macros']} macros linked to "
               f"their header's page ({summary['families']} header pages), "
               f"{summary['man7']} section 7 pages; each page's ERRORS checked against its "
               f"kernel-doc block and, for the {checked} functions the robustness table lists, "
