@@ -570,6 +570,34 @@ def family_page(hdr, funcs, macros, ctx):
     return "\n".join(out) + "\n"
 
 
+def missing_page_message(include, name, headers):
+    """What to add, and where, for a public function without kernel-doc:
+    the block with its parameters, above its definition."""
+    where, params = headers[-1], None
+    for h in sorted(headers, key=lambda h: -h.count("/")):
+        with open(os.path.join(include, h), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        for i, ln in enumerate(lines):
+            if re.search(r"\b" + re.escape(name) + r"\s*\(", ln) and \
+                    not ln.lstrip().startswith(("*", "/*", "//", "return")):
+                got = kd.params_of(kd.declaration(lines, i), name)
+                if got is not None:
+                    where, params = f"{h}:{i + 1}", got
+                    break
+        if params is not None:
+            break
+    ps = "".join(f"     * @{p}: what it is, what values it may take.\n"
+                 for p in (params if params is not None else ["arg"]))
+    return (f"missing page: function {name} has no kernel-doc block, so no man page. "
+            f"Add one directly above its definition (include/{where}), in the form "
+            f"scripts/check-kernel-doc.py checks:\n"
+            f"    /**\n     * {name}() - what it does, in one line.\n{ps}     *\n"
+            f"     * What it does, in as many paragraphs as it takes.\n     *\n"
+            f"     * Context: which threads may call it (in a task, outside), which locks held.\n"
+            f"     * Return: the value, or -1 with errno EINVAL (bad argument), ...\n     */\n"
+            f"    then: make check-man")
+
+
 def source_date(root):
     sde = os.environ.get("SOURCE_DATE_EPOCH")
     if sde and sde.isdigit():
@@ -618,18 +646,12 @@ def build(inp, out):
     ctx = {"known": set(funcs) | set(macros), "table": table, "date": source_date(inp.root),
            "include": inp.include,
            "version": version_of(inp.include), "pages": set(funcs)}
-    fam_funcs, fam_macros = {}, {}
+    fam_funcs, fam_macros, bare = {}, {}, []
     written = {}
     for n in sorted(funcs):
         hdr = funcs[n]
         if n not in blocks:
-            problems.append(
-                f"missing page: function {n} ({hdr}) has no kernel-doc block. Add one "
-                f"directly above its definition in include/{names[n][1][-1]}:\n"
-                f"    /**\n     * {n}() - what it does, in one line.\n"
-                f"     * @arg: each parameter, one line each.\n     *\n"
-                f"     * Context: which threads may call it, with which locks held.\n"
-                f"     * Return: the value, and each errno (errno EINVAL for ...).\n     */")
+            problems.append(missing_page_message(inp.include, n, names[n][1]))
             continue
         _, blk, decl = blocks[n]
         written[n] = function_page(n, hdr, blk, decl, ctx)
@@ -643,6 +665,8 @@ def build(inp, out):
                 if define:
                     break
         fam_macros.setdefault(hdr, []).append((n, define, comment))
+        if not comment:
+            bare.append(n)
     links = {}
     for hdr in sorted(set(fam_funcs) | set(fam_macros)):
         fam = family_page_name(hdr)
@@ -673,7 +697,13 @@ def build(inp, out):
         if not os.path.exists(os.path.join(man3, n + ".3")) and not any(
                 p.startswith(f"missing page: function {n} ") for p in problems):
             problems.append(f"missing page: {names[n][0]} {n}")
-    summary = {"extra": sorted(set(funcs) - set(names)),
+    man3_files = sorted(os.listdir(man3))
+    expected = {n + ".3" for n in names} | {n + ".3" for n in written} | {n + ".3" for n in links}
+    for f in man3_files:
+        if f not in expected:
+            problems.append(f"stray page {f} in {man3}")
+    summary = {"extra": sorted(set(funcs) - set(names)), "man3_files": len(man3_files),
+               "bare_macros": bare,
                "functions": len(funcs), "function_pages": len(funcs) - sum(
         1 for p in problems if p.startswith("missing page: function")),
         "macros": len(macros), "macro_links": len(links),
@@ -863,14 +893,19 @@ def check(inp, out, cc, quiet=False, examples_of=None):
         print(f"man: {summary['function_pages']} of {summary['functions']} public functions "
               f"with a page (with the function-like macros {', '.join(summary['extra'])}: "
               f"kernel-doc but not in api/cachelocal.api), {summary['macro_links']} of {summary['macros']} macros linked to "
-              f"their header's page ({summary['families']} header pages), "
+              f"their header's page ({summary['families']} header pages; "
+              f"{len(summary['bare_macros'])} macros have no comment beside their #define "
+              f"and are listed there by definition only), "
               f"{summary['man7']} section 7 pages; each page's ERRORS checked against its "
               f"kernel-doc block and, for the {checked} functions the robustness table lists, "
               f"the table ({from_table} errnos of the table's bad-input rows that the header "
               f"does not state are on the pages from the table; functions the table does not "
               f"list are checked against their block alone); {nex} examples compiled; the "
               f"SYNOPSIS #include of every function page declares it ({nsyn} headers); "
-              f"{ng} pages through groff -ww: "
+              f"{ng} pages through groff -ww; man3 holds {summary['man3_files']} files: "
+              f"{len(summary['names'])} named after the functions and macros of "
+              f"api/cachelocal.api, {summary['families']} header pages, "
+              f"{len(summary['extra'])} function-like macros: "
               + (f"{len(problems)} problems" if problems else "all good"))
     return problems
 
