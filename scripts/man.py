@@ -496,9 +496,12 @@ def function_page(name, hdr, blk, decl, ctx):
             + (" as a macro" if prototype(decl).startswith("#define") else " as an inline function")
             + ": cachelocal is "
             "header\\-only, there is no library to link but what the "
-            f"\\fB{esc(pkg_module(hdr))}\\fP pkg\\-config module names.",
-            "Bad arguments are reported, never crash: see the robustness rule in",
-            f".BR cachelocal (7)."]
+            f"\\fB{esc(pkg_module(hdr))}\\fP pkg\\-config module names."]
+    if name in tab:
+        out += ["Bad arguments are reported, never a crash (the rule in",
+                ".BR cachelocal (7));",
+                "the bad inputs tested, and what each gave, are this function's rows of",
+                "the robustness table (\\fIdocs/robustness.md\\fP of the source tree)."]
     if "EXAMPLES" in blk["sections"]:
         out += [".SH EXAMPLES"] + example_lines(blk["sections"]["EXAMPLES"])
     see = []
@@ -946,6 +949,10 @@ def html_build(mandir, out):
             return f'<a href="{tgt}">{m.group(0)}</a>' if tgt and tgt != f + ".html" else m.group(0)
 
         t = re.sub(r"(<b>[\w-]+</b>|\b[\w-]+)\((\d)\)", link, t)
+        # a function named in the prose, name(): to its page
+        t = re.sub(r"<b>(cl_\w+)</b>\(\)",
+                   lambda m: (f'<a href="{target(m.group(1), "3")}">{m.group(0)}</a>'
+                              if target(m.group(1), "3") else m.group(0)), t)
         t = t.replace("<body>", '<body>\n<p><a href="index.html">cachelocal manual</a></p>', 1)
         with open(os.path.join(out, f + ".html"), "w", encoding="utf-8") as fh:
             fh.write(t)
