@@ -217,6 +217,12 @@ def parse_block(body):
         else:
             break
     desc, sections, cur = [], {}, None
+    # "Context: any. Return: it." on one line: two sections
+    split = []
+    for s in lines:
+        split += re.sub(r"([.;])\s+(?=(?:" + "|".join(SECTIONS) + r"):\s)", "\\1\n", s).split("\n") \
+            if SECTION_RE.match(s.strip()) else [s]
+    lines = split
     for s in lines:
         sm = SECTION_RE.match(s.strip())
         if sm:
@@ -481,6 +487,8 @@ def function_page(name, hdr, blk, decl, ctx):
         out += [".PP", inline(blk["summary"], known)]
     if "RETURN VALUE" in blk["sections"]:
         out += [".SH RETURN VALUE"] + prose(blk["sections"]["RETURN VALUE"], known)
+    elif re.match(r"^void\s+\w", prototype(decl)):
+        out += [".SH RETURN VALUE", "None (a \\fBvoid\\fP function)."]
     errs = errno_reasons(blk, tab.get(name))
     if errs:
         out.append(".SH ERRORS")
