@@ -423,8 +423,10 @@ def errno_reasons(blk, table_ent):
         if e not in ERRNOS:
             # not an errno name: EOF, EEVDF, ... are words of the prose
             # unless written where an errno goes
-            pre = text[max(0, m.start() - 12):m.start()]
-            if not re.search(r"(errno|with|-)\s*$", pre):
+            # (a misspelt errno where an errno goes: "errno EINVALL",
+            # "errno is EINVALL", "-EINVALL"; not "non-EEVDF")
+            pre = text[max(0, m.start() - 16):m.start()]
+            if not re.search(r"(\berrno\s+(?:is\s+|to\s+|=\s*)?|(?:^|[\s(])-)$", pre):
                 continue
         reason = ""
         rest = text[m.end():]
