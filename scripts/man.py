@@ -17,6 +17,7 @@
           list are not checked against it: it covers bad input only);
         - an example (.EX ... .EE) of a page does not compile (CC, default
           cc, -fsyntax-only against include/);
+        - the #include of a function page's SYNOPSIS does not declare it;
         - groff -ww -man reports a warning for a page.
   man.py html [--out DIR] [--man DIR]
       writes DIR (default build/html): each page of --man (default
@@ -24,9 +25,11 @@
       index.html.
   man.py selftest
       plants each fault the check knows in a copy of the inputs and sees it
-      caught: a public function without a kernel-doc block, an errno the
-      table records but the header does not, a misspelt errno, an example
-      that does not compile.
+      caught: a public function without a kernel-doc block, a page naming
+      an errno its function cannot return, a misspelt errno, an example
+      that does not compile, a SYNOPSIS #include that does not declare the
+      function, a groff warning; and sees a new function with its
+      kernel-doc block (not in the robustness table) get a page and pass.
 
 One source: the kernel-doc comments of the headers (the parser is
 scripts/check-kernel-doc.py's), the public names of api/cachelocal.api, and
@@ -1080,7 +1083,42 @@ def selftest(cc):
             print(f"man selftest FAIL: a SYNOPSIS #include that does not declare its function "
                   f"not caught: {got[:2]}")
             fails += 1
-        # 6. groff warnings are reported
+        # 6. a new public function with its kernel-doc block, not in the
+        # robustness table: a page, picked up from the API list, its ERRORS
+        # checked against its block alone, and no problem
+        n += 1
+        newfn = orig + """
+/**
+ * cl_selftest_new() - a function added after the table was made.
+ * @x: a value.
+ *
+ * Context: any thread.
+ * Return: 0, or -1 with errno ENOSPC (no room for @x).
+ */
+CL_INLINE int cl_selftest_new(int x)
+{
+	return x ? 0 : -1;
+}
+"""
+        with open(hdr, "w", encoding="utf-8") as f:
+            f.write(newfn)
+        apip = os.path.join(d, "api", "cachelocal.api")
+        with open(apip, encoding="utf-8") as f:
+            api_orig = f.read()
+        with open(apip, "a", encoding="utf-8") as f:
+            f.write("function cl_selftest_new: int (int)  [cachelocal/sched/runtime/task.h]\n")
+        got = check(inp, out, cc, quiet="selftest", examples_of=())
+        page = os.path.join(out, "man3", "cl_selftest_new.3")
+        text = open(page, encoding="utf-8").read() if os.path.exists(page) else ""
+        if got or ".B ENOSPC" not in text or "#include <cachelocal/sched/runtime.h>" not in text:
+            print(f"man selftest FAIL: a new function with kernel-doc: problems {got[:2]}, "
+                  f"page {'without its ENOSPC or #include' if text else 'missing'}")
+            fails += 1
+        with open(hdr, "w", encoding="utf-8") as f:
+            f.write(orig)
+        with open(apip, "w", encoding="utf-8") as f:
+            f.write(api_orig)
+        # 7. groff warnings are reported
         n += 1
         gd = os.path.join(d, "groff")
         os.makedirs(gd)
