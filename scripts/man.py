@@ -929,7 +929,9 @@ def check(inp, out, cc, quiet=False, examples_of=None):
 # ------------------------------------------------------------------ html
 
 def html_build(mandir, out):
-    os.makedirs(out, exist_ok=True)
+    if os.path.isdir(out):
+        shutil.rmtree(out)  # no page of a removed function left behind
+    os.makedirs(out)
     pages = []
     for sec in ("man7", "man3"):
         d = os.path.join(mandir, sec)
