@@ -980,8 +980,7 @@ def html_build(mandir, out):
         errs = [e for e in ex.map(one, pages) if e]
     rows = {"man7": [], "man3": []}
     for sec, f in pages:
-        with open(os.path.join(mandir, sec, real[f] if real[f] != f else f) if real[f] == f
-                  else os.path.join(mandir, sec, real[f]), encoding="utf-8") as fh:
+        with open(os.path.join(mandir, sec, real[f]), encoding="utf-8") as fh:
             t = fh.read()
         name = f.rsplit(".", 1)[0]
         what = ""
