@@ -7,6 +7,7 @@ DESTDIR ?=
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(PREFIX)/share/pkgconfig
 CMAKEDIR ?= $(PREFIX)/lib/cmake/cachelocal
+MANDIR ?= $(PREFIX)/share/man
 # The version's one source: include/cachelocal/version.h.
 VERSION := $(shell sh scripts/version.sh)
 
@@ -268,7 +269,10 @@ help:
 	@echo "  bench-rpc      bench/rpc: RPC server on the runtime beside Go and an epoll loop, open-loop load (RPC_ARGS=, default --quick)"
 	@echo "  bench-wake-mechanisms  bench/pipe with each wake-path mechanism compiled out, beside the unchanged build (WAKE_ARGS=)"
 	@echo "  rpc-callgrind  bench/rpc: instructions (callgrind) and system calls (strace) per request, runtime vs epoll loop (scripts/rpc_callgrind.sh)"
-	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc and the CMake package under DESTDIR/PREFIX"
+	@echo "  install        headers, cachelocal.pc, cachelocal-sched.pc, the CMake package and the man pages under DESTDIR/PREFIX"
+	@echo "  man            section 3 and 7 man pages from the headers' kernel-doc into build/man (scripts/man.py)"
+	@echo "  html           the same pages as HTML with one index: build/html/index.html"
+	@echo "  check-man      every public name has a page, ERRORS against docs/robustness.md, examples compile, groff -ww clean, with its self-test (part of check)"
 	@echo "  uninstall      remove what install put there"
 	@echo "  install-check  install into a staging dir, build C, C++ and tests/outside consumers via pkg-config and a CMake consumer"
 	@echo "  check-kv-server  examples/kv_server driven by a client: replies, idle timeout, drain on SIGTERM, exit code (part of check)"
@@ -493,6 +497,7 @@ check: deps
 	$(Q)$(call STEP,check-headers)
 	$(Q)$(call STEP,api-check)
 	$(Q)$(call STEP,check-version)
+	$(Q)$(call STEP,check-man)
 	$(Q)$(MAKE) --no-print-directory check-cc
 	$(Q)$(call STEP,check-robustness)
 	$(Q)$(call STEP,check-example-builds)
@@ -853,13 +858,38 @@ install:
 		sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@CMAKE_TO_INCLUDEDIR@|$(CMAKE_TO_INCLUDEDIR)|g' \
 		scripts/$$f.cmake.in > $(DESTDIR)$(CMAKEDIR)/$$f.cmake; done
 	@echo "installed $(words $(HEADERS)) headers into $(DESTDIR)$(INCLUDEDIR)/cachelocal, cachelocal.pc and cachelocal-sched.pc into $(DESTDIR)$(PKGCONFIGDIR), the CMake package into $(DESTDIR)$(CMAKEDIR)"
+	$(Q)python3 scripts/man.py build --out $(MAN_OUT) >/dev/null
+	$(Q)for s in 3 7; do install -d $(DESTDIR)$(MANDIR)/man$$s && \
+		install -m 0644 $(MAN_OUT)/man$$s/* $(DESTDIR)$(MANDIR)/man$$s/; done
+	@echo "installed $$(ls $(MAN_OUT)/man3 | wc -l) section 3 and $$(ls $(MAN_OUT)/man7 | wc -l) section 7 man pages into $(DESTDIR)$(MANDIR)"
 
 uninstall:
 	$(Q)rm -rf $(DESTDIR)$(INCLUDEDIR)/cachelocal
 	$(Q)rm -f $(DESTDIR)$(PKGCONFIGDIR)/cachelocal.pc $(DESTDIR)$(PKGCONFIGDIR)/cachelocal-sched.pc
 	$(Q)rm -f $(foreach f,$(CMAKE_FILES),$(DESTDIR)$(CMAKEDIR)/$(f).cmake)
 	$(Q)if [ -d $(DESTDIR)$(CMAKEDIR) ]; then rmdir $(DESTDIR)$(CMAKEDIR); fi
+	$(Q)python3 scripts/man.py build --out $(MAN_OUT) >/dev/null
+	$(Q)for s in 3 7; do for f in $$(ls $(MAN_OUT)/man$$s); do rm -f $(DESTDIR)$(MANDIR)/man$$s/$$f; done; done
 	@echo "removed cachelocal from $(DESTDIR)$(PREFIX)"
+
+# ---------------------------------------------------------------- man pages
+# scripts/man.py: one section 3 page per public function from its
+# kernel-doc block, one per header (its functions and macros; each macro's
+# name a .so link to it), the section 7 overviews of man/. check-man (part
+# of check): every name of api/cachelocal.api has a page, ERRORS agree with
+# docs/robustness.md, each page's examples compile, groff -ww is silent.
+MAN_OUT := build/man
+.PHONY: man html check-man
+man:
+	$(Q)python3 scripts/man.py build --out $(MAN_OUT)
+
+html: man
+	$(Q)python3 scripts/man.py html --man $(MAN_OUT) --out build/html
+
+check-man:
+	@echo "== man pages (scripts/man.py): a page per public name, ERRORS, examples, groff -ww"
+	$(Q)python3 scripts/man.py check --out build/man-check --cc "$(CC)"
+	$(Q)python3 scripts/man.py selftest --cc "$(CC)"
 
 # Installs into DESTDIR (default: a staging dir under build/) and compiles
 # consumers against the installed copy only: via pkg-config as C and C++ and

@@ -32,12 +32,30 @@ done
 nh=$(grep -c '^/usr/include/cachelocal/.*\.h$' "$dir/contents")
 nt=$(find include/cachelocal -name '*.h' | wc -l)
 [ "$nh" -eq "$nt" ] || fail "$deb has $nh headers, the tree $nt"
-echo "deb-check: $deb: version $v, all, depends on liburcu-dev, $nh headers, .pc and CMake files"
+# the man pages: one (page or link) for every function and macro of the API
+# list, the section 7 overviews (a .so link is a symbolic link in the
+# package: listed by its name, not its target)
+dpkg-deb -c "$deb" | sed 's/ -> .*//' | awk '{ print $NF }' | sed 's|^\./|/|' >"$dir/names"
+for f in /usr/share/man/man3/cl_spawn.3.gz /usr/share/man/man3/CL_ATOMIC_LOAD.3.gz \
+	/usr/share/man/man7/cachelocal.7.gz /usr/share/man/man7/cachelocal-runtime.7.gz \
+	/usr/share/man/man7/cachelocal-sched.7.gz; do
+	grep -qx "$f" "$dir/names" || fail "$deb has no $f"
+done
+nm=0
+for n in $(sed -n 's/^\(function\|macro\) \([A-Za-z0-9_]*\).*/\2/p' api/cachelocal.api | sort -u); do
+	grep -qx "/usr/share/man/man3/$n.3.gz" "$dir/names" || fail "$deb has no man page for $n"
+	nm=$((nm + 1))
+done
+np=$(grep -c '^/usr/share/man/man3/.*\.3\.gz$' "$dir/names")
+echo "deb-check: $deb: version $v, all, depends on liburcu-dev, $nh headers, .pc and CMake files, $np section 3 man pages (every one of the $nm functions and macros of api/cachelocal.api)"
 
 # ---- lintian: no errors; every warning accepted (with its reason) in debian/lintian-accepted
-lintian --fail-on none --tag-display-limit 0 "$dir"/*.changes >"$dir/lintian.log" 2>&1 || true
+lintian --fail-on none -I --tag-display-limit 0 "$dir"/*.changes >"$dir/lintian.log" 2>&1 || true
 cat "$dir/lintian.log"
 grep -q '^E: ' "$dir/lintian.log" && fail "lintian reports errors"
+# no man-page tag at all, not even an informational one
+grep -E '^[EWI]: [^:]*: (manpage|groff|hyphen-used|spelling-error-in-manpage|bad-so-link|binary-without-manpage)' \
+	"$dir/lintian.log" && fail "lintian reports man page tags"
 accepted=$(grep -v '^[[:space:]]*#' debian/lintian-accepted | awk 'NF { print $1 }')
 bad=0
 for tag in $(sed -n 's/^W: [^:]*: \([^ ]*\).*/\1/p' "$dir/lintian.log" | sort -u); do

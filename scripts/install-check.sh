@@ -29,6 +29,17 @@ $cxx -std=c++17 -Wall -Wextra -Werror -pedantic $cflags -o "$out/consumer_cxx" "
 "$out/consumer_cxx"
 echo "install-check: C and C++ consumers built against ${stage:-the system} and ran"
 
+# The man pages, where man looks: a page for a function, a macro (a link to
+# its header's page) and the overview.
+if command -v man >/dev/null; then
+	for p in cl_spawn cl_counter_add cl_objcache_alloc cl_select cl_read CL_ATOMIC_LOAD "7 cachelocal"; do
+		# shellcheck disable=SC2086
+		MANPATH="$stage$prefix/share/man" man -w $p >/dev/null ||
+			{ echo "install-check: FAIL: no man page $p under $stage$prefix/share/man"; exit 1; }
+	done
+	echo "install-check: man finds cl_spawn(3), CL_ATOMIC_LOAD(3), cachelocal(7) ... under $stage$prefix/share/man"
+fi
+
 # Programs outside the project (tests/outside/*.c), written only against the
 # documented API: the contracts the docs promise, checked from outside. Built against the
 # installed copy; those including cachelocal/sched/ use cachelocal-sched.
