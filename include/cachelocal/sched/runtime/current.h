@@ -64,16 +64,21 @@ CL_INLINE void cl__rt_prefetchw(const void *p)
  * errno after a switch: the task may resume on another worker thread, and
  * glibc declares __errno_location() const, so a compiler reuses an errno
  * address computed before a call that parked: the old thread's. Below,
- * errno is redefined over a declaration of the same function without
- * const, so every read in a file that includes the runtime computes the
- * address afresh (`r < 0 && errno == ECANCELED` reads right after any
- * call). Where errno is not glibc's, read it through a non-inlined call.
+ * errno is redefined over a weak function, which no compiler inlines or
+ * assumes anything of (it may be replaced at link time), so every read in
+ * a file that includes the runtime computes the address afresh
+ * (`r < 0 && errno == ECANCELED` reads right after any call). A second
+ * declaration of __errno_location() without const is not enough: clang
+ * merges it with glibc's.
  */
-#if defined(__GLIBC__) && defined(errno)
-extern int *cl__rt_errno_location(void) __asm__("__errno_location");
+#if defined(errno)
+int *cl__rt_errno_location(void);
+CL_WEAK CL_NOINLINE int *cl__rt_errno_location(void)
+{
+	return &errno;
+}
 #undef errno
 #define errno (*cl__rt_errno_location())
-#define CL__RT_ERRNO_FRESH 1
 #endif
 
 /* Set errno on the thread the task runs on now. */
