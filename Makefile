@@ -264,6 +264,7 @@ help:
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
+	@echo "  floor-builds   bench/counter and bench/ids by the other compilers of FLOOR_CCS (make bench's Floors rows)"
 	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
 	@echo "  bench-rpc      bench/rpc: RPC server on the runtime beside Go and an epoll loop, open-loop load (RPC_ARGS=, default --quick)"
 	@echo "  bench-wake-mechanisms  bench/pipe with each wake-path mechanism compiled out, beside the unchanged build (WAKE_ARGS=)"
@@ -804,7 +805,20 @@ bench-run bench-long-run:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)$(MAKE) --no-print-directory runtime-peers-build
 	$(Q)$(MAKE) --no-print-directory rpc-build
-	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) $(BENCH_BIN)
+	$(Q)$(MAKE) --no-print-directory floor-builds
+	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) \
+		$(foreach c,$(FLOOR_CC_FOUND),--floor-build $(c)=build/$(c)/bench) $(BENCH_BIN)
+
+# The Floors section's other compilers: bench/counter and bench/ids (with
+# librseq's inline operations) built by each of FLOOR_CCS that is installed
+# and is not CC, into build/<cc>/, and run beside the main build's. clang 16
+# is the first clang with asm goto outputs (docs/percpu_ops.md).
+FLOOR_CCS ?= gcc clang clang-16
+FLOOR_CC_FOUND = $(foreach c,$(filter-out $(CCNAME),$(FLOOR_CCS)),$(if $(shell command -v $(c) 2>/dev/null),$(c)))
+.PHONY: floor-builds
+floor-builds:
+	$(Q)$(foreach c,$(FLOOR_CC_FOUND),$(MAKE) --no-print-directory CC=$(c) BUILD=build/$(c) OPT=-O2 SAN= \
+		build/$(c)/bench/counter build/$(c)/bench/ids &&) true
 
 # Only the peer comparisons (quick sizes), their table on stdout; the same
 # binaries `make bench` runs into report.json's "peers" array.

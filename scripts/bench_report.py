@@ -37,6 +37,10 @@ interleaved, after the experiments; their ratio lines against librseq and
 against the cid allocator's private-word floor become report.json's
 "floors" object and report.md's Floors section, each ratio's median over
 the rounds judged against its bound (their "skipped" lines are listed).
+--floor-build CC=DIR (repeatable) adds the same two benches built by
+another compiler (the Makefile's clang builds): every build runs once per
+round, its rows named by the compiler (librseq's inline operations are
+built by the same compiler, so each ratio compares like with like).
 
 RPC (bench/rpc/rpc, run with the peers): its "kind": "rpc" lines become
 report.json's "rpc" object and report.md's RPC section (max throughput per
@@ -545,11 +549,15 @@ def floor_goal(r):
 def floors(recs, judge=True):
     """report.json's "floors" object from the floor benches' lines of every
     round (ratio lines and "skipped" lines), or None when neither ran: one
-    row per ratio with a goal, its median over the rounds (min-max)."""
-    rows, skipped = {}, []  # rows: (bench, case, ratio) -> (bound, goal, values), in order
+    row per compiler and ratio with a goal, its median over the rounds
+    (min-max). A line's "compiler" (set by run_floors) names the compiler
+    that built the binary; rows of several compilers are kept apart."""
+    rows, skipped = {}, []  # (compiler, bench, case, ratio) -> (bound, goal, values), in order
     for r in recs:
         if r.get("skipped"):
             why = "%s: %s" % (r.get("case", r.get("bench", "?")), r["skipped"])
+            if r.get("compiler"):
+                why = "%s (%s)" % (why, r["compiler"])
             if why not in skipped:
                 skipped.append(why)
             continue
@@ -557,29 +565,54 @@ def floors(recs, judge=True):
             continue
         bound, goal = floor_goal(r)
         if bound is not None:
-            rows.setdefault((r["bench"], r["case"], r["ratio"]), (bound, goal, []))[2].append(
-                float(r["value"]))
+            rows.setdefault((r.get("compiler"), r["bench"], r["case"], r["ratio"]),
+                            (bound, goal, []))[2].append(float(r["value"]))
     if not rows and not skipped:
         return None
     out = []
-    for (bench, case, ratio), (bound, goal, vals) in rows.items():
+    for (compiler, bench, case, ratio), (bound, goal, vals) in rows.items():
         v = sorted(vals)
         m = median(v)
-        out.append({"bench": bench, "case": case, "ratio": ratio, "value": m,
-                    "min": v[0], "max": v[-1], "invocations": len(v), "bound": bound,
-                    "goal": goal, "goal_met": (m <= bound) if judge else None})
+        row = {"bench": bench, "case": case, "ratio": ratio, "value": m,
+               "min": v[0], "max": v[-1], "invocations": len(v), "bound": bound,
+               "goal": goal, "goal_met": (m <= bound) if judge else None}
+        if compiler:
+            row["compiler"] = compiler
+        out.append(row)
     return {"rows": out, "skipped": skipped}
 
 
-def run_floors(byname, args, jsonl, rounds):
-    """Run the floor benches @rounds times, interleaved; their lines."""
+def compiler_name(cc):
+    """A compiler's short name and version ("gcc 12.2.0", "clang 14.0.6")
+    from `cc --version`, or cc itself when it does not say."""
+    first = (sh(cc + " --version").splitlines() or [""])[0]
+    m = re.search(r"(clang|gcc|cc)\b.*?\b(\d+\.\d+(?:\.\d+)?)", first)
+    if not m:
+        return cc
+    return "%s %s" % ("clang" if m.group(1) == "clang" else "gcc", m.group(2))
+
+
+def run_floors(byname, args, jsonl, rounds, others=()):
+    """Run the floor benches @rounds times, interleaved, the main build's
+    and those of @others ((compiler name, {bench: path}) pairs: the same
+    benches built by other compilers) one after the other in each round;
+    their lines, each marked with the compiler that built it."""
     recs = []
-    members = [b for b in FLOOR_BENCHES if b in byname]
-    for member in interleave(members, rounds):
-        r, rc, _, err = run_bench(byname[member], args, jsonl)
+    members = [(None, b, byname[b]) for b in FLOOR_BENCHES if b in byname]
+    if others:
+        main_cc = compiler_name(os.environ.get("CC", "gcc"))
+        members = [(main_cc, b, p) for _, b, p in members]
+        for cc, paths in others:
+            members += [(cc, b, paths[b]) for b in FLOOR_BENCHES if b in paths]
+    for cc, member, path in interleave(members, rounds):
+        r, rc, _, err = run_bench(path, args, jsonl)
         if rc not in (0, 77):
-            progress("%s failed (exit %d): %s" % (member, rc, err.strip().splitlines()[-1:] or ""))
+            progress("%s%s failed (exit %d): %s" % (member, " (%s)" % cc if cc else "", rc,
+                                                   err.strip().splitlines()[-1:] or ""))
             continue
+        for x in r:
+            if cc:
+                x["compiler"] = cc
         recs += r
     return recs if members else None
 
@@ -600,13 +633,18 @@ def write_floors_md(L, f):
         L += ["", "- skipped: %s" % why]
     if not f["rows"]:
         return
-    L += ["", "| bench | case | ratio | median (min-max) | rounds | goal |",
-          "|---|---|---|---|---|---|"]
+    by_cc = any(r.get("compiler") for r in f["rows"])
+    if by_cc:
+        L += ["- compilers: each bench built by each compiler (librseq's inline operations by the "
+              "same one), every build run once per round in turn; a row's ratio is of one build"]
+    L += ["", "| %sbench | case | ratio | median (min-max) | rounds | goal |" % (
+        "compiler | " if by_cc else ""), "|---|---|---|---|---|---|" + ("---|" if by_cc else "")]
     for r in f["rows"]:
         goal = "%s: %s" % ({True: "met", False: "**missed**", None: "not judged"}[r["goal_met"]],
                            r["goal"])
         ratio = re.sub(r"\s*\(goal [^)]*\)", "", r["ratio"])
-        L.append("| %s | %s | %s | %.2fx (%.2f-%.2f) | %d | %s |" % (
+        L.append("| %s%s | %s | %s | %.2fx (%.2f-%.2f) | %d | %s |" % (
+            "%s | " % r.get("compiler", "?") if by_cc else "",
             r["bench"], r["case"], ratio, r["value"], r["min"], r["max"], r["invocations"], goal))
 
 
@@ -1259,6 +1297,9 @@ def main():
     ap.add_argument("--mode", choices=("quick", "long", "smoke"), default="quick")
     ap.add_argument("--peer-skipped", action="append", default=[], metavar="PACKAGE",
                     help="a peer's package that is not installed (listed as skipped)")
+    ap.add_argument("--floor-build", action="append", default=[], metavar="CC=DIR",
+                    help="the floor benches (counter, ids) built by compiler CC into DIR: run "
+                         "beside the main build's, their rows named by compiler")
     ap.add_argument("bins", nargs="*")
     o = ap.parse_args()
     os.makedirs(o.out, exist_ok=True)
@@ -1338,7 +1379,16 @@ def main():
     if any(b in byname for b in FLOOR_BENCHES):
         progress("floors: %s, %d rounds (load %.2f)" % (
             " ".join(b for b in FLOOR_BENCHES if b in byname), ROUNDS[o.mode], os.getloadavg()[0]))
-        floor_recs = run_floors(byname, args, jsonl, ROUNDS[o.mode])
+        others = []
+        for fb in o.floor_build:
+            cc, _, d = fb.partition("=")
+            paths = {b: os.path.join(d, b) for b in FLOOR_BENCHES
+                     if os.access(os.path.join(d, b), os.X_OK)}
+            if paths:
+                others.append((compiler_name(cc), paths))
+            else:
+                progress("floors: no floor bench built by %s in %s" % (cc, d))
+        floor_recs = run_floors(byname, args, jsonl, ROUNDS[o.mode], others)
     doc["floors"] = floors(floor_recs or [], judge=o.mode != "smoke") if floor_recs is not None else None
     doc["cross_cpu"] = cross_cpu(results.get("pipe_layout", []), ratios.get("pipe_layout", []),
                                  judge=o.mode != "smoke")
