@@ -1032,6 +1032,17 @@ def write_peers_md(L, doc):
 RPC_GOALS = [("max-vs-go", "go", "max throughput >= 1.5x Go's", 1.5),
              ("max-vs-epoll", "epoll", "max throughput >= 1.0x the epoll loop's", 1.0),
              ("p99-75-vs-go", "go", "p99 at 75% load <= Go's", 1.0)]
+# What a request costs the server at 50% and 75% of the slowest max (the
+# open loop's runs): theirs / ours >= bound (ours <= theirs / bound).
+RPC_COST_GOALS = [("cpu-%d-vs-go", "go", "CPU per request at %d%% load <= 0.67x Go's", 1.5,
+                   "cpu_us_per_req"),
+                  ("cpu-%d-vs-epoll", "epoll", "CPU per request at %d%% load <= the epoll loop's",
+                   1.0, "cpu_us_per_req"),
+                  ("calls-%d-vs-go", "go", "system calls per request at %d%% load <= half Go's",
+                   2.0, "syscalls_per_req")]
+RPC_COST_LEVELS = (50, 75)
+RPC_COST_KEYS = ("cpu_us_per_req", "user_us_per_req", "sys_us_per_req", "syscalls_per_req",
+                 "requests_costed")
 RPC_LEVELS = (25, 50, 75, 90)
 RPC_OURS = "cachelocal"
 RPC_GEN_BOUND = 0.9  # load generator CPU busy share from which a max is its bound
@@ -1057,7 +1068,7 @@ def collect_rpc(recs, judge=True):
     lat = [dict((k, r[k]) for k in ("server", "reply_bytes", "load_pct", "rate", "achieved", "lost",
                                      "p50", "p50_min", "p50_max", "p99", "p99_min", "p99_max",
                                      "p999", "p999_min", "p999_max", "unit", "runs", "poisson")
-                if k in r)
+                + RPC_COST_KEYS if k in r)
            for r in rows if r.get("what") == "latency"]
     skipped = [{"server": r["server"], "reason": r.get("reason", "")}
                for r in rows if r.get("what") == "skipped"]
@@ -1102,6 +1113,18 @@ def collect_rpc(recs, judge=True):
                     g["other_kernel_share"] = k
                     g["no_user_work_bound"] = 1 / k
             goals.append(g)
+        for level in RPC_COST_LEVELS:
+            def cost(server, key):
+                v = next((x.get(key) for x in lat if x["server"] == server
+                          and x["reply_bytes"] == reply and x["load_pct"] == level), None)
+                return v if isinstance(v, (int, float)) and v > 0 else None
+            for gid, other, text, bound, key in RPC_COST_GOALS:
+                ours, theirs = cost(RPC_OURS, key), cost(other, key)
+                value = theirs / ours if ours and theirs else None
+                goals.append({"id": gid % level, "reply_bytes": reply, "goal": text % level,
+                              "other": other, "ours": ours, "theirs": theirs, "value": value,
+                              "bound": bound,
+                              "goal_met": (value >= bound) if judge and value is not None else None})
     return {"max": mx, "latency": lat, "skipped": skipped, "goals": goals, "plots": {}}
 
 
@@ -1186,7 +1209,26 @@ def write_rpc_md(L, rpc):
                 fmt(x["p50_min"]), fmt(x["p50_max"]), fmt(x["p99"]), fmt(x["p99_min"]),
                 fmt(x["p99_max"]), fmt(x["p999"]), fmt(x["p999_min"]), fmt(x["p999_max"]),
                 fmt(x.get("achieved", 0)), x.get("lost", 0)))
-    L += ["", "Goals (judged on the medians above):", ""]
+    costed = [x for x in rpc["latency"] if isinstance(x.get("cpu_us_per_req"), (int, float))]
+    if costed:
+        L += ["", "What a request costs the server (open loop, every run of the level together: "
+              "its CPU time, all threads, from just before the run's first request to after its "
+              "last reply, over the requests sent; user and system split by the shares of "
+              "utime and stime in /proc/PID/stat over the same span, which count in clock "
+              "ticks; system calls counted by `perf stat -e raw_syscalls:sys_enter -p PID`, "
+              "every thread; work of the kernel's own io_uring threads is not the server's "
+              "CPU time):", "",
+              "| reply | load | server | CPU us/request | user | system | system calls/request "
+              "| requests |", "|---|---|---|---|---|---|---|---|"]
+        for x in sorted(costed, key=lambda x: (x["reply_bytes"], x["load_pct"])):
+            sc = x.get("syscalls_per_req")
+            L.append("| %d B | %d%% | %s | %.2f | %.2f | %.2f | %s | %s |" % (
+                x["reply_bytes"], x["load_pct"], x["server"], x["cpu_us_per_req"],
+                x.get("user_us_per_req", 0), x.get("sys_us_per_req", 0),
+                "%.2f" % sc if isinstance(sc, (int, float)) else "not counted",
+                fmt(x.get("requests_costed", 0))))
+    L += ["", "Goals (judged on the medians above; the cost goals on the sums of their "
+          "runs):", ""]
     for g in rpc["goals"]:
         state = {True: "met", False: "**missed**", None: "not judged"}[g["goal_met"]]
         if g["value"] is None:
