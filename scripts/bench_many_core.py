@@ -212,10 +212,10 @@ def plan(topo, bench_dir, smp_dir, dry, budget_s=BUDGET_S):
         steps.append(step(name, "runtime pipe round trip beside the cache-line round trip, "
                           "CPUs %s" % fmt_list(pair),
                           [os.path.join(bench_dir, "pipe"), "--cross-cpu"] + size,
-                          pair, 3 if dry else 5, 120))
+                          pair, 3 if dry else 15, 120))
     steps.append(step("rq scale", "EEVDF runqueue to 100,000 tasks; fib on the runtime",
                       [os.path.join(bench_dir, "rqscale")] + size, allc,
-                      5 if dry else 15, 300))
+                      5 if dry else 30, 300))
     for w in RPC_WORKERS:
         name = "rpc %dw" % w
         clients = min(len(allc) - w, RPC_MAX_CLIENTS)
