@@ -129,9 +129,13 @@ class Plan(unittest.TestCase):
         self.assertEqual(rpc4[rpc4.index("--client-threads") + 1], "16")  # 32 CPUs - 4, at most 16
 
     def test_a_big_machine_stays_within_the_budget(self):
-        steps, skipped = self.plan(12, 8, 1, dry=False)  # 96 cores
+        root = os.path.join(self.tmp.name, "big")
+        fake_sysfs(root, 12, 6, smt=1)  # 72 cores
+        topo = bmc.topology(root)
+        steps, skipped = bmc.plan(topo, "B", "S", False, bmc.BUDGET_S)
         self.assertLessEqual(sum(s["est_s"] for s in steps), 480)
-        steps, skipped = self.plan(12, 8, 1, dry=False, budget=200)
+        self.assertEqual(len([s for s in steps if s["name"] == "e3 10ms"][0]["cpus"].split(",")), 12)
+        steps, skipped = bmc.plan(topo, "B", "S", False, 200)
         self.assertLessEqual(sum(s["est_s"] for s in steps), 200)
         self.assertTrue(all("budget" in why for why in skipped.values()))
         self.assertTrue(skipped)
