@@ -140,6 +140,18 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 }
 #endif
 
+/*
+ * Without asm goto outputs (clang < 16), add_here_at is a plain asm whose
+ * abort handler starts the section again itself (CL__RSEQ_ADD_HERE_AT_PLAIN):
+ * the copy's address comes back in a register, nothing through memory. An
+ * add has no compare to fail, so its only exits are the commit and the
+ * retry. Not in builds with test hooks (CL_RSEQ_INJECT_ASM, CL_INJECT),
+ * whose abort path must reach C.
+ */
+#if !CL__RSEQ_ASM_GOTO_OUTPUTS && !defined(CL__RSEQ_INJECT_USER) && defined(CL__INJECT_DEFAULT)
+#define CL__RSEQ_ADD_HERE_AT_PLAIN 1
+#endif
+
 /* bufpop_packed and bufpush_packed exist (the per-CPU path uses them for a
  * buffer laid out as {count, slots} at a constant power-of-two stride). */
 #define CL__RSEQ_HAVE_BUF_PACKED CL__RSEQ_ASM_GOTO_OUTPUTS
