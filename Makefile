@@ -265,6 +265,9 @@ help:
 	@echo "  librseq        find librseq or build the vendored snapshot into build/librseq (scripts/librseq.sh)"
 	@echo "  check-interop  cachelocal and librseq in one process (part of check; skipped without librseq)"
 	@echo "  bench-librseq  bench/counter and bench/ids --quick: the side-by-side librseq comparison"
+	@echo "  bench-many-core  one command for a >= 8-core machine, <= 8 min, one report (scripts/bench_many_core.py)"
+	@echo "  bench-many-core-dry  its steps at the smallest sizes on any machine (CI; report validated)"
+	@echo "  floor-builds   bench/counter and bench/ids by the other compilers of FLOOR_CCS (make bench's Floors rows)"
 	@echo "  bench-runtime-peers  the runtime beside Go and Boost.Fiber (RT_PEERS_ARGS=, default --quick)"
 	@echo "  bench-rpc      bench/rpc: RPC server on the runtime beside Go and an epoll loop, open-loop load (RPC_ARGS=, default --quick)"
 	@echo "  bench-wake-mechanisms  bench/pipe with each wake-path mechanism compiled out, beside the unchanged build (WAKE_ARGS=)"
@@ -814,7 +817,34 @@ bench-run bench-long-run:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(BENCH_BIN)
 	$(Q)$(MAKE) --no-print-directory runtime-peers-build
 	$(Q)$(MAKE) --no-print-directory rpc-build
-	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) $(BENCH_BIN)
+	$(Q)$(MAKE) --no-print-directory floor-builds
+	$(Q)$(BENCH_REPORT_RT) --mode $(word 1,$(BENCH_RUN)) --out $(word 2,$(BENCH_RUN)) $(FLOOR_BUILD_ARGS) $(BENCH_BIN)
+
+# One prepared command for a machine with >= 8 cores (scripts/bench_many_core.py:
+# E3 with real bursts at 10 and 200 ms, the cross-CPU pipe in and across an
+# LLC, the rq scale, the RPC servers on 1, 2 and 4 CPUs, tests/smp natively;
+# <= 8 minutes; one report naming the machine). bench-many-core-dry: the
+# same steps at the smallest sizes, any machine (CI).
+MANY_CORE_BIN := $(BUILD)/bench/cid_bursts $(BUILD)/bench/pipe $(BUILD)/bench/rqscale
+MANY_CORE_SMP = $(addprefix $(X64_OUT)/bin/,$(SMP_PROGS))
+.PHONY: bench-many-core bench-many-core-dry
+bench-many-core bench-many-core-dry:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) OPT=-O2 SAN= $(MANY_CORE_BIN) $(MANY_CORE_SMP)
+	$(Q)$(MAKE) --no-print-directory rpc-build
+	$(Q)python3 scripts/bench_many_core.py $(if $(filter %-dry,$@),--dry) --out $(BUILD)/bench/$(@:bench-%=%) \
+		--bench $(BUILD)/bench --smp $(X64_OUT)/bin
+
+# The Floors section's other compilers: bench/counter and bench/ids (with
+# librseq's inline operations) built by each of FLOOR_CCS that is installed
+# and is not CC, into build/<cc>/, and run beside the main build's. clang 16
+# is the first clang with asm goto outputs (docs/percpu_ops.md).
+FLOOR_CCS ?= gcc clang clang-16
+FLOOR_CC_FOUND = $(foreach c,$(filter-out $(CCNAME),$(FLOOR_CCS)),$(if $(shell command -v $(c) 2>/dev/null),$(c)))
+FLOOR_BUILD_ARGS = $(foreach c,$(FLOOR_CC_FOUND),--floor-build $(c)=build/$(c)/bench)
+.PHONY: floor-builds
+floor-builds:
+	$(Q)$(foreach c,$(FLOOR_CC_FOUND),$(MAKE) --no-print-directory CC=$(c) BUILD=build/$(c) OPT=-O2 SAN= \
+		build/$(c)/bench/counter build/$(c)/bench/ids &&) true
 
 # Only the peer comparisons (quick sizes), their table on stdout; the same
 # binaries `make bench` runs into report.json's "peers" array.

@@ -199,15 +199,74 @@ static double run_once(enum index_kind kind, int nthreads, int rounds, long dela
 	return bench_median(bursts, nb);
 }
 
+#define MAX_DELAYS 8
+
+static void usage(void)
+{
+	printf("usage: cid_bursts [--delays-ms LIST] [--rounds N]\n"
+	       "                  [--runs N] [--quick] [--smoke] [--json | --json=PATH] [--help]\n"
+	       "  --delays-ms LIST  delays between bursts, ms, comma-separated, at most %d\n"
+	       "                    (default 0,1,10; --quick: 0)\n"
+	       "  --rounds N        rounds per run, the first not counted, N >= 2\n"
+	       "                    (default 11; --quick: 6)\n",
+	       MAX_DELAYS);
+	bench_usage("cid_bursts");
+}
+
+/* A whole number from 0 to 600,000 at @s (*end after it), else -1. */
+static long parse_count(const char *s, char **end)
+{
+	long v;
+
+	errno = 0;
+	v = strtol(s, end, 10);
+	if (errno || *end == s || v < 0 || v > 600000)
+		return -1;
+	return v;
+}
+
 int main(int argc, char **argv)
 {
-	static const long delays_ms[] = { 0, 1, 10 };
+	long delays_ms[MAX_DELAYS] = { 0, 1, 10 };
 	struct bench b;
-	int nthreads, rounds;
+	int nthreads, rounds = -1;
 	unsigned seed = 12345;
-	int nd;
+	int nd = -1;
 
-	bench_only_shared_args("cid_bursts", argc, argv);
+	for (int i = 1; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return 0;
+		} else if (!strcmp(argv[i], "--delays-ms") && i + 1 < argc) {
+			const char *p = argv[++i];
+
+			for (nd = 0;; p = end + 1) {
+				long v = parse_count(p, &end);
+
+				if (v < 0 || nd == MAX_DELAYS || (*end != ',' && *end != '\0')) {
+					fprintf(stderr, "cid_bursts: bad --delays-ms '%s'\n", argv[i]);
+					return 2;
+				}
+				delays_ms[nd++] = v;
+				if (*end == '\0')
+					break;
+			}
+		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+			long v = parse_count(argv[++i], &end);
+
+			if (v < 2 || *end != '\0') {
+				fprintf(stderr, "cid_bursts: bad --rounds '%s' (at least 2)\n", argv[i]);
+				return 2;
+			}
+			rounds = (int)v;
+		} else if (!bench_is_shared_arg(argc, argv, &i)) {
+			fprintf(stderr, "cid_bursts: unknown %s '%s' (see --help)\n",
+				argv[i][0] == '-' ? "option" : "argument", argv[i]);
+			return 2;
+		}
+	}
 	bench_init(&b, "cid_bursts", argc, argv);
 	nthreads = bench_nr_allowed_cpus();
 	if (nthreads > MAX_THREADS)
@@ -216,8 +275,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cid_bursts: needs two allowed CPUs\n");
 		return 77;
 	}
-	rounds = b.quick ? 6 : 11;
-	nd = b.quick ? 1 : 3;
+	if (rounds < 0)
+		rounds = b.quick ? 6 : 11;
+	if (nd < 0)
+		nd = b.quick ? 1 : 3;
 	for (int di = 0; di < nd; di++) {
 		long delay = delays_ms[di] * 1000000L;
 		double s[IX_NR][BENCH_MAX_RUNS], same[IX_NR][BENCH_MAX_RUNS], med[IX_NR];

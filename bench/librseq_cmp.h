@@ -135,22 +135,32 @@ static inline void lr_ids_compare(struct bench *b, unsigned long long run_ns)
 
 /* ---- the cachelocal calls (the only ones in this file) ---- */
 
-static inline int lr_cl_index(enum cl_rseq_index k)
+/*
+ * The wrappers and loops below are always inlined, with both compilers:
+ * librseq's operations are always_inline, and cachelocal's cl_rseq_<op>()
+ * are too. Measured here with clang 14, when they were plain static inline:
+ * clang's flatten (unlike gcc's) does not inline what it inlined, so
+ * lr_cl_push() stayed an out-of-line call and the list pop+push took 1.6x
+ * librseq's time, a cost of the benchmark's wrapper, not of the operation.
+ */
+#define LR_INLINE static inline __attribute__((always_inline))
+
+LR_INLINE int lr_cl_index(enum cl_rseq_index k)
 {
 	return cl_rseq_current_index(k);
 }
 
-static inline int lr_cl_add(enum cl_rseq_index k, intptr_t *v, intptr_t n, int i)
+LR_INLINE int lr_cl_add(enum cl_rseq_index k, intptr_t *v, intptr_t n, int i)
 {
 	return cl_rseq_add(k, v, n, i);
 }
 
-static inline int lr_cl_pop(enum cl_rseq_index k, void **head, void **out, int i)
+LR_INLINE int lr_cl_pop(enum cl_rseq_index k, void **head, void **out, int i)
 {
 	return cl_rseq_pop(k, head, 0, out, i);
 }
 
-static inline int lr_cl_push(enum cl_rseq_index k, void **head, void *node, int i)
+LR_INLINE int lr_cl_push(enum cl_rseq_index k, void **head, void *node, int i)
 {
 	return cl_rseq_trypush(k, head, 0, node, i);
 }
@@ -165,7 +175,7 @@ static inline int lr_thread_init(void)
 	return rseq_register_current_thread();
 }
 
-static inline int lr_index(enum rseq_percpu_mode m)
+LR_INLINE int lr_index(enum rseq_percpu_mode m)
 {
 	return m == RSEQ_PERCPU_MM_CID ? (int)rseq_current_mm_cid() : (int)rseq_cpu_start();
 }
@@ -239,13 +249,13 @@ struct lr_arg {
  * ns/op with the indexed operand, 0.67 ns/op with the plain pointer). Both libraries get the same plain pointer, so the comparison is
  * of the operations, not of gcc's operand choice.
  */
-static inline intptr_t *lr_plain(intptr_t *p)
+LR_INLINE intptr_t *lr_plain(intptr_t *p)
 {
 	__asm__("" : "+r"(p));
 	return p;
 }
 
-static inline void lr_loop_cl_add(struct lr_slot *slots, long n, enum cl_rseq_index k)
+LR_INLINE void lr_loop_cl_add(struct lr_slot *slots, long n, enum cl_rseq_index k)
 {
 	if (!slots)
 		return;
@@ -258,7 +268,7 @@ static inline void lr_loop_cl_add(struct lr_slot *slots, long n, enum cl_rseq_in
 	}
 }
 
-static inline void lr_loop_lr_add(struct lr_slot *slots, long n, enum rseq_percpu_mode m)
+LR_INLINE void lr_loop_lr_add(struct lr_slot *slots, long n, enum rseq_percpu_mode m)
 {
 	if (!slots)
 		return;
@@ -272,7 +282,7 @@ static inline void lr_loop_lr_add(struct lr_slot *slots, long n, enum rseq_percp
 	}
 }
 
-static inline void lr_loop_cl_list(struct lr_head *lists, long n, enum cl_rseq_index k)
+LR_INLINE void lr_loop_cl_list(struct lr_head *lists, long n, enum cl_rseq_index k)
 {
 	if (!lists)
 		return;
@@ -292,7 +302,7 @@ static inline void lr_loop_cl_list(struct lr_head *lists, long n, enum cl_rseq_i
 	}
 }
 
-static inline void lr_loop_lr_list(struct lr_head *lists, long n, enum rseq_percpu_mode m)
+LR_INLINE void lr_loop_lr_list(struct lr_head *lists, long n, enum rseq_percpu_mode m)
 {
 	if (!lists)
 		return;

@@ -37,6 +37,10 @@ interleaved, after the experiments; their ratio lines against librseq and
 against the cid allocator's private-word floor become report.json's
 "floors" object and report.md's Floors section, each ratio's median over
 the rounds judged against its bound (their "skipped" lines are listed).
+--floor-build CC=DIR (repeatable) adds the same two benches built by
+another compiler (the Makefile's clang builds): every build runs once per
+round, its rows named by the compiler (librseq's inline operations are
+built by the same compiler, so each ratio compares like with like).
 
 RPC (bench/rpc/rpc, run with the peers): its "kind": "rpc" lines become
 report.json's "rpc" object and report.md's RPC section (max throughput per
@@ -545,11 +549,15 @@ def floor_goal(r):
 def floors(recs, judge=True):
     """report.json's "floors" object from the floor benches' lines of every
     round (ratio lines and "skipped" lines), or None when neither ran: one
-    row per ratio with a goal, its median over the rounds (min-max)."""
-    rows, skipped = {}, []  # rows: (bench, case, ratio) -> (bound, goal, values), in order
+    row per compiler and ratio with a goal, its median over the rounds
+    (min-max). A line's "compiler" (set by run_floors) names the compiler
+    that built the binary; rows of several compilers are kept apart."""
+    rows, skipped = {}, []  # (compiler, bench, case, ratio) -> (bound, goal, values), in order
     for r in recs:
         if r.get("skipped"):
             why = "%s: %s" % (r.get("case", r.get("bench", "?")), r["skipped"])
+            if r.get("compiler"):
+                why = "%s (%s)" % (why, r["compiler"])
             if why not in skipped:
                 skipped.append(why)
             continue
@@ -557,29 +565,54 @@ def floors(recs, judge=True):
             continue
         bound, goal = floor_goal(r)
         if bound is not None:
-            rows.setdefault((r["bench"], r["case"], r["ratio"]), (bound, goal, []))[2].append(
-                float(r["value"]))
+            rows.setdefault((r.get("compiler"), r["bench"], r["case"], r["ratio"]),
+                            (bound, goal, []))[2].append(float(r["value"]))
     if not rows and not skipped:
         return None
     out = []
-    for (bench, case, ratio), (bound, goal, vals) in rows.items():
+    for (compiler, bench, case, ratio), (bound, goal, vals) in rows.items():
         v = sorted(vals)
         m = median(v)
-        out.append({"bench": bench, "case": case, "ratio": ratio, "value": m,
-                    "min": v[0], "max": v[-1], "invocations": len(v), "bound": bound,
-                    "goal": goal, "goal_met": (m <= bound) if judge else None})
+        row = {"bench": bench, "case": case, "ratio": ratio, "value": m,
+               "min": v[0], "max": v[-1], "invocations": len(v), "bound": bound,
+               "goal": goal, "goal_met": (m <= bound) if judge else None}
+        if compiler:
+            row["compiler"] = compiler
+        out.append(row)
     return {"rows": out, "skipped": skipped}
 
 
-def run_floors(byname, args, jsonl, rounds):
-    """Run the floor benches @rounds times, interleaved; their lines."""
+def compiler_name(cc):
+    """A compiler's short name and version ("gcc 12.2.0", "clang 14.0.6")
+    from `cc --version`, or cc itself when it does not say."""
+    first = (sh(cc + " --version").splitlines() or [""])[0]
+    m = re.search(r"(clang|gcc|cc)\b.*?\b(\d+\.\d+(?:\.\d+)?)", first)
+    if not m:
+        return cc
+    return "%s %s" % ("clang" if m.group(1) == "clang" else "gcc", m.group(2))
+
+
+def run_floors(byname, args, jsonl, rounds, others=()):
+    """Run the floor benches @rounds times, interleaved, the main build's
+    and those of @others ((compiler name, {bench: path}) pairs: the same
+    benches built by other compilers) one after the other in each round;
+    their lines, each marked with the compiler that built it."""
     recs = []
-    members = [b for b in FLOOR_BENCHES if b in byname]
-    for member in interleave(members, rounds):
-        r, rc, _, err = run_bench(byname[member], args, jsonl)
+    members = [(None, b, byname[b]) for b in FLOOR_BENCHES if b in byname]
+    if others:
+        main_cc = compiler_name(os.environ.get("CC", "gcc"))
+        members = [(main_cc, b, p) for _, b, p in members]
+        for cc, paths in others:
+            members += [(cc, b, paths[b]) for b in FLOOR_BENCHES if b in paths]
+    for cc, member, path in interleave(members, rounds):
+        r, rc, _, err = run_bench(path, args, jsonl)
         if rc not in (0, 77):
-            progress("%s failed (exit %d): %s" % (member, rc, err.strip().splitlines()[-1:] or ""))
+            progress("%s%s failed (exit %d): %s" % (member, " (%s)" % cc if cc else "", rc,
+                                                   err.strip().splitlines()[-1:] or ""))
             continue
+        for x in r:
+            if cc:
+                x["compiler"] = cc
         recs += r
     return recs if members else None
 
@@ -600,13 +633,18 @@ def write_floors_md(L, f):
         L += ["", "- skipped: %s" % why]
     if not f["rows"]:
         return
-    L += ["", "| bench | case | ratio | median (min-max) | rounds | goal |",
-          "|---|---|---|---|---|---|"]
+    by_cc = any(r.get("compiler") for r in f["rows"])
+    if by_cc:
+        L += ["- compilers: each bench built by each compiler (librseq's inline operations by the "
+              "same one), every build run once per round in turn; a row's ratio is of one build"]
+    L += ["", "| %sbench | case | ratio | median (min-max) | rounds | goal |" % (
+        "compiler | " if by_cc else ""), "|---|---|---|---|---|---|" + ("---|" if by_cc else "")]
     for r in f["rows"]:
         goal = "%s: %s" % ({True: "met", False: "**missed**", None: "not judged"}[r["goal_met"]],
                            r["goal"])
         ratio = re.sub(r"\s*\(goal [^)]*\)", "", r["ratio"])
-        L.append("| %s | %s | %s | %.2fx (%.2f-%.2f) | %d | %s |" % (
+        L.append("| %s%s | %s | %s | %.2fx (%.2f-%.2f) | %d | %s |" % (
+            "%s | " % r.get("compiler", "?") if by_cc else "",
             r["bench"], r["case"], ratio, r["value"], r["min"], r["max"], r["invocations"], goal))
 
 
@@ -994,6 +1032,17 @@ def write_peers_md(L, doc):
 RPC_GOALS = [("max-vs-go", "go", "max throughput >= 1.5x Go's", 1.5),
              ("max-vs-epoll", "epoll", "max throughput >= 1.0x the epoll loop's", 1.0),
              ("p99-75-vs-go", "go", "p99 at 75% load <= Go's", 1.0)]
+# What a request costs the server at 50% and 75% of the slowest max (the
+# open loop's runs): theirs / ours >= bound (ours <= theirs / bound).
+RPC_COST_GOALS = [("cpu-%d-vs-go", "go", "CPU per request at %d%% load <= 0.67x Go's", 1.5,
+                   "cpu_us_per_req"),
+                  ("cpu-%d-vs-epoll", "epoll", "CPU per request at %d%% load <= the epoll loop's",
+                   1.0, "cpu_us_per_req"),
+                  ("calls-%d-vs-go", "go", "system calls per request at %d%% load <= half Go's",
+                   2.0, "syscalls_per_req")]
+RPC_COST_LEVELS = (50, 75)
+RPC_COST_KEYS = ("cpu_us_per_req", "user_us_per_req", "sys_us_per_req", "syscalls_per_req",
+                 "requests_costed")
 RPC_LEVELS = (25, 50, 75, 90)
 RPC_OURS = "cachelocal"
 RPC_GEN_BOUND = 0.9  # load generator CPU busy share from which a max is its bound
@@ -1019,7 +1068,7 @@ def collect_rpc(recs, judge=True):
     lat = [dict((k, r[k]) for k in ("server", "reply_bytes", "load_pct", "rate", "achieved", "lost",
                                      "p50", "p50_min", "p50_max", "p99", "p99_min", "p99_max",
                                      "p999", "p999_min", "p999_max", "unit", "runs", "poisson")
-                if k in r)
+                + RPC_COST_KEYS if k in r)
            for r in rows if r.get("what") == "latency"]
     skipped = [{"server": r["server"], "reason": r.get("reason", "")}
                for r in rows if r.get("what") == "skipped"]
@@ -1064,6 +1113,18 @@ def collect_rpc(recs, judge=True):
                     g["other_kernel_share"] = k
                     g["no_user_work_bound"] = 1 / k
             goals.append(g)
+        for level in RPC_COST_LEVELS:
+            def cost(server, key):
+                v = next((x.get(key) for x in lat if x["server"] == server
+                          and x["reply_bytes"] == reply and x["load_pct"] == level), None)
+                return v if isinstance(v, (int, float)) and v > 0 else None
+            for gid, other, text, bound, key in RPC_COST_GOALS:
+                ours, theirs = cost(RPC_OURS, key), cost(other, key)
+                value = theirs / ours if ours and theirs else None
+                goals.append({"id": gid % level, "reply_bytes": reply, "goal": text % level,
+                              "other": other, "ours": ours, "theirs": theirs, "value": value,
+                              "bound": bound,
+                              "goal_met": (value >= bound) if judge and value is not None else None})
     return {"max": mx, "latency": lat, "skipped": skipped, "goals": goals, "plots": {}}
 
 
@@ -1148,7 +1209,26 @@ def write_rpc_md(L, rpc):
                 fmt(x["p50_min"]), fmt(x["p50_max"]), fmt(x["p99"]), fmt(x["p99_min"]),
                 fmt(x["p99_max"]), fmt(x["p999"]), fmt(x["p999_min"]), fmt(x["p999_max"]),
                 fmt(x.get("achieved", 0)), x.get("lost", 0)))
-    L += ["", "Goals (judged on the medians above):", ""]
+    costed = [x for x in rpc["latency"] if isinstance(x.get("cpu_us_per_req"), (int, float))]
+    if costed:
+        L += ["", "What a request costs the server (open loop, every run of the level together: "
+              "its CPU time, all threads, from just before the run's first request to after its "
+              "last reply, over the requests sent; user and system split by the shares of "
+              "utime and stime in /proc/PID/stat over the same span, which count in clock "
+              "ticks; system calls counted by `perf stat -e raw_syscalls:sys_enter -p PID`, "
+              "every thread; work of the kernel's own io_uring threads is not the server's "
+              "CPU time):", "",
+              "| reply | load | server | CPU us/request | user | system | system calls/request "
+              "| requests |", "|---|---|---|---|---|---|---|---|"]
+        for x in sorted(costed, key=lambda x: (x["reply_bytes"], x["load_pct"])):
+            sc = x.get("syscalls_per_req")
+            L.append("| %d B | %d%% | %s | %.2f | %.2f | %.2f | %s | %s |" % (
+                x["reply_bytes"], x["load_pct"], x["server"], x["cpu_us_per_req"],
+                x.get("user_us_per_req", 0), x.get("sys_us_per_req", 0),
+                "%.2f" % sc if isinstance(sc, (int, float)) else "not counted",
+                fmt(x.get("requests_costed", 0))))
+    L += ["", "Goals (judged on the medians above; the cost goals on the sums of their "
+          "runs):", ""]
     for g in rpc["goals"]:
         state = {True: "met", False: "**missed**", None: "not judged"}[g["goal_met"]]
         if g["value"] is None:
@@ -1259,6 +1339,9 @@ def main():
     ap.add_argument("--mode", choices=("quick", "long", "smoke"), default="quick")
     ap.add_argument("--peer-skipped", action="append", default=[], metavar="PACKAGE",
                     help="a peer's package that is not installed (listed as skipped)")
+    ap.add_argument("--floor-build", action="append", default=[], metavar="CC=DIR",
+                    help="the floor benches (counter, ids) built by compiler CC into DIR: run "
+                         "beside the main build's, their rows named by compiler")
     ap.add_argument("bins", nargs="*")
     o = ap.parse_args()
     os.makedirs(o.out, exist_ok=True)
@@ -1338,7 +1421,16 @@ def main():
     if any(b in byname for b in FLOOR_BENCHES):
         progress("floors: %s, %d rounds (load %.2f)" % (
             " ".join(b for b in FLOOR_BENCHES if b in byname), ROUNDS[o.mode], os.getloadavg()[0]))
-        floor_recs = run_floors(byname, args, jsonl, ROUNDS[o.mode])
+        others = []
+        for fb in o.floor_build:
+            cc, _, d = fb.partition("=")
+            paths = {b: os.path.join(d, b) for b in FLOOR_BENCHES
+                     if os.access(os.path.join(d, b), os.X_OK)}
+            if paths:
+                others.append((compiler_name(cc), paths))
+            else:
+                progress("floors: no floor bench built by %s in %s" % (cc, d))
+        floor_recs = run_floors(byname, args, jsonl, ROUNDS[o.mode], others)
     doc["floors"] = floors(floor_recs or [], judge=o.mode != "smoke") if floor_recs is not None else None
     doc["cross_cpu"] = cross_cpu(results.get("pipe_layout", []), ratios.get("pipe_layout", []),
                                  judge=o.mode != "smoke")

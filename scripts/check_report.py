@@ -178,6 +178,17 @@ def check_rpc(rpc):
         for q in ("p50", "p99", "p999"):
             if not x[q + "_min"] <= x[q] <= x[q + "_max"]:
                 errs.append("%s: %s outside its min-max" % (name, q))
+        if "cpu_us_per_req" in x:
+            parts = [x.get(k) for k in ("cpu_us_per_req", "user_us_per_req", "sys_us_per_req")]
+            if not all(num(v) and v >= 0 for v in parts):
+                errs.append("%s: CPU per request and its user and system parts must be numbers "
+                            ">= 0" % name)
+            elif parts[1] + parts[2] > 0 and not math.isclose(parts[1] + parts[2], parts[0],
+                                                               rel_tol=1e-3, abs_tol=1e-3):
+                errs.append("%s: user + system per request is not the CPU per request" % name)
+            sc = x.get("syscalls_per_req")
+            if sc is not None and not (num(sc) and sc >= 0):
+                errs.append("%s: system calls per request not a number >= 0 or null" % name)
     for key, levels in have.items():
         if sorted(levels) != sorted(bench_report.RPC_LEVELS):
             errs.append("rpc: %s %d B: load levels %s, want %s" % (

@@ -33,6 +33,19 @@
  *      counted; a reply still missing --drain-ms after the run counts
  *      with its age then. p50/p99/p99.9 per run, median over the runs.
  *
+ * Cost per request, at 25/50/75% (the open-loop runs): the server's CPU
+ * time (all its threads, /proc/PID/task/TID/schedstat, from just before
+ * the run's first request to after its last reply or the drain) over the
+ * requests the run sent, split into user and system time by the share of
+ * each in /proc/PID/stat's utime and stime over the same span; and its
+ * system calls, counted by `perf stat -e raw_syscalls:sys_enter -p PID`
+ * over the same span (the kernel's count of every entry, all threads,
+ * threads started later included), also over the requests sent. Both are
+ * summed over the runs of a level, then divided. Without perf, or where
+ * the tracepoint cannot be opened, system calls are not counted (null).
+ * io_uring work done by the kernel's own threads is CPU time of theirs,
+ * not the server's: it is named with the result, not hidden in it.
+ *
  * --json: the usual result lines; one {"kind":"rpc",...} line per server
  * and reply size (max) and per server, reply size and load (latency), read
  * by scripts/bench_report.py for its RPC section; and, when the cachelocal
@@ -54,6 +67,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "rtbench.h"
@@ -87,6 +101,10 @@ struct server {
 	double cpu_srv[NREPLY][BENCH_MAX_RUNS]; /* closed loop: its CPU share (of --server-cpus) ... */
 	double cpu_cli[NREPLY][BENCH_MAX_RUNS]; /* ... and the load generator's (of its threads) */
 	unsigned long long ticks_user[NREPLY], ticks_sys[NREPLY]; /* closed loop, all runs */
+	struct cost {                           /* open loop, summed over a level's runs */
+		double cpu_ns, reqs, syscalls;  /* syscalls < 0: not counted */
+		unsigned long long tu, ts;      /* utime, stime ticks */
+	} cost[NREPLY][NLEVELS];
 	long lost[NREPLY][NLEVELS];
 };
 
@@ -534,6 +552,130 @@ static void proc_ticks(pid_t pid, unsigned long long *user, unsigned long long *
 		*user = *sys = 0;
 }
 
+/*
+ * System calls of the server, counted by perf stat on the raw_syscalls:
+ * sys_enter tracepoint (attached to every thread of the process, and to
+ * threads it starts later). perf_count_ok: 1 once a probe counted, 0 when
+ * it could not (no perf, no tracefs, not permitted).
+ */
+static int perf_count_ok = -1;
+
+struct sc_counter {
+	pid_t pid; /* perf, or 0 */
+	int fd;    /* its stderr (the CSV count) */
+};
+
+/*
+ * Start counting the system calls of process @target: perf starts with its
+ * counter disabled (-D -1) and enables it on our "enable" on its control
+ * pipe, answering "ack" once it is on, so every call after sc_start()
+ * returns is counted (none lost to perf's start-up). No count (c->pid 0)
+ * when perf cannot run or does not answer.
+ */
+static void sc_start(struct sc_counter *c, pid_t target)
+{
+	char pidarg[24], ctlarg[48], ack[8];
+	int pfd[2], ctl[2], ak[2];
+	struct pollfd pf;
+
+	c->pid = 0;
+	c->fd = -1;
+	if (perf_count_ok == 0 || pipe(pfd))
+		return;
+	if (pipe(ctl)) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return;
+	}
+	if (pipe(ak)) {
+		close(pfd[0]);
+		close(pfd[1]);
+		close(ctl[0]);
+		close(ctl[1]);
+		return;
+	}
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)target);
+	snprintf(ctlarg, sizeof(ctlarg), "--control=fd:%d,%d", ctl[0], ak[1]);
+	c->pid = fork();
+	if (c->pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(pfd[1], 2);
+		if (null >= 0)
+			dup2(null, 1);
+		close(pfd[0]);
+		close(ctl[1]);
+		close(ak[0]);
+		execlp("perf", "perf", "stat", "-x", ",", "-D", "-1", ctlarg, "-e",
+		       "raw_syscalls:sys_enter", "-p", pidarg, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	close(ctl[0]);
+	close(ak[1]);
+	c->fd = pfd[0];
+	pf.fd = ak[0];
+	pf.events = POLLIN;
+	if (c->pid < 0 || write(ctl[1], "enable\n", 7) != 7 || poll(&pf, 1, 5000) != 1 ||
+	    read(ak[0], ack, sizeof(ack)) < 3 || memcmp(ack, "ack", 3)) {
+		if (c->pid > 0) {
+			kill(c->pid, SIGKILL);
+			waitpid(c->pid, NULL, 0);
+		}
+		close(c->fd);
+		c->pid = 0;
+		c->fd = -1;
+	}
+	close(ctl[1]);
+	close(ak[0]);
+}
+
+/* Stop @c; the count, or -1 when there is none. */
+static double sc_stop(struct sc_counter *c)
+{
+	char buf[4096];
+	size_t n = 0;
+	ssize_t k;
+	double v = -1;
+	int st;
+
+	if (!c->pid)
+		return -1;
+	kill(c->pid, SIGINT);
+	while (n < sizeof(buf) - 1 && (k = read(c->fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)k;
+	buf[n] = '\0';
+	close(c->fd);
+	waitpid(c->pid, &st, 0);
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long long cnt;
+
+		/* "COUNT,,raw_syscalls:sys_enter,..." ("<not counted>": no calls, no count) */
+		if (sscanf(l, "%llu,", &cnt) == 1 && strstr(l, ",raw_syscalls:sys_enter,")) {
+			v = (double)cnt;
+			break;
+		}
+		if (strstr(l, "<not counted>,") == l && strstr(l, ",raw_syscalls:sys_enter,"))
+			v = 0;
+	}
+	return v;
+}
+
+/* Whether perf counts system calls here, and counts them right: this
+ * process's own 1,000 getppid() calls, made while it counts, must come
+ * back as at least 1,000 and at most 1,100 (sc_stop()'s kill and read). */
+static void sc_probe(void)
+{
+	struct sc_counter c;
+	double v;
+
+	sc_start(&c, getpid());
+	for (int i = 0; i < 1000; i++)
+		(void)syscall(SYS_getppid);
+	v = sc_stop(&c);
+	perf_count_ok = v >= 1000 && v <= 1100; /* the calls, and the few of sc_stop() */
+}
+
 /* Sleep until CLOCK_MONOTONIC reads @t ns. */
 static void sleep_until_ns(uint64_t t)
 {
@@ -573,9 +715,11 @@ static double quantile_us(const uint64_t *v, size_t n, double q)
  * and *@lost; -1 on an error.
  */
 static double one_run(struct server *s, uint32_t reply, double rate, double p[3], long *lost,
-		      double cpu[4])
+		      double cpu[4], struct cost *cost)
 {
-	unsigned long long u0 = 0, s0 = 0, u1 = 0, s1 = 0;
+	unsigned long long u0 = 0, s0 = 0, u1 = 0, s1 = 0, cu0 = 0, cs0 = 0, cu1 = 0, cs1 = 0;
+	uint64_t c0 = 0, c1 = 0, sent = 0;
+	struct sc_counter sc = { 0, -1 };
 	pthread_t tid[MAX_THREADS];
 	uint64_t start = 0, done = 0, dur = (uint64_t)o.duration_ms * 1000000ull, srv0 = 0, srv1 = 0;
 	double cli = 0;
@@ -617,6 +761,13 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 			exit(1);
 		}
 	}
+	if (cost) { /* before the threads go: the counter attaches, then the span starts */
+		for (int i = 0; i < o.conns; i++)
+			sent -= conns[i].seq_tx;
+		sc_start(&sc, s->pid);
+		c0 = proc_cpu_ns(s->pid);
+		proc_ticks(s->pid, &cu0, &cs0);
+	}
 	pthread_barrier_wait(&gen_barrier);
 	__atomic_store_n(&start, bench_now_ns() + 100000, __ATOMIC_RELEASE);
 	if (cpu) { /* the server's CPU time over the run (the threads take theirs) */
@@ -638,6 +789,23 @@ static double one_run(struct server *s, uint32_t reply, double rate, double p[3]
 			*lost += (long)gens[i].lost;
 	}
 	pthread_barrier_destroy(&gen_barrier);
+	if (cost) { /* every reply in (or the drain over): the span ends */
+		double n;
+
+		c1 = proc_cpu_ns(s->pid);
+		proc_ticks(s->pid, &cu1, &cs1);
+		n = sc_stop(&sc);
+		for (int i = 0; i < o.conns; i++)
+			sent += conns[i].seq_tx;
+		cost->cpu_ns += c1 > c0 ? (double)(c1 - c0) : 0;
+		cost->tu += cu1 >= cu0 ? cu1 - cu0 : 0;
+		cost->ts += cs1 >= cs0 ? cs1 - cs0 : 0;
+		cost->reqs += (double)sent;
+		if (n < 0 || cost->syscalls < 0)
+			cost->syscalls = -1;
+		else
+			cost->syscalls += n;
+	}
 	if (rate > 0) {
 		size_t k = 0;
 
@@ -695,10 +863,32 @@ static void rpc_line_max(struct bench *b, struct server *s, int r)
 			s->ticks_user[r], s->ticks_sys[r]);
 }
 
+/*
+ * What a request cost @s at level @l (0 when not measured): CPU us, its
+ * user and system parts (the precise total split by the ticks' shares),
+ * and system calls (-1: not counted).
+ */
+static void rpc_cost(const struct server *s, int r, int l, double *cpu, double *user, double *sys,
+		     double *calls)
+{
+	const struct cost *c = &s->cost[r][l];
+	double t = (double)(c->tu + c->ts);
+
+	*cpu = *user = *sys = 0;
+	*calls = -1;
+	if (c->reqs <= 0)
+		return;
+	*cpu = c->cpu_ns / c->reqs / 1000.0;
+	*user = t > 0 ? *cpu * (double)c->tu / t : 0;
+	*sys = t > 0 ? *cpu * (double)c->ts / t : 0;
+	if (c->syscalls >= 0)
+		*calls = c->syscalls / c->reqs;
+}
+
 static void rpc_line_lat(struct bench *b, struct server *s, int r, int l, double rate)
 {
 	static const char *const qn[3] = { "p50", "p99", "p999" };
-	double mn, mx;
+	double mn, mx, cpu, user, sys, calls;
 
 	if (!b->json)
 		return;
@@ -712,6 +902,16 @@ static void rpc_line_lat(struct bench *b, struct server *s, int r, int l, double
 		bench_minmax(s->lat[r][l][q], b->runs, &mn, &mx);
 		fprintf(b->json, "\"%s\":%.6g,\"%s_min\":%.6g,\"%s_max\":%.6g,", qn[q],
 			bench_median(s->lat[r][l][q], b->runs), qn[q], mn, qn[q], mx);
+	}
+	rpc_cost(s, r, l, &cpu, &user, &sys, &calls);
+	if (cpu > 0) {
+		fprintf(b->json, "\"cpu_us_per_req\":%.6g,\"user_us_per_req\":%.6g,"
+			"\"sys_us_per_req\":%.6g,\"requests_costed\":%.0f,", cpu, user, sys,
+			s->cost[r][l].reqs);
+		if (calls >= 0)
+			fprintf(b->json, "\"syscalls_per_req\":%.6g,", calls);
+		else
+			fprintf(b->json, "\"syscalls_per_req\":null,");
 	}
 	fprintf(b->json,
 		"\"runs\":%d,\"conns\":%d,\"poisson\":%s,\"server_cpus\":%d,\"client_threads\":%d,"
@@ -742,6 +942,23 @@ static void rpc_peer_lines(struct bench *b, struct server *s, int r)
 		  g[2], g[3], g[4], g[5], gain, b->runs, "us", 0);
 	if (s == &servers[S_GO])
 		rtb_goal(b, "p99 at 75% load <= Go's (Go/ours)", gain, 1.0, 1);
+	for (int l = 1; l <= 2; l++) { /* 50% and 75% */
+		double oc, ou, osy, ocl, tc, tu, tsy, tcl;
+		char what[96];
+
+		rpc_cost(ours, r, l, &oc, &ou, &osy, &ocl);
+		rpc_cost(s, r, l, &tc, &tu, &tsy, &tcl);
+		if (oc <= 0 || tc <= 0)
+			continue;
+		snprintf(what, sizeof(what), "CPU/request at %d%%, %u B <= %s (theirs/ours)",
+			 level_pct[l], reply_size[r], s == &servers[S_GO] ? "0.67x Go's" : "the epoll loop's");
+		rtb_goal(b, what, tc / oc, s == &servers[S_GO] ? 1.5 : 1.0, 1);
+		if (s == &servers[S_GO] && ocl > 0 && tcl > 0) {
+			snprintf(what, sizeof(what), "syscalls/request at %d%%, %u B <= half Go's (Go/ours)",
+				 level_pct[l], reply_size[r]);
+			rtb_goal(b, what, tcl / ocl, 2.0, 1);
+		}
+	}
 }
 
 static void usage(void)
@@ -864,6 +1081,11 @@ int main(int argc, char **argv)
 	}
 	if (!nr_ok)
 		return 77;
+	sc_probe();
+	if (!b.json_only)
+		printf("# system calls per request: %s\n", perf_count_ok ?
+		       "counted (perf stat -e raw_syscalls:sys_enter -p SERVER)" :
+		       "not counted (perf cannot count raw_syscalls:sys_enter here)");
 	if (!b.json_only) {
 		printf("# placement: %s; servers on CPU", placement);
 		for (int i = 0; i < o.server_cpus; i++)
@@ -891,7 +1113,7 @@ int main(int argc, char **argv)
 					continue;
 				double cpu[4] = { 0, 0, 0, 0 };
 
-				s->max[r][run] = one_run(s, reply_size[r], 0, NULL, NULL, cpu);
+				s->max[r][run] = one_run(s, reply_size[r], 0, NULL, NULL, cpu, NULL);
 				if (s->max[r][run] < 0)
 					return 1;
 				s->cpu_srv[r][run] = cpu[0];
@@ -942,7 +1164,8 @@ int main(int argc, char **argv)
 
 					if (!s->ok)
 						continue;
-					got = one_run(s, reply_size[r], rate, lp, &s->lost[r][l], NULL);
+					got = one_run(s, reply_size[r], rate, lp, &s->lost[r][l], NULL,
+						      level_pct[l] <= 75 ? &s->cost[r][l] : NULL);
 					if (got < 0)
 						return 1;
 					for (int q = 0; q < 3; q++)
@@ -965,6 +1188,19 @@ int main(int argc, char **argv)
 						     s->lat[r][l][q], b.runs, "us");
 				}
 				rpc_line_lat(&b, s, r, l, rate);
+				if (level_pct[l] <= 75 && !b.json_only) {
+					double cpu, user, sys, calls;
+
+					rpc_cost(s, r, l, &cpu, &user, &sys, &calls);
+					printf("# cost %u B at %d%% %s: %.2f us CPU per request (user %.2f, "
+					       "system %.2f), ", reply_size[r], level_pct[l], s->name, cpu,
+					       user, sys);
+					if (calls >= 0)
+						printf("%.2f system calls per request (%.0f requests)\n",
+						       calls, s->cost[r][l].reqs);
+					else
+						printf("system calls not counted (perf)\n");
+				}
 			}
 		}
 		if (servers[S_CACHELOCAL].ok)

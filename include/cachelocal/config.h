@@ -84,6 +84,7 @@ _Static_assert(CL_PERCPU_STRIDE % CL_FALSE_SHARING_SIZE == 0,
  */
 #ifndef CL_INJECT
 #define CL_INJECT(n) ((void)0)
+#define CL__INJECT_DEFAULT 1 /* no test hooks: code may leave the points out */
 #endif
 
 /*

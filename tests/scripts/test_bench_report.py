@@ -658,6 +658,36 @@ class Floors(unittest.TestCase):
         f["rows"][0]["bound"] = 1.2
         self.assertTrue(any("not the project's" in e for e in check_report.check_floors(f)))
 
+    def test_rows_of_two_compilers_are_kept_apart_and_named(self):
+        recs = []
+        for cc, add in (("gcc 12.2.0", 1.05), ("clang 14.0.6", 1.24), ("gcc 12.2.0", 1.07),
+                        ("clang 14.0.6", 1.20), ("gcc 12.2.0", 1.03), ("clang 14.0.6", 1.22)):
+            recs.append(dict(floor_line("counter", "op mm_cid 1 thread", self.ADD, add), compiler=cc))
+        recs.append({"bench": "counter", "case": "librseq comparison: operations",
+                     "skipped": "librseq not built", "compiler": "clang 14.0.6"})
+        f = bench_report.floors(recs)
+        self.assertEqual([(r["compiler"], r["value"], r["min"], r["max"], r["invocations"], r["goal_met"])
+                          for r in f["rows"]],
+                         [("gcc 12.2.0", 1.05, 1.03, 1.07, 3, True),
+                          ("clang 14.0.6", 1.22, 1.20, 1.24, 3, False)])
+        self.assertEqual(f["skipped"], ["librseq comparison: operations: librseq not built (clang 14.0.6)"])
+        self.assertEqual(check_report.check_floors(f), [])
+        doc = valid_doc()
+        doc["peers"] = []
+        doc["experiments"] = []
+        doc["machine"]["cflags"] = ""
+        doc["floors"] = f
+        md = report_md(doc)
+        self.assertIn("| compiler | bench | case | ratio | median (min-max) | rounds | goal |", md)
+        self.assertIn("| clang 14.0.6 | counter | op mm_cid 1 thread | cl_counter_add / librseq add | "
+                      "1.22x (1.20-1.24) | 3 | **missed**: <= 1.1x librseq |", md)
+        self.assertIn("| gcc 12.2.0 | counter | op mm_cid 1 thread | cl_counter_add / librseq add | "
+                      "1.05x (1.03-1.07) | 3 | met: <= 1.1x librseq |", md)
+
+    def test_compiler_name_is_short_and_falls_back_to_the_command(self):
+        self.assertRegex(bench_report.compiler_name("gcc"), r"^(gcc|clang) \d+\.\d+")
+        self.assertEqual(bench_report.compiler_name("no-such-compiler-here"), "no-such-compiler-here")
+
     def test_report_md_has_a_row_per_ratio_without_the_bench_goal_text(self):
         doc = valid_doc()
         doc["peers"] = []

@@ -132,6 +132,78 @@ class CollectRpc(unittest.TestCase):
         self.assertEqual(check_report.check_rpc(None), [])
 
 
+def costed(recs, cpu, calls):
+    """@recs with each latency line's cost at 25-75% (cpu[server], calls[server]:
+    us of CPU and system calls per request; user a quarter of the CPU)."""
+    out = []
+    for r in recs:
+        r = dict(r)
+        if r["what"] == "latency" and r["load_pct"] <= 75:
+            c = cpu[r["server"]]
+            r.update(cpu_us_per_req=c, user_us_per_req=c / 4, sys_us_per_req=c * 3 / 4,
+                     syscalls_per_req=calls[r["server"]], requests_costed=5000.0)
+        out.append(r)
+    return out
+
+
+class CostPerRequest(unittest.TestCase):
+    def goal(self, rpc, gid):
+        return next(g for g in rpc["goals"] if g["id"] == gid and g["reply_bytes"] == 64)
+
+    def test_cost_goals_at_50_and_75_percent(self):
+        recs = costed(lines(300e3, 150e3, 280e3, 40.0, 60.0),
+                      {"cachelocal": 6.0, "go": 10.0, "epoll": 7.0},
+                      {"cachelocal": 0.9, "go": 2.4, "epoll": 1.5})
+        rpc = bench_report.collect_rpc(recs)
+        for level in (50, 75):
+            g = self.goal(rpc, "cpu-%d-vs-go" % level)
+            self.assertAlmostEqual(g["value"], 10.0 / 6.0)
+            self.assertTrue(g["goal_met"])  # 6 us <= 0.67 x 10 us
+            self.assertEqual(g["goal"], "CPU per request at %d%% load <= 0.67x Go's" % level)
+            self.assertTrue(self.goal(rpc, "cpu-%d-vs-epoll" % level)["goal_met"])
+            g = self.goal(rpc, "calls-%d-vs-go" % level)
+            self.assertAlmostEqual(g["value"], 2.4 / 0.9)
+            self.assertTrue(g["goal_met"])
+        self.assertFalse(any(g["id"].startswith(("cpu-25", "calls-25", "cpu-90")) for g in rpc["goals"]))
+        self.assertEqual(check_report.check_rpc(rpc), [])
+        L = []
+        bench_report.write_rpc_md(L, rpc)
+        text = "\n".join(L)
+        self.assertIn("| 64 B | 50% | cachelocal | 6.00 | 1.50 | 4.50 | 0.90 | 5000 |", text)
+        self.assertIn("- 64 B reply, CPU per request at 75% load <= 0.67x Go's: met (1.67x; "
+                      "goal >= 1.50x)", text)
+
+    def test_cost_goals_missed_and_not_counted(self):
+        recs = costed(lines(300e3, 150e3, 280e3, 40.0, 60.0),
+                      {"cachelocal": 8.0, "go": 10.0, "epoll": 7.0},
+                      {"cachelocal": 1.5, "go": 2.4, "epoll": None})
+        rpc = bench_report.collect_rpc(recs)
+        self.assertFalse(self.goal(rpc, "cpu-50-vs-go")["goal_met"])     # 8 > 0.67 x 10
+        self.assertFalse(self.goal(rpc, "cpu-75-vs-epoll")["goal_met"])  # 8 > 7
+        self.assertFalse(self.goal(rpc, "calls-50-vs-go")["goal_met"])   # 1.5 > 2.4 / 2
+        self.assertEqual(check_report.check_rpc(rpc), [])
+        L = []
+        bench_report.write_rpc_md(L, rpc)
+        self.assertIn("| epoll | 7.00 | 1.75 | 5.25 | not counted |", "\n".join(L))
+
+    def test_without_cost_lines_the_goals_are_not_judged(self):
+        rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0))
+        g = self.goal(rpc, "cpu-50-vs-go")
+        self.assertIsNone(g["value"])
+        self.assertIsNone(g["goal_met"])
+
+    def test_the_check_catches_parts_that_do_not_add_up(self):
+        recs = costed(lines(300e3, 150e3, 280e3, 40.0, 60.0),
+                      {"cachelocal": 6.0, "go": 10.0, "epoll": 7.0},
+                      {"cachelocal": 0.9, "go": 2.4, "epoll": 1.5})
+        rpc = bench_report.collect_rpc(recs)
+        rpc["latency"][1]["user_us_per_req"] += 1.0
+        self.assertTrue(any("user + system" in e for e in check_report.check_rpc(rpc)))
+        rpc = bench_report.collect_rpc(recs)
+        rpc["latency"][1]["syscalls_per_req"] = -1
+        self.assertTrue(any("system calls per request" in e for e in check_report.check_rpc(rpc)))
+
+
 class CheckRpc(unittest.TestCase):
     def setUp(self):
         self.rpc = bench_report.collect_rpc(lines(300e3, 150e3, 280e3, 40.0, 60.0))

@@ -72,7 +72,7 @@ CL_ALWAYS_INLINE int cl__percpu_add_here(enum cl_rseq_index kind, struct cl_rseq
 {
 	int i;
 
-#if CL__RSEQ_ASM_GOTO_OUTPUTS
+#if CL__RSEQ_ASM_GOTO_OUTPUTS || defined(CL__RSEQ_ADD_HERE_AT_PLAIN)
 	if (__builtin_constant_p(stride) && stride != 0 && (stride & (stride - 1)) == 0) {
 		/* A constant power-of-two stride (a pool's default): the index is
 		 * the copy's distance from p, a shift the compiler drops when the

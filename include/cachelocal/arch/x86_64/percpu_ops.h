@@ -114,10 +114,23 @@ CL_STATIC_ASSERT(sizeof(intptr_t) == 8 && sizeof(void *) == 8, "x86_64 words");
 /*
  * cl__rseq_read_field() - one 32-bit load of a kernel-written field of the
  * area (cpu_id, mm_cid), outside a section: the index an operation is
- * given. A volatile asm, so it is never merged with another read or hoisted
- * out of a loop, but without a memory clobber, so the compiler keeps the
- * values it holds in registers (the thread's cached area pointer) across it.
+ * given. It must never be merged with another read or hoisted out of a
+ * loop, and must not make the compiler reload what it holds in registers
+ * (the thread's cached area pointer) either.
+ *
+ * gcc: a volatile asm without a memory clobber does both. clang gives any
+ * volatile asm "may read and write all memory", whatever its clobbers, so
+ * the operation after it loaded and tested the cached area pointer again
+ * (3 of clang 14's 16 instructions in the raw add loop, against librseq's
+ * 13). There the load is a relaxed atomic one: LLVM neither merges nor
+ * hoists it, and lets other loads be forwarded across it.
  */
+#if defined(__clang__)
+CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
+{
+	return __atomic_load_n(field, __ATOMIC_RELAXED);
+}
+#else
 CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 {
 	uint32_t v;
@@ -125,6 +138,19 @@ CL_ALWAYS_INLINE uint32_t cl__rseq_read_field(const uint32_t *field)
 	__asm__ __volatile__("movl %1, %0" : "=r"(v) : "m"(*field));
 	return v;
 }
+#endif
+
+/*
+ * Without asm goto outputs (clang < 16), add_here_at is a plain asm whose
+ * abort handler starts the section again itself (CL__RSEQ_ADD_HERE_AT_PLAIN):
+ * the copy's address comes back in a register, nothing through memory. An
+ * add has no compare to fail, so its only exits are the commit and the
+ * retry. Not in builds with test hooks (CL_RSEQ_INJECT_ASM, CL_INJECT),
+ * whose abort path must reach C.
+ */
+#if !CL__RSEQ_ASM_GOTO_OUTPUTS && !defined(CL__RSEQ_INJECT_USER) && defined(CL__INJECT_DEFAULT)
+#define CL__RSEQ_ADD_HERE_AT_PLAIN 1
+#endif
 
 /* bufpop_packed and bufpush_packed exist (the per-CPU path uses them for a
  * buffer laid out as {count, slots} at a constant power-of-two stride). */

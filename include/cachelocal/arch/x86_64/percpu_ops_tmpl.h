@@ -80,6 +80,37 @@ CL_ALWAYS_INLINE int CL__RSEQ_T(add_here_at)(struct cl_rseq_abi *abi, intptr_t *
 	*at = a;
 	CL__RSEQ_END(20);
 }
+#elif defined(CL__RSEQ_ADD_HERE_AT_PLAIN)
+/*
+ * add_here_at as a plain asm (x86_64/percpu_ops.h): label 5 publishes the
+ * descriptor again and the abort handler jumps there, so an abort retries
+ * inside the asm (the kernel cleared rseq_cs when it aborted) and the
+ * function always returns CL_RSEQ_OK.
+ */
+CL_ALWAYS_INLINE int CL__RSEQ_T(add_here_at)(struct cl_rseq_abi *abi, intptr_t *base,
+					     size_t stride, intptr_t count, intptr_t **at)
+{
+	intptr_t *a;
+
+	__asm__ __volatile__(CL__RSEQ_ASM_DESCRIPTOR "5:\n\t" CL__RSEQ_ASM_START
+		     "movl %c[idx_off](%[abi]), %k[at]\n\t"
+		     "imulq %[stride], %q[at]\n\t"
+		     "addq %[base], %q[at]\n\t"
+		     "addq %[count], (%q[at])\n\t"
+		     "2:\n\t"
+		     ".pushsection __rseq_failure, \"ax\"\n\t"
+		     ".byte 0x0f, 0xb9, 0x3d\n\t"
+		     ".long %c[sig]\n\t"
+		     "4:\n\t"
+		     "jmp 5b\n\t"
+		     ".popsection\n\t"
+		     : [at] "=&r"(a)
+		     : CL__RSEQ_ASM_INPUTS(CL__RSEQ_T_OFF), [base] "r"(base), [stride] "er"(stride),
+		       [count] "er"(count)
+		     : CL__RSEQ_ASM_CLOBBERS);
+	*at = a;
+	return CL_RSEQ_OK;
+}
 #endif
 
 /*

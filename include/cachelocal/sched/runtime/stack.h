@@ -19,6 +19,8 @@
 #ifndef CACHELOCAL_SCHED_RUNTIME_STACK_H
 #define CACHELOCAL_SCHED_RUNTIME_STACK_H
 
+#include <sys/uio.h> /* struct iovec: process_madvise() */
+
 CL_BEGIN_DECLS
 
 /* ---- stacks ---- */
@@ -54,6 +56,12 @@ CL_INLINE size_t cl__rt_page(void)
  *    the region: what a call chain that went past the stack's end and
  *    returned leaves behind). What it finds is reported as a fault in a
  *    guard is, and the process aborts (overflow.h).
+ * Markers go on a whole batch's guard regions at once where the kernel lets
+ * a process advise itself through process_madvise() (any advice for the
+ * caller's own process since Linux 6.13, the release of the markers): one
+ * system call per batch instead of one per slot, made when the batch is
+ * mapped ("markers" all the same; test knob CL_TEST_GUARD_BATCH=0: one by
+ * one, as before).
  * CL_RUNTIME_GUARD_AUTO takes markers where the kernel does, else mprotect
  * guards while they fit a mapping budget (cl__rt_guard_budget()), then
  * checked ones: "mprotect+checked".
@@ -69,6 +77,7 @@ CL_INLINE size_t cl__rt_page(void)
 #define CL__RT_GUARD_MPROTECT 1
 #define CL__RT_GUARD_MIXED 2   /* mprotect within the budget, then checked */
 #define CL__RT_GUARD_CHECKED 3
+#define CL__RT_GUARD_MARKERS_BATCH 4 /* markers, a batch's all at once when it is mapped */
 
 /* The stack pointer (an address in the caller's frame without asm). */
 CL_ALWAYS_INLINE uintptr_t cl__rt_sp(void)
@@ -94,6 +103,41 @@ CL_INLINE size_t cl__rt_batch_slots(const struct cl_runtime *rt)
 	return n > CL__RT_BATCH_SLOTS ? CL__RT_BATCH_SLOTS : n ? n : 1;
 }
 
+/*
+ * Guard markers on the @n guard regions (@guard bytes at the start of each
+ * @slot-byte slot) of the batch at @m, with one process_madvise() of this
+ * process on itself. 0, or -1 when not all were installed (no pidfd, a
+ * kernel that refuses the advice there, valgrind): the caller installs
+ * them one by one (installing a marker twice is harmless).
+ */
+CL_INLINE int cl__rt_batch_guard(char *m, size_t n, size_t slot, size_t guard)
+{
+#if defined(SYS_process_madvise) && defined(SYS_pidfd_open)
+	struct iovec iov[CL__RT_BATCH_SLOTS];
+	long r;
+	int fd;
+
+	if (n > CL__RT_BATCH_SLOTS)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		iov[i].iov_base = m + i * slot;
+		iov[i].iov_len = guard;
+	}
+	fd = (int)syscall(SYS_pidfd_open, (long)getpid(), 0L);
+	if (fd < 0)
+		return -1;
+	r = syscall(SYS_process_madvise, (long)fd, iov, (long)n, (long)CL__MADV_GUARD_INSTALL, 0L);
+	close(fd);
+	return r == (long)(n * guard) ? 0 : -1;
+#else
+	(void)m;
+	(void)n;
+	(void)slot;
+	(void)guard;
+	return -1;
+#endif
+}
+
 /* Next free slot, a new batch mapped if needed; NULL if out of memory. */
 CL_INLINE char *cl__rt_slot_take(struct cl_runtime *rt)
 {
@@ -114,6 +158,14 @@ CL_INLINE char *cl__rt_slot_take(struct cl_runtime *rt)
 		 * 2 GiB guest out of memory). Fails harmlessly (EINVAL) on a
 		 * kernel built without them. */
 		(void)madvise(m, n * slot, CL__MADV_NOHUGEPAGE);
+		if (rt->guard_mode == CL__RT_GUARD_MARKERS_BATCH &&
+		    cl__rt_batch_guard(m, n, slot, rt->guard_size) != 0) {
+			for (size_t i = 0; i < n; i++)
+				if (madvise(m + i * slot, rt->guard_size, CL__MADV_GUARD_INSTALL) != 0) {
+					munmap(m, n * slot);
+					return NULL; /* no slot without its guard */
+				}
+		}
 		cl_spin_lock(&rt->all_lock);
 		if (rt->nr_batches == rt->cap_batches) {
 			unsigned int cap = rt->cap_batches ? 2 * rt->cap_batches : 16;
@@ -168,6 +220,25 @@ CL_INLINE int cl__rt_markers_ok(void)
 		return 0;
 	ok = madvise(m, pg, CL__MADV_GUARD_INSTALL) == 0;
 	munmap(m, pg);
+	return ok;
+}
+
+/* Does process_madvise() install markers on a batch? (Test knob
+ * CL_TEST_GUARD_BATCH=0: answer no, one madvise() per slot.) */
+CL_INLINE int cl__rt_batch_markers_ok(void)
+{
+	size_t pg = cl__rt_page();
+	unsigned long knob;
+	char *m;
+	int ok;
+
+	if (cl__rt_env_ulong("CL_TEST_GUARD_BATCH", &knob) && knob == 0)
+		return 0;
+	m = (char *)mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | CL__MAP_ANONYMOUS, -1, 0);
+	if (m == (char *)MAP_FAILED)
+		return 0;
+	ok = cl__rt_batch_guard(m, 2, pg, pg) == 0;
+	munmap(m, 2 * pg);
 	return ok;
 }
 
@@ -228,7 +299,8 @@ CL_INLINE int cl__rt_guard_init(struct cl_runtime *rt, int mode)
 	switch (mode) {
 	case CL_RUNTIME_GUARD_AUTO:
 		if (cl__rt_markers_ok()) {
-			rt->guard_mode = CL__RT_GUARD_MARKERS;
+			rt->guard_mode = cl__rt_batch_markers_ok() ? CL__RT_GUARD_MARKERS_BATCH
+								    : CL__RT_GUARD_MARKERS;
 		} else {
 			rt->guard_mode = CL__RT_GUARD_MIXED;
 			rt->guard_budget = cl__rt_guard_budget();
@@ -239,7 +311,8 @@ CL_INLINE int cl__rt_guard_init(struct cl_runtime *rt, int mode)
 			errno = ENOSYS;
 			return -1;
 		}
-		rt->guard_mode = CL__RT_GUARD_MARKERS;
+		rt->guard_mode = cl__rt_batch_markers_ok() ? CL__RT_GUARD_MARKERS_BATCH
+							    : CL__RT_GUARD_MARKERS;
 		return 0;
 	case CL_RUNTIME_GUARD_MPROTECT:
 		rt->guard_mode = CL__RT_GUARD_MPROTECT;
@@ -271,6 +344,7 @@ CL_INLINE const char *cl_runtime_guard_mode(const struct cl_runtime *rt)
 		return NULL;
 	switch (rt->guard_mode) {
 	case CL__RT_GUARD_MARKERS:
+	case CL__RT_GUARD_MARKERS_BATCH:
 		return "markers";
 	case CL__RT_GUARD_MPROTECT:
 		return "mprotect";
@@ -289,6 +363,8 @@ CL_INLINE int cl__rt_guard(struct cl_runtime *rt, struct cl_rt_task *t, void *lo
 	switch (rt->guard_mode) {
 	case CL__RT_GUARD_MARKERS:
 		return madvise(lo, len, CL__MADV_GUARD_INSTALL);
+	case CL__RT_GUARD_MARKERS_BATCH: /* installed with its batch (cl__rt_slot_take()) */
+		return 0;
 	case CL__RT_GUARD_MIXED:
 		if (CL_ATOMIC_LOAD(&rt->guard_budget, CL_RELAXED) > 0 &&
 		    CL_ATOMIC_FETCH_SUB(&rt->guard_budget, 1, CL_RELAXED) > 0) {
