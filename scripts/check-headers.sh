@@ -46,6 +46,8 @@ fi
 n=$((n + 2))
 sh scripts/check-layers.sh || fail=$((fail + 1))
 sh scripts/check-layers.sh --self-test || fail=$((fail + 1))
+python3 scripts/check-backcalls.py || fail=$((fail + 1))
+python3 scripts/check-backcalls.py --selftest || fail=$((fail + 1))
 
 # ---- kernel-doc: every /** block valid (scripts/check-kernel-doc.py), with
 # its self-test. KDOC_PENDING: headers not checked yet (globs relative to

@@ -36,7 +36,9 @@
  *     switch. The first thing every resumed context does (cl__rt_finish())
  *     is release them. So L is free again only once the waiter's registers
  *     and stack pointer are saved: a waker that finds the record (it must
- *     take L) always finds a task that is completely off its CPU.
+ *     take L) always finds a task that is completely off its CPU. (A
+ *     worker that will watch the record releases L before its switch;
+ *     a waker then claims the record through the watch, watch.h.)
  *  3. A waker takes the record off the list under L and writes its result;
  *     from then on it alone owns the wakeup (each record is woken once).
  *     Another worker's task (or a thread outside): the waker pushes it on
@@ -47,14 +49,16 @@
  *     switch (a list only that thread touches; the switch takes the rq
  *     lock anyway). Spawns enqueue under the target's rq lock and read
  *     `sleeping` under it. If `sleeping` was set, the waker swaps it to 0
- *     and, if it was the one to clear it, FUTEX_WAKEs the worker.
+ *     and, if it was the one to clear it, FUTEX_WAKEs the worker (or,
+ *     for one asleep in its I/O backend, writes its eventfd).
  *  4. An idle worker decides to sleep under its rq lock: only if
- *     nr_running is 0 (and no stop is asked) does it set `sleeping` = 1;
+ *     nr_running is 0 (and no stop is asked) does it set `sleeping`
+ *     (CL__RT_SLEEP_FUTEX, or CL__RT_SLEEP_IO with tasks parked in I/O);
  *     then, if its remote wake list is still empty (a remote waker pushes
  *     before it reads `sleeping`, both sequentially consistent), without
- *     the lock, FUTEX_WAIT(sleeping, 1). The lock orders the
- *     two sides: either the worker saw the waker's task (it does not
- *     sleep), or the waker saw `sleeping` = 1 (it wakes it). A wake that
+ *     the lock, FUTEX_WAIT(sleeping, 1) or the I/O backend's wait. The
+ *     lock orders the two sides: either the worker saw the waker's task
+ *     (it does not sleep), or the waker saw `sleeping` set (it wakes it). A wake that
  *     lands before the FUTEX_WAIT leaves the word 0, so the wait returns
  *     at once. The wait has no timeout but the worker's own next timer:
  *     nothing else would end it (test_sched_runtime_idle forces a wake

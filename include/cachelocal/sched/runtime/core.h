@@ -7,7 +7,7 @@
  *
  * One job per piece, included below in one direction: a piece calls only
  * what it or an earlier piece defines (no forward declaration; checked by
- * the hooks' backcalls.py), so each can be read knowing only those above
+ * scripts/check-backcalls.py, part of make check), so each can be read knowing only those above
  * it. A new piece (timers, I/O) goes after the ones it calls.
  */
 #ifndef CACHELOCAL_SCHED_RUNTIME_CORE_H

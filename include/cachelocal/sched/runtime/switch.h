@@ -239,7 +239,7 @@ CL_INLINE int cl__rt_set_buddy(struct cl__rt_worker *w, struct cl_rt_task **bp, 
  *    which then takes the rq lock and brings the rq up to date first
  *    (cl__rt_handoff_sync()). A spawn onto the rq raises nr_running, which
  *    stops a chain that runs alone (nr_running == 1); one that runs beside
- *    queued tasks (CL_RUNTIME_CHAIN_BESIDE only) stops when the tick's mark
+ *    queued tasks (unless built with CL_RUNTIME_NO_CHAIN_BESIDE) stops when the tick's mark
  *    says its slice is over (cl__rt_chain_beside()).
  *    A chain that ends (its last task blocks with nothing on the wake list)
  *    also takes the full path, so no wakeup waits on a chain that stopped.
@@ -494,7 +494,6 @@ CL_INLINE int cl__rt_wake_check(struct cl__rt_worker *w, struct cl_rt_task *self
 	int resched;
 
 	CL_ATOMIC_FETCH_AND(&w->preempt_pending, ~CL__RT_PP_WAKE, CL_RELAXED);
-	w->nr_wake_checks++;
 	now = cl__rt_now(w->rt);
 	w->nr_clock_reads++;
 	cl__rq_lock(rq);

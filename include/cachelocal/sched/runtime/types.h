@@ -453,7 +453,7 @@ struct cl__rt_fin {
 struct cl__rt_worker {
 	/* written by other threads (kick): on its own line */
 	CL_GROUP_BEGIN_GUARDED(cl_rt_worker_idle);
-	int sleeping;                      /* futex word: 1 while it sleeps or is about to */
+	int sleeping;                      /* futex word: CL__RT_SLEEP_FUTEX or _IO while it sleeps or is about to */
 	unsigned int idle_epoch;           /* bumped (by the worker) each time sleeping goes 1 -> 0 */
 	int preempt_pending;               /* CL__RT_PP_*: set by the tick and by wakers */
 	uintptr_t remote_wakes;            /* remote wakeups: a lock-free stack (cl__rt_wake_push()) */
@@ -492,7 +492,6 @@ struct cl__rt_worker {
 	uint64_t nr_preempts;              /* statistics: preempted by the signal ... */
 	uint64_t nr_preempt_marks;         /* ... or at a runtime call after a mark */
 	uint64_t nr_wake_preempts;         /* of those: by a wakee (EEVDF wakeup preemption) */
-	uint64_t nr_wake_checks;           /* wakeup preemption checks made (cl__rt_wake_check()) */
 	uint64_t nr_oncpu_waits;           /* switches that waited for their context's save */
 	struct cl__rt_fin fin;
 	uint64_t now_ns;                   /* clock read at this worker's last switch */

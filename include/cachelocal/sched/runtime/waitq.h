@@ -440,7 +440,7 @@ CL_INLINE int cl_waitq_wait_timeout(struct cl_waitq *wq, uint64_t timeout_ns)
  * cl_waitq_wake_one() - wake the longest waiting task.
  * @wq: the queue (not locked by the caller).
  *
- * Takes the queue's lock, a test-and-set spinlock (not fair): calling this
+ * Takes the queue's lock, a ticket lock (FIFO among its takers): calling this
  * in a tight loop until a task shows up can keep the tasks that want to
  * sleep on @wq from getting that lock for a long time. Wait for a condition
  * the waiters set instead.

@@ -169,7 +169,8 @@ CL_INLINE void cl__rt_spin_end(struct cl__rt_worker *w, int hit)
 /*
  * cl__rt_worker_main() - a worker thread: run tasks; when none is runnable,
  * balance, spin (bounded, never past its next timer), then sleep on its
- * futex (until its next timer, if it has one).
+ * futex, or in its I/O backend while tasks are parked in I/O (until its
+ * next timer, if it has one).
  */
 CL_INLINE void *cl__rt_worker_main(void *arg)
 {
