@@ -5,7 +5,8 @@
 # split headers included); grouped structs have one layout in C and C++;
 # no header includes a higher layer (scripts/check-layers.sh, with its
 # self-test proving that an upward include is caught; also the module and
-# arch rules); every /** block is valid kernel-doc (check-kernel-doc.py);
+# arch rules); the runtime's pieces make no back-call (check-backcalls.py);
+# every /** block is valid kernel-doc (check-kernel-doc.py);
 # and every cl_/CL_ name in README.md and docs/ exists in the headers
 # (check-doc-names.sh).
 # Usage: check-headers.sh  (env: EXTRA_CFLAGS, e.g. the liburcu cflags)
