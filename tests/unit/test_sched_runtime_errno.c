@@ -23,7 +23,8 @@
 
 #define ROUNDS 2000
 #define IO_ROUNDS 5000 /* at most: until IO_MOVED moved (each spins a worker) */
-#define IO_MOVED 10
+#define IO_MOVED 5
+#define IO_SECONDS 10 /* and at most this long (slow under TSan and valgrind) */
 
 struct errno_run {
 	int io;          /* park in cl_read(), else in cl_chan_recv() */
@@ -77,8 +78,13 @@ static void *closer(void *p)
 	struct errno_round *r = (struct errno_round *)p;
 
 	if (r->c) {
-		while (__atomic_load_n(&r->c->recvq.next, __ATOMIC_ACQUIRE) == &r->c->recvq)
-			cl_yield();
+		for (int parked = 0; !parked;) { /* a receiver on the list (under its lock) */
+			cl_ticket_lock(&r->c->lock);
+			parked = !cds_list_empty(&r->c->recvq);
+			(void)cl_ticket_unlock(&r->c->lock);
+			if (!parked)
+				cl_yield();
+		}
 		cl_chan_close(r->c);
 	} else {
 		while (!parked_in_io(r->rt))
@@ -90,12 +96,14 @@ static void *closer(void *p)
 
 static int spin_stop;
 
-/* Keep the task's worker busy, so the idle one takes the woken task. */
+/* Keep the task's worker busy, so the idle one takes the woken task (a
+ * runtime call now and then: under TSan preemption only marks). */
 static void *spinner(void *p)
 {
 	(void)p;
-	while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE))
-		;
+	for (unsigned int n = 1; !__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE); n++)
+		if (!(n & 0xfffff))
+			cl_yield();
 	return NULL;
 }
 
@@ -103,14 +111,15 @@ static void *victim(void *p)
 {
 	struct errno_run *run = (struct errno_run *)p;
 	struct cl_spawn_attr sa;
+	uint64_t end = cl_now_ns() + IO_SECONDS * 1000000000ULL;
 
 	memset(&sa, 0, sizeof(sa));
-	for (int i = 0; run->io ? i < IO_ROUNDS && run->moved < IO_MOVED : i < ROUNDS; i++) {
-		run->rounds++;
+	for (int i = 0; run->io ? i < IO_ROUNDS && run->moved < IO_MOVED && cl_now_ns() < end : i < ROUNDS; i++) {
 		struct errno_round r;
 		struct cl_rt_task *t, *spin = NULL;
 		int before = cl_worker_id(), e, want;
 
+		run->rounds++;
 		memset(&r, 0, sizeof(r));
 		r.rt = run->rt;
 		if (run->io ? pipe(r.fds) != 0 : !(r.c = cl_chan_create(sizeof(int), 1)))
