@@ -81,10 +81,22 @@ struct cl_counter {
 	int64_t shared CL_ALIGNED(8);
 };
 
+/* c->slot, which a first add on a zeroed counter may publish meanwhile:
+ * relaxed (the copies are reached through the pointer, an address
+ * dependency, on every supported CPU), acquire under TSan, which does not
+ * model dependencies. */
+#ifdef CL_HAVE_TSAN
+#define CL__COUNTER_SLOT(c) CL_ATOMIC_LOAD(&(c)->slot, CL_ACQUIRE)
+#else
+#define CL__COUNTER_SLOT(c) CL_ATOMIC_LOAD(&(c)->slot, CL_RELAXED)
+#endif
+
 /* The copies of @c, whichever the index kind (NULL: no storage). */
 CL_ALWAYS_INLINE int64_t *cl__counter_copies(const struct cl_counter *c)
 {
-	return c->slot != NULL ? c->slot : c->cid_slot;
+	int64_t *slot = CL__COUNTER_SLOT(c);
+
+	return slot != NULL ? slot : c->cid_slot;
 }
 
 /* The counters' pool, created by the first counter (process-wide). */
@@ -238,7 +250,7 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 		cl__counter_add_lazy(c, v);
 		return;
 	}
-	kind = c->slot != NULL ? CL_RSEQ_INDEX_CPU_ID : CL_RSEQ_INDEX_MM_CID;
+	kind = copies != c->cid_slot ? CL_RSEQ_INDEX_CPU_ID : CL_RSEQ_INDEX_MM_CID;
 	CL_ATOMIC_FETCH_ADD(cl_percpu_ptr(copies, cl_rseq_current_index(kind)), v, CL_RELAXED);
 #else
 	intptr_t *p;
@@ -246,7 +258,7 @@ CL_ALWAYS_INLINE void cl_counter_add(struct cl_counter *c, int64_t v)
 
 	if (CL__BAD_ARG(c == NULL))
 		return;
-	p = (intptr_t *)(void *)c->slot;
+	p = (intptr_t *)(void *)CL__COUNTER_SLOT(c);
 	if (p != NULL) {
 		i = cl_percpu_add(CL_RSEQ_INDEX_CPU_ID, p, CL_PERCPU_STRIDE, (intptr_t)v);
 	} else {
