@@ -69,6 +69,23 @@
  * holding one. Where a holder may be descheduled for long, use a pthread
  * mutex.
  *
+ * Time-slice extension (Linux 7.0+, cachelocal/slice.h): in a thread where
+ * it is on, each of the three asks the kernel not to preempt the holder
+ * between a successful lock/trylock and the unlock (cl__slice_begin() after
+ * the acquiring atomic, cl__slice_end() after the releasing store), and
+ * gives the CPU back at the unlock if the kernel granted it more time: a
+ * holder is then rarely preempted mid-section, and with it the convoy
+ * above mostly goes. The waits (spinning, sched_yield, the ticket lock's
+ * futex) happen before the request begins and the ticket unlock's futex
+ * wake after it ends, so no request spans a system call (except an MCS
+ * unlock that waits long for a late successor to link itself, whose
+ * sched_yield() ends a grant, as a yield should). Where it is off
+ * (kernel, glibc's 32-byte area, CL_SLICE_EXT=0, a thread's opt-out) the
+ * lock and the unlock each pay one thread-local load and one branch.
+ * Sections of several locks nest (only the outermost asks). A lock taken
+ * in one thread and released in another (TTAS, ticket) ends no request:
+ * the taker's stays set until its own next outermost unlock.
+ *
  * Memory ordering (all three): everything the holder did before its unlock
  * is visible to the next thread whose lock/trylock succeeds (release store /
  * acquire read-modify-write or load). A failed trylock and the is_locked
@@ -105,6 +122,7 @@
 #include "compiler.h"
 #include "internal/backoff.h"
 #include "internal/futex.h"
+#include "internal/slice.h"
 
 CL_BEGIN_DECLS
 
@@ -150,8 +168,11 @@ CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
 {
 	if (CL__BAD_ARG(l == NULL))
 		return 0;
-	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) == 0 &&
-	       CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) == 0;
+	if (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0 ||
+	    CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
+		return 0;
+	cl__slice_begin();
+	return 1;
 }
 
 /**
@@ -168,6 +189,7 @@ CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
 	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
 		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
 			CL_CPU_RELAX();
+	cl__slice_begin();
 }
 
 /**
@@ -182,6 +204,7 @@ CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
 	if (CL__BAD_ARG(l == NULL))
 		return;
 	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
+	cl__slice_end();
 }
 
 /**
@@ -296,7 +319,10 @@ CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
 	/* acquire here: the previous holder's release store was to owner, not
 	 * to next, so the CAS on next alone would order nothing. */
 	owner = CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE);
-	return CL_ATOMIC_CAS(&l->next, &owner, owner + 1, CL_RELAXED, CL_RELAXED);
+	if (!CL_ATOMIC_CAS(&l->next, &owner, owner + 1, CL_RELAXED, CL_RELAXED))
+		return 0;
+	cl__slice_begin();
+	return 1;
 }
 
 /* cl_ticket_lock()'s wait for ticket @me, out of line so that the
@@ -346,6 +372,7 @@ CL_ALWAYS_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
 	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me))
 		cl__ticket_wait(l, me);
+	cl__slice_begin();
 }
 
 /* The unlock's slow path, out of line so that the unlock itself inlines:
@@ -373,6 +400,7 @@ CL_ALWAYS_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
 	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
 		return cl__ticket_einval();
 	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
+	cl__slice_end();
 	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0))
 		cl__ticket_wake(l, owner + 1);
 	return 0;
@@ -467,7 +495,10 @@ CL_INLINE int cl_mcs_trylock(struct cl_mcslock *l, struct cl_mcs_node *node)
 		return 0;
 	CL_ATOMIC_STORE(&node->next, (struct cl_mcs_node *)NULL, CL_RELAXED);
 	CL_ATOMIC_STORE(&node->locked, 0, CL_RELAXED);
-	return CL_ATOMIC_CAS(&l->tail, &expect, node, CL_ACQ_REL, CL_RELAXED);
+	if (!CL_ATOMIC_CAS(&l->tail, &expect, node, CL_ACQ_REL, CL_RELAXED))
+		return 0;
+	cl__slice_begin();
+	return 1;
 }
 
 /**
@@ -491,11 +522,12 @@ CL_INLINE void cl_mcs_lock(struct cl_mcslock *l, struct cl_mcs_node *node)
 	/* release: the predecessor that reads our node sees it initialised;
 	 * acquire: the previous holder's section, when it released to NULL. */
 	prev = CL_ATOMIC_XCHG(&l->tail, node, CL_ACQ_REL);
-	if (prev == NULL)
-		return;
-	CL_ATOMIC_STORE(&prev->next, node, CL_RELEASE);
-	while (CL_ATOMIC_LOAD(&node->locked, CL_ACQUIRE) != 0)
-		cl__backoff(&spins, CL__BACKOFF_SPINS);
+	if (prev != NULL) {
+		CL_ATOMIC_STORE(&prev->next, node, CL_RELEASE);
+		while (CL_ATOMIC_LOAD(&node->locked, CL_ACQUIRE) != 0)
+			cl__backoff(&spins, CL__BACKOFF_SPINS);
+	}
+	cl__slice_begin();
 }
 
 /**
@@ -527,14 +559,17 @@ CL_INLINE int cl_mcs_unlock(struct cl_mcslock *l, struct cl_mcs_node *node)
 	next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE);
 	if (next == NULL) {
 		if (CL_ATOMIC_CAS(&l->tail, &expect, (struct cl_mcs_node *)NULL, CL_RELEASE,
-				  CL_RELAXED))
+				  CL_RELAXED)) {
+			cl__slice_end();
 			return 0;
+		}
 		if (CL__BAD_ARG(expect == NULL))
 			return -1; /* the lock is free: not held through @node */
 		while ((next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE)) == NULL)
 			cl__backoff(&spins, CL__BACKOFF_SPINS);
 	}
 	CL_ATOMIC_STORE(&next->locked, 0, CL_RELEASE);
+	cl__slice_end();
 	return 0;
 }
 
