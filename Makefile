@@ -366,6 +366,17 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
 
+# bench/slice_locks.c links three more compilations of its lock loops:
+# "before" and "control" with CL_SLICE_EXT=0 (the locks without the request
+# code, twice), "after" with it.
+$(BUILD)/bench/slice_locks: bench/slice_locks.c bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -DCL_SLICE_EXT=0 -DSLICE_LOCKS_LOOP=before -c -o $@.before.o $<
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -DCL_SLICE_EXT=0 -DSLICE_LOCKS_LOOP=control -c -o $@.control.o $<
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -DSLICE_LOCKS_LOOP=after -c -o $@.after.o $<
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $@.before.o $@.after.o $@.control.o $(LDLIBS_PROG)
+
 # bench/pipe.c with one mechanism of the runtime's wake path compiled out
 # each (docs/runtime.md, what each wake-path mechanism saves), measured
 # beside the unchanged build by `make bench-wake-mechanisms` (not in

@@ -184,12 +184,15 @@ CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
  */
 CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
 {
+	uint32_t on;
+
 	if (CL__BAD_ARG(l == NULL))
 		return;
+	on = cl__slice_on(); /* before the exchange (cl__slice_begin_if()) */
 	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
 		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
 			CL_CPU_RELAX();
-	cl__slice_begin();
+	cl__slice_begin_if(on);
 }
 
 /**
@@ -201,10 +204,13 @@ CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
  */
 CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
 {
+	uint32_t on;
+
 	if (CL__BAD_ARG(l == NULL))
 		return;
+	on = cl__slice_on();
 	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
-	cl__slice_end();
+	cl__slice_end_if(on);
 }
 
 /**
@@ -350,6 +356,15 @@ CL_COLD CL_NOINLINE CL_UNUSED static int cl__ticket_einval(void)
 	return -1;
 }
 
+/* cl_ticket_lock() when ticket @me is not served yet or the time-slice
+ * extension is on in this thread. */
+CL_NOINLINE CL_UNUSED static void cl__ticket_lock_slow(struct cl_ticketlock *l, uint32_t me)
+{
+	if (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me)
+		cl__ticket_wait(l, me);
+	cl__slice_begin();
+}
+
 /**
  * cl_ticket_lock() - take @l, in the order the callers arrived.
  * @l: the lock (NULL: errno EINVAL, nothing done).
@@ -363,23 +378,29 @@ CL_COLD CL_NOINLINE CL_UNUSED static int cl__ticket_einval(void)
  */
 CL_ALWAYS_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 {
-	uint32_t me;
+	uint32_t me, on;
 
 	if (CL_UNLIKELY(l == NULL)) {
 		(void)cl__ticket_einval();
 		return;
 	}
+	/* the thread's request word is read before the locked add, so that
+	 * the load does not wait behind it; one branch then covers both rare
+	 * cases: a wait, a time-slice request */
+	on = cl__slice_on();
 	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me))
-		cl__ticket_wait(l, me);
-	cl__slice_begin();
+	if (CL_UNLIKELY((CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) ^ me) | on))
+		cl__ticket_lock_slow(l, me);
 }
 
 /* The unlock's slow path, out of line so that the unlock itself inlines:
- * wake the sleepers waiting for ticket @next. */
-CL_COLD CL_NOINLINE CL_UNUSED static void cl__ticket_wake(struct cl_ticketlock *l, uint32_t next)
+ * end this thread's time-slice request (before any system call), then wake
+ * the sleepers waiting for ticket @next, if any. */
+CL_NOINLINE CL_UNUSED static void cl__ticket_unlock_slow(struct cl_ticketlock *l, uint32_t next)
 {
-	(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(next));
+	cl__slice_end();
+	if (CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0)
+		(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(next));
 }
 
 /**
@@ -392,17 +413,18 @@ CL_COLD CL_NOINLINE CL_UNUSED static void cl__ticket_wake(struct cl_ticketlock *
  */
 CL_ALWAYS_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
 {
-	uint32_t owner;
+	uint32_t owner, on;
 
 	if (CL_UNLIKELY(l == NULL))
 		return cl__ticket_einval();
+	on = cl__slice_on(); /* early, off the path of the loads below */
 	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
 	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
 		return cl__ticket_einval();
 	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
-	cl__slice_end();
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0))
-		cl__ticket_wake(l, owner + 1);
+	/* one branch for both rare cases: sleepers to wake, a request to end */
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) | on))
+		cl__ticket_unlock_slow(l, owner + 1);
 	return 0;
 }
 

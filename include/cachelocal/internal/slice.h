@@ -135,16 +135,76 @@ CL_ALWAYS_INLINE void cl__slice_end_on(struct cl__slice_thread *t, uint8_t *req)
 }
 
 /*
+ * The on-paths, out of line: where the extension is off, the inline part is
+ * one compare of a thread-local word with 0 and a branch (no register
+ * kept live for the on-path); where it is on, a call more.
+ */
+CL_NOINLINE CL_UNUSED static void cl__slice_begin_slow(void)
+{
+	uint8_t *req = CL_ATOMIC_LOAD(&cl__slice_thread.req, CL_RELAXED);
+
+	if (req != NULL)
+		cl__slice_begin_on(&cl__slice_thread, req);
+}
+
+CL_NOINLINE CL_UNUSED static void cl__slice_end_slow(void)
+{
+	uint8_t *req = CL_ATOMIC_LOAD(&cl__slice_thread.req, CL_RELAXED);
+
+	if (req != NULL)
+		cl__slice_end_on(&cl__slice_thread, req);
+}
+
+/*
+ * cl__slice_on() - 1 when this thread's locks request (the word a lock may
+ * fold into a branch it takes anyway, then call cl__slice_begin()/_end()
+ * out of line), else 0. 0 when built with CL_SLICE_EXT=0.
+ */
+CL_ALWAYS_INLINE uint32_t cl__slice_on(void)
+{
+#if CL_SLICE_EXT
+	return cl__slice_thread.req != NULL;
+#else
+	return 0;
+#endif
+}
+
+/*
+ * cl__slice_begin_if() / cl__slice_end_if() - cl__slice_begin()/_end() for
+ * a lock that read cl__slice_on() into @on early, before its atomic
+ * operation, so that the thread-local load never waits behind a locked
+ * instruction (measured: the ticket lock's uncontended lock+unlock costs
+ * 5% more with the load after the locked add, 2% with it before).
+ */
+CL_ALWAYS_INLINE void cl__slice_begin_if(uint32_t on)
+{
+#if CL_SLICE_EXT
+	if (CL_UNLIKELY(on))
+		cl__slice_begin_slow();
+#else
+	(void)on;
+#endif
+}
+
+CL_ALWAYS_INLINE void cl__slice_end_if(uint32_t on)
+{
+#if CL_SLICE_EXT
+	if (CL_UNLIKELY(on))
+		cl__slice_end_slow();
+#else
+	(void)on;
+#endif
+}
+
+/*
  * cl__slice_begin() - a lock was just taken: ask the kernel not to preempt
  * this thread until cl__slice_end() (when the extension is on here).
  */
 CL_ALWAYS_INLINE void cl__slice_begin(void)
 {
 #if CL_SLICE_EXT
-	uint8_t *req = CL_ATOMIC_LOAD(&cl__slice_thread.req, CL_RELAXED);
-
-	if (CL_UNLIKELY(req != NULL))
-		cl__slice_begin_on(&cl__slice_thread, req);
+	if (CL_UNLIKELY(cl__slice_thread.req != NULL))
+		cl__slice_begin_slow();
 #endif
 }
 
@@ -155,10 +215,8 @@ CL_ALWAYS_INLINE void cl__slice_begin(void)
 CL_ALWAYS_INLINE void cl__slice_end(void)
 {
 #if CL_SLICE_EXT
-	uint8_t *req = CL_ATOMIC_LOAD(&cl__slice_thread.req, CL_RELAXED);
-
-	if (CL_UNLIKELY(req != NULL))
-		cl__slice_end_on(&cl__slice_thread, req);
+	if (CL_UNLIKELY(cl__slice_thread.req != NULL))
+		cl__slice_end_slow();
 #endif
 }
 
