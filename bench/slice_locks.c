@@ -41,6 +41,7 @@
  *
  * Options (besides bench.h's): --duration S (contended run length, default
  * 0.5 s, --quick 0.2 s, --smoke 0.05 s), --threads-per-cpu N (default 4),
+ * --cpus N (contend on the first N allowed CPUs only; default all),
  * --only uncontended|contended.
  */
 #ifndef _GNU_SOURCE
@@ -472,9 +473,9 @@ static void uncontended(struct bench *b, long n)
 	free(ctl);
 }
 
-static void contended(struct bench *b, int per_cpu, double duration)
+static void contended(struct bench *b, int ncpu, int per_cpu, double duration)
 {
-	int ncpu = bench_nr_allowed_cpus(), nthreads = ncpu * per_cpu;
+	int nthreads = ncpu * per_cpu;
 	int on = 0;
 	struct run_result *res[2];
 	enum lock_kind kinds[] = {K_TICKET, K_MCS, K_TTAS};
@@ -545,7 +546,7 @@ int main(int argc, char **argv)
 {
 	struct bench b;
 	double duration = -1;
-	int per_cpu = 4, only = 0; /* 1 uncontended, 2 contended */
+	int per_cpu = 4, only = 0, ncpu = 0; /* only: 1 uncontended, 2 contended */
 	long n;
 
 	for (int i = 1; i < argc; i++) {
@@ -553,6 +554,10 @@ int main(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
 			duration = atof(argv[++i]);
+		} else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
+			ncpu = atoi(argv[++i]);
+			if (ncpu < 1)
+				only = -1;
 		} else if (!strcmp(argv[i], "--threads-per-cpu") && i + 1 < argc) {
 			per_cpu = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
@@ -580,8 +585,10 @@ int main(int argc, char **argv)
 		       cl_slice_ext_mode_name(cl_slice_ext_mode()), getauxval(27), per_cpu);
 	if (only != 2)
 		uncontended(&b, n);
+	if (ncpu == 0 || ncpu > bench_nr_allowed_cpus())
+		ncpu = bench_nr_allowed_cpus();
 	if (only != 1)
-		contended(&b, per_cpu, duration);
+		contended(&b, ncpu, per_cpu, duration);
 	return bench_finish(&b);
 }
 #endif /* SLICE_LOCKS_LOOP */
