@@ -82,6 +82,9 @@
  * sched_yield() ends a grant, as a yield should). Where it is off
  * (kernel, glibc's 32-byte area, CL_SLICE_EXT=0, a thread's opt-out) the
  * lock and the unlock each pay one thread-local load and one branch.
+ * A section that makes a system call takes its lock with the _noslice
+ * forms (cl_spin_lock_noslice(), cl_ticket_lock_noslice()): the per-lock,
+ * per-call-site opt-out; CL_SLICE_EXT=0 is the per-build one.
  * Sections of several locks nest (only the outermost asks). A lock taken
  * in one thread and released in another (TTAS, ticket) ends no request:
  * the taker's stays set until its own next outermost unlock.
@@ -196,6 +199,25 @@ CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
 }
 
 /**
+ * cl_spin_lock_noslice() - cl_spin_lock() without asking for the time-slice
+ * extension.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * For a section that makes a system call (the kernel ends a grant at any
+ * system call). Release it with cl_spin_unlock_noslice().
+ *
+ * Context: as cl_spin_lock().
+ */
+CL_INLINE void cl_spin_lock_noslice(struct cl_spinlock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
+		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
+			CL_CPU_RELAX();
+}
+
+/**
  * cl_spin_unlock() - release @l.
  * @l: the lock, held (by any thread: the lock has no owner).
  *
@@ -211,6 +233,19 @@ CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
 	on = cl__slice_on();
 	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
 	cl__slice_end_if(on);
+}
+
+/**
+ * cl_spin_unlock_noslice() - release @l taken with cl_spin_lock_noslice().
+ * @l: the lock, held.
+ *
+ * Context: the current holder.
+ */
+CL_INLINE void cl_spin_unlock_noslice(struct cl_spinlock *l)
+{
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
 }
 
 /**
@@ -356,13 +391,32 @@ CL_COLD CL_NOINLINE CL_UNUSED static int cl__ticket_einval(void)
 	return -1;
 }
 
-/* cl_ticket_lock() when ticket @me is not served yet or the time-slice
- * extension is on in this thread. */
-CL_NOINLINE CL_UNUSED static void cl__ticket_lock_slow(struct cl_ticketlock *l, uint32_t me)
+/* cl_ticket_lock() when ticket @me is not served yet or (@on) the
+ * time-slice extension is on in this thread. */
+CL_NOINLINE CL_UNUSED static void cl__ticket_lock_slow(struct cl_ticketlock *l, uint32_t me,
+							uint32_t on)
 {
 	if (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me)
 		cl__ticket_wait(l, me);
-	cl__slice_begin();
+	cl__slice_begin_if(on);
+}
+
+/* cl_ticket_lock() and cl_ticket_lock_noslice() (@ext 0: no request). */
+CL_ALWAYS_INLINE void cl__ticket_lock_x(struct cl_ticketlock *l, int ext)
+{
+	uint32_t me, on;
+
+	if (CL_UNLIKELY(l == NULL)) {
+		(void)cl__ticket_einval();
+		return;
+	}
+	/* the thread's request word is read before the locked add, so that
+	 * the load does not wait behind it; one branch then covers both rare
+	 * cases: a wait, a time-slice request */
+	on = ext ? cl__slice_on() : 0;
+	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
+	if (CL_UNLIKELY((CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) ^ me) | on))
+		cl__ticket_lock_slow(l, me, on);
 }
 
 /**
@@ -378,29 +432,52 @@ CL_NOINLINE CL_UNUSED static void cl__ticket_lock_slow(struct cl_ticketlock *l, 
  */
 CL_ALWAYS_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 {
-	uint32_t me, on;
+	cl__ticket_lock_x(l, 1);
+}
 
-	if (CL_UNLIKELY(l == NULL)) {
-		(void)cl__ticket_einval();
-		return;
-	}
-	/* the thread's request word is read before the locked add, so that
-	 * the load does not wait behind it; one branch then covers both rare
-	 * cases: a wait, a time-slice request */
-	on = cl__slice_on();
-	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
-	if (CL_UNLIKELY((CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) ^ me) | on))
-		cl__ticket_lock_slow(l, me);
+/**
+ * cl_ticket_lock_noslice() - cl_ticket_lock() without asking for the
+ * time-slice extension.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * For a section that makes a system call (the kernel ends a grant at any
+ * system call, so asking is useless there). Release it with
+ * cl_ticket_unlock_noslice().
+ *
+ * Context: as cl_ticket_lock().
+ */
+CL_ALWAYS_INLINE void cl_ticket_lock_noslice(struct cl_ticketlock *l)
+{
+	cl__ticket_lock_x(l, 0);
 }
 
 /* The unlock's slow path, out of line so that the unlock itself inlines:
  * end this thread's time-slice request (before any system call), then wake
  * the sleepers waiting for ticket @next, if any. */
-CL_NOINLINE CL_UNUSED static void cl__ticket_unlock_slow(struct cl_ticketlock *l, uint32_t next)
+CL_NOINLINE CL_UNUSED static void cl__ticket_unlock_slow(struct cl_ticketlock *l, uint32_t next,
+							  uint32_t on)
 {
-	cl__slice_end();
+	cl__slice_end_if(on);
 	if (CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0)
 		(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(next));
+}
+
+/* cl_ticket_unlock() and cl_ticket_unlock_noslice() (@ext 0: no request to end). */
+CL_ALWAYS_INLINE int cl__ticket_unlock_x(struct cl_ticketlock *l, int ext)
+{
+	uint32_t owner, on;
+
+	if (CL_UNLIKELY(l == NULL))
+		return cl__ticket_einval();
+	on = ext ? cl__slice_on() : 0; /* early, off the path of the loads below */
+	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
+		return cl__ticket_einval();
+	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
+	/* one branch for both rare cases: sleepers to wake, a request to end */
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) | on))
+		cl__ticket_unlock_slow(l, owner + 1, on);
+	return 0;
 }
 
 /**
@@ -413,19 +490,19 @@ CL_NOINLINE CL_UNUSED static void cl__ticket_unlock_slow(struct cl_ticketlock *l
  */
 CL_ALWAYS_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
 {
-	uint32_t owner, on;
+	return cl__ticket_unlock_x(l, 1);
+}
 
-	if (CL_UNLIKELY(l == NULL))
-		return cl__ticket_einval();
-	on = cl__slice_on(); /* early, off the path of the loads below */
-	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
-		return cl__ticket_einval();
-	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
-	/* one branch for both rare cases: sleepers to wake, a request to end */
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) | on))
-		cl__ticket_unlock_slow(l, owner + 1);
-	return 0;
+/**
+ * cl_ticket_unlock_noslice() - release @l taken with cl_ticket_lock_noslice().
+ * @l: the lock, held.
+ *
+ * Context: the current holder.
+ * Return: as cl_ticket_unlock().
+ */
+CL_ALWAYS_INLINE int cl_ticket_unlock_noslice(struct cl_ticketlock *l)
+{
+	return cl__ticket_unlock_x(l, 0);
 }
 
 /**

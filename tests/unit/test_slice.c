@@ -175,6 +175,33 @@ Test(slice, every_lock_requests_while_held)
 	fake_off();
 }
 
+Test(slice, noslice_forms_ask_nothing)
+{
+	struct cl_spinlock s = CL_SPINLOCK_INIT;
+	struct cl_ticketlock t = CL_TICKETLOCK_INIT;
+
+	fake_on();
+	cl_spin_lock_noslice(&s);
+	cr_assert_eq(fake.request, 0, "a section that makes system calls does not ask");
+	cr_assert_eq(cl__slice_thread.depth, 0u);
+	cl_spin_unlock_noslice(&s);
+	cr_assert_eq(cl_spin_is_locked(&s), 0);
+	cl_ticket_lock_noslice(&t);
+	cr_assert_eq(fake.request, 0);
+	cr_assert_eq(cl_ticket_is_locked(&t), 1);
+	cr_assert_eq(cl_ticket_unlock_noslice(&t), 0);
+	cr_assert_eq(cl_ticket_is_locked(&t), 0);
+	cr_assert_eq(cl__slice_thread.depth, 0u);
+	/* inside an asking section, a _noslice one leaves the request alone */
+	cl_spin_lock(&s);
+	cl_ticket_lock_noslice(&t);
+	cr_assert_eq(cl_ticket_unlock_noslice(&t), 0);
+	cr_assert_eq(fake.request, CL_SLICE_EXT ? 1 : 0);
+	cl_spin_unlock(&s);
+	cr_assert_eq(fake.request, 0);
+	fake_off();
+}
+
 Test(slice, misuse_asks_nothing)
 {
 	struct cl_ticketlock t = CL_TICKETLOCK_INIT;
