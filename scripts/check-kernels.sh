@@ -102,6 +102,10 @@ for k in "$@"; do
 		;;
 	esac
 	OOPSES=$((OOPSES + GUEST_OOPSES))
+	# what test_slice found on a v2 area and under glibc's (its log lines)
+	awk '/^@@CLG START / { run = $3 } /slice extension: / && run ~ /^(v2\.slice|unit\.slice)/ {
+		sub(/.*slice extension: /, ""); print "kernel '"$k"': " run ": slice extension " $0 }' \
+		"$OUT/$k/console.log.txt" 2>/dev/null
 	echo "kernel $k: $GUEST_PASSED passed, $GUEST_FAILED failed (mm_cid $(guest_info mm_cid), guard markers $(guest_info guard), io_uring $(guest_info io_uring); $(guest_info kernel))"
 	PASSED=$((PASSED + GUEST_PASSED))
 	FAILED=$((FAILED + GUEST_FAILED))
