@@ -56,6 +56,11 @@ Test(slice, mode_matches_the_kernel)
 	if (mode_is("no-rseq")) {
 		cr_assert_null(a);
 		cr_assert_eq(m, CL_SLICE_EXT_OFF_NO_RSEQ, "%s", cl_slice_ext_mode_name(m));
+	} else if (aux >= 33 && mode_is("glibc-off") && cl__rseq_feature_cap((unsigned)aux) < 33) {
+		/* the test knob CL_TEST_RSEQ_FEATURE_SIZE_MAX made our own area
+		 * a 32-byte one on a kernel with v2 */
+		cr_assert_eq(cl_rseq_abi_v2(), 0);
+		cr_assert_eq(m, CL_SLICE_EXT_OFF_LEGACY_AREA, "%s", cl_slice_ext_mode_name(m));
 	} else if (aux < 33) {
 		/* before RSEQ ABI v2 (this machine's 6.x): no extension ABI */
 		cr_assert_eq(m, CL_SLICE_EXT_OFF_KERNEL, "%s", cl_slice_ext_mode_name(m));
