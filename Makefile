@@ -288,7 +288,7 @@ help:
 	@echo "  check-smp      tests on emulated 8/32/64/96-CPU x86_64 (2-8 LLCs, 1-4 nodes, SMT) and 8-CPU aarch64 guests, kernels 6.12 and 7.3, with CPU hotplug, cpuset shrink and rseq denied (docs/testing.md; SMP_GUESTS=, SMP_FILTER=, SMP_EXTRA=\"file.c ...\")"
 	@echo "  check-smp-quick  guest A on 6.12 with one fault (what CI runs)"
 	@echo "  smp-setup      fetch QEMU 10 and the guests' kernels into CL_GUEST_DIR (once)"
-	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest (KERNELS=, SMP_EXTRA=)"
+	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest, and 7.3 on arm64 (KERNELS=, SMP_EXTRA=)"
 	@echo "  check-kernels-quick  6.1 and 7.3, the rseq, cid, percpu_ops, counter and objcache programs and the runtime lifecycle test (what CI runs)"
 	@echo "  check-cross    headers for riscv64, ppc64el, s390x, armhf, i386; fallback smoke test under qemu-user"
 	@echo "  clean          remove build/ and the generated trees"
