@@ -297,7 +297,7 @@ help:
 	@echo "  check-smp      tests on emulated 8/32/64/96-CPU x86_64 (2-8 LLCs, 1-4 nodes, SMT) and 8-CPU aarch64 guests, kernels 6.12 and 7.3, with CPU hotplug, cpuset shrink and rseq denied (docs/testing.md; SMP_GUESTS=, SMP_FILTER=, SMP_EXTRA=\"file.c ...\")"
 	@echo "  check-smp-quick  guest A on 6.12 with one fault (what CI runs)"
 	@echo "  smp-setup      fetch QEMU 10 and the guests' kernels into CL_GUEST_DIR (once)"
-	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest (KERNELS=, SMP_EXTRA=)"
+	@echo "  check-kernels  every unit-test and stress program on Debian's 6.1, 6.12 and 7.3 kernels in an 8-CPU guest, and 7.3 on arm64 (KERNELS=, SMP_EXTRA=)"
 	@echo "  check-kernels-quick  6.1 and 7.3, the rseq, cid, percpu_ops, counter and objcache programs and the runtime lifecycle test (what CI runs)"
 	@echo "  check-cross    headers for riscv64, ppc64el, s390x, armhf, i386; fallback smoke test under qemu-user"
 	@echo "  clean          remove build/ and the generated trees"
@@ -374,6 +374,17 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $(LDLIBS_PROG)
+
+# bench/slice_locks.c links three more compilations of its lock loops:
+# "before" and "control" with CL_SLICE_EXT=0 (the locks without the request
+# code, twice), "after" with it.
+$(BUILD)/bench/slice_locks: bench/slice_locks.c bench/bench.h $(HEADERS) | $(SYSFS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -DCL_SLICE_EXT=0 -DSLICE_LOCKS_LOOP=before -c -o $@.before.o $<
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -DCL_SLICE_EXT=0 -DSLICE_LOCKS_LOOP=control -c -o $@.control.o $<
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -DSLICE_LOCKS_LOOP=after -c -o $@.after.o $<
+	$(Q)$(CC) $(CFLAGS_PROG) -Ibench -o $@ $< $@.before.o $@.after.o $@.control.o $(LDLIBS_PROG)
 
 # bench/pipe.c with one mechanism of the runtime's wake path compiled out
 # each (docs/runtime.md, what each wake-path mechanism saves), measured
@@ -1053,6 +1064,10 @@ $(1)/bin/extra_%: $$(HEADERS) $$(SMP_EXTRA)
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@ ($$(filter %/$$*.c $$*.c,$$(SMP_EXTRA)))")
 	$$(Q)$(2) $(6) -o $$@ $$(firstword $$(filter %/$$*.c $$*.c,$$(SMP_EXTRA))) $(4)
+$(1)/bin/bench_slice_locks: bench/slice_locks.c bench/bench.h $$(HEADERS)
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  $(5)CC   $$@")
+	$$(Q)$(2) $(3) -Ibench -o $$@ $$< $(4)
 $(1)/bin/example_%: examples/%.c examples/example_args.h $$(HEADERS)
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  $(5)CC   $$@")
@@ -1179,17 +1194,23 @@ check-smp-quick:
 	$(Q)$(MAKE) --no-print-directory check-smp SMP_GUESTS=A-6.12 SMP_QUICK=1
 
 # check-kernels: every unit-test program and stress program on the kernels
-# users run: Debian 12's own 6.1, 6.12 and 7.3, in an 8-CPU x86_64 guest
+# users run: Debian 12's own 6.1, 6.12 and 7.3, in an 8-CPU x86_64 guest,
+# and 7.3 on arm64 (7.3-arm64, an 8-CPU arm64 guest, the aarch64 build)
 # (scripts/check-kernels.sh, tests/guest/kernels.plan); SMP_EXTRA as in
 # check-smp. check-kernels-quick (CI): 6.1 and 7.3, the rseq, cid,
 # percpu_ops, counter and objcache programs, the runtime lifecycle test.
-KERNELS ?= 6.1 6.12 7.3
+KERNELS ?= 6.1 6.12 7.3 7.3-arm64
 KERNELS_NAMES := $(filter-out test_faults,$(basename $(notdir $(wildcard tests/unit/test_*.c) \
-	$(wildcard tests/stress/*.c)))) fault example_parked_tasks \
+	$(wildcard tests/stress/*.c)))) fault example_parked_tasks bench_slice_locks \
 	$(addprefix extra_,$(SMP_EXTRA_NAMES))
-KERNELS_ENV = KERNELS_X64=$(X64_OUT) KERNELS_SYSFS=$(SYSFS_DIR) SMP_EXTRA="$(SMP_EXTRA_NAMES)"
+KERNELS_ENV = KERNELS_X64=$(X64_OUT) KERNELS_A64=$(A64_OUT) KERNELS_SYSFS=$(SYSFS_DIR) \
+	SMP_EXTRA="$(SMP_EXTRA_NAMES)"
+# an arm64 kernel in KERNELS (7.3-arm64) needs the aarch64 build of the same programs
+KERNELS_A64_BIN := $(if $(filter %-arm64,$(KERNELS)),$(addprefix $(A64_OUT)/bin/,$(KERNELS_NAMES)) \
+	$(A64_OUT)/init)
 .PHONY: check-kernels check-kernels-quick kernels-build kernels-setup
-kernels-build: $(addprefix $(X64_OUT)/bin/,$(KERNELS_NAMES)) $(X64_OUT)/init | $(SYSFS_STAMP)
+kernels-build: $(if $(filter-out %-arm64,$(KERNELS)),$(addprefix $(X64_OUT)/bin/,$(KERNELS_NAMES)) \
+	$(X64_OUT)/init) $(KERNELS_A64_BIN) | $(SYSFS_STAMP)
 kernels-setup:
 	$(Q)sh scripts/check-kernels.sh --setup $(KERNELS)
 check-kernels:

@@ -1264,6 +1264,61 @@ def write_e3k_md(L, path=E3K_MD):
         L += ["", "## E3k: T3 on the real kernel's mm_cid allocator", "", "not run: make check-smp"]
 
 
+SLICE_GUEST_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "kernels",
+                               "7.3", "console.log.txt")
+
+
+def collect_slice(ratios, path=SLICE_GUEST_LOG):
+    """bench/slice_locks: its ratio lines from this run (natively), and the
+    bench.slice_locks.* runs of the last `make check-kernels` on 7.3 (the
+    guest's console), or why there are none."""
+    native = [dict(case=r.get("case"), ratio=r.get("ratio"), value=r.get("value"))
+              for r in ratios if r.get("bench") == "slice_locks"]
+    guest, why = [], None
+    try:
+        with open(path, errors="replace") as f:
+            run = None
+            for line in f:
+                line = line.rstrip("\n")
+                if line.startswith("@@CLG START "):
+                    run = line.split()[2] if line.split()[2].startswith("bench.slice_locks") else None
+                    if run:
+                        guest.append("### %s" % run)
+                elif line.startswith("@@CLG END ") and run:
+                    guest.append(line.split(" ", 2)[2])
+                    run = None
+                elif run and (line.startswith("#") or line.startswith("  ratio") or
+                              line.startswith("  ") or " ext-o" in line):
+                    guest.append(line)
+        if not guest:
+            why = "no bench.slice_locks run in %s" % os.path.relpath(path)
+    except OSError:
+        why = "no 7.3 guest results (make check-kernels KERNELS=7.3 writes %s)" % os.path.relpath(path)
+    return {"native": native, "guest": guest, "guest_not_run": why}
+
+
+def write_slice_md(L, sl):
+    L += ["", "## Time-slice extension: the locks with and without it", "",
+          "bench/slice_locks (docs/slice.md). Natively the kernel has no extension "
+          "(`ext-off / before` is what the requests cost where it is off); the contended rows "
+          "come from the 7.3 guest of `make check-kernels` (TCG: counts and same-run ratios only). "
+          "Debian's 7.3 kernels are built without CONFIG_RSEQ_SLICE_EXTENSION: there the mode is "
+          "`off (kernel config)` and both variants are the same code path."]
+    if sl is None:
+        L += ["", "not run"]
+        return
+    if sl["native"]:
+        L += ["", "| case | ratio | value |", "|---|---|---|"]
+        for r in sl["native"]:
+            L.append("| %s | %s | %s |" % (r["case"], r["ratio"], fmt(r["value"])))
+    else:
+        L += ["", "natively: not run"]
+    if sl["guest"]:
+        L += ["", "```"] + sl["guest"] + ["```"]
+    else:
+        L += ["", "guest: not run: %s" % sl["guest_not_run"]]
+
+
 def write_md(path, doc, plots_note):
     m = doc["machine"]
     L = ["# cachelocal benchmark report", ""]
@@ -1327,6 +1382,7 @@ def write_md(path, doc, plots_note):
     write_e3k_md(L)
     write_cross_cpu_md(L, doc.get("cross_cpu"))
     write_floors_md(L, doc.get("floors"))
+    write_slice_md(L, doc.get("slice"))
     write_rpc_md(L, doc.get("rpc"))
     write_peers_md(L, doc)
     with open(path, "w") as f:
@@ -1434,6 +1490,7 @@ def main():
     doc["floors"] = floors(floor_recs or [], judge=o.mode != "smoke") if floor_recs is not None else None
     doc["cross_cpu"] = cross_cpu(results.get("pipe_layout", []), ratios.get("pipe_layout", []),
                                  judge=o.mode != "smoke")
+    doc["slice"] = collect_slice(ratios.get("slice_locks", []))
     doc["peers"] = collect_peers(peer_recs, judge=o.mode != "smoke")
     doc["rpc"] = collect_rpc(peer_recs, judge=o.mode != "smoke")
     doc["peers_skipped"] = sorted(set(o.peer_skipped))

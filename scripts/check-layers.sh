@@ -14,7 +14,7 @@
 #   L0   version.h config.h compiler.h sys.h arch/arch.h (the target's macros)
 #   L0h  internal/*            private helpers; usable from L1 up, not from L0
 #   L1   cacheline.h spinlock.h
-#   L2   topology.h rseq.h arch/* (but arch/arch.h)
+#   L2   topology.h rseq.h slice.h arch/* (but arch/arch.h)
 #   L3   percpu.h cid.h
 #   L4   percpu_ops.h counter.h counter_cid.h objcache.h brlock.h
 #   L4u  cachelocal.h          the umbrella: L0-L4
@@ -54,7 +54,7 @@ layer_of() {
 	version.h | config.h | compiler.h | sys.h | arch/arch.h) layer=0 ;;
 	internal/*) layer=1 ;;
 	cacheline.h | spinlock.h) layer=2 ;;
-	topology.h | rseq.h | arch/*) layer=4 ;;
+	topology.h | rseq.h | slice.h | arch/*) layer=4 ;;
 	percpu.h | cid.h) layer=6 ;;
 	percpu_ops.h | counter.h | counter_cid.h | objcache.h | brlock.h | fence.h | atfork.h) layer=8 ;;
 	cachelocal.h) layer=9 ;;

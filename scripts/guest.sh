@@ -6,7 +6,7 @@
 #   guest_fetch_qemu            QEMU 10 (qemu-system-x86_64 and -aarch64)
 #   guest_fetch_kernel ID       a Debian kernel: 6.1-amd64 (Debian 12's own),
 #                               6.12-amd64, 6.12-arm64 (bookworm-backports),
-#                               7.3-amd64 (trixie-backports)
+#                               7.3-amd64, 7.3-arm64 (trixie-backports)
 #   guest_plan PLAN FILTER SCALE [ENV]
 #                               the /plan lines of PLAN whose NAME matches
 #                               FILTER (an awk regex), timeouts times SCALE
@@ -193,7 +193,8 @@ guest_fetch_kernel_locked() {
 		6.12-amd64) pkg=$(guest_newest 'linux-image-6\.12\.[0-9]+\+deb12-cloud-amd64-unsigned') ;;
 		6.12-arm64) pkg=$(guest_newest 'linux-image-6\.12\.[0-9]+\+deb12-cloud-arm64'):arm64 ;;
 		7.3-amd64) pkg=$(guest_newest 'linux-binary-unsigned-7\.3\.[0-9]+\+deb13-cloud-amd64') ;;
-		*) guest_die "unknown kernel $id (6.1-amd64, 6.12-amd64, 6.12-arm64, 7.3-amd64)" ;;
+		7.3-arm64) pkg=$(guest_newest 'linux-binary-unsigned-7\.3\.[0-9]+\+deb13-cloud-arm64'):arm64 ;;
+		*) guest_die "unknown kernel $id (6.1-amd64, 6.12-amd64, 6.12-arm64, 7.3-amd64, 7.3-arm64)" ;;
 		esac
 	fi
 	case $pkg in "" | :*) guest_die "no package for kernel $id in the apt lists" ;; esac

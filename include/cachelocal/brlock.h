@@ -88,6 +88,7 @@
 #include "config.h"
 #include "fence.h"
 #include "internal/futex.h"
+#include "internal/slice.h"
 #include "percpu.h"
 #include "percpu_ops.h"
 #include "rseq.h"
@@ -618,6 +619,7 @@ CL_INLINE int cl_brlock_write_lock(struct cl_brlock *l)
 	}
 	/* Readers' sections happened before: their unlock counts were loaded
 	 * with (at least) acquire after their release fence or release add. */
+	cl__slice_begin(); /* the waits (futex, membarrier) are over */
 	return 0;
 }
 
@@ -634,6 +636,11 @@ CL_INLINE int cl_brlock_write_lock(struct cl_brlock *l)
  * forever). Not detected: an unlock by another thread than the holder
  * while a writer holds the lock (no owner is recorded): it releases that
  * writer's lock.
+ *
+ * Time-slice extension (cachelocal/slice.h): the writer asks for it from
+ * the end of write_lock's waits to the store that serves the next writer;
+ * only a wake of sleeping readers (a futex call, when readers sleep) falls
+ * inside, and the kernel ends a grant at that call.
  *
  * Context: the thread that took the write lock.
  * Return: 0, or -1 with errno EPERM (no writer holds @l) or EINVAL (NULL
@@ -660,6 +667,7 @@ CL_INLINE int cl_brlock_write_unlock(struct cl_brlock *l)
 	if (old & CL__BRLOCK_W_WAITERS)
 		(void)cl__futex_wake(&l->writer, INT_MAX);
 	CL_ATOMIC_STORE(&w->whead, next, CL_SEQ_CST);
+	cl__slice_end();
 	if (CL_ATOMIC_LOAD(&w->wtail, CL_SEQ_CST) != next)
 		(void)cl__futex_wake((int *)(void *)&w->whead, INT_MAX);
 	return 0;

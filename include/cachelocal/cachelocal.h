@@ -12,6 +12,7 @@
 #include "cacheline.h"
 #include "spinlock.h"
 #include "rseq.h"
+#include "slice.h"
 #include "topology.h"
 #include "percpu.h"
 #include "cid.h"

@@ -86,6 +86,19 @@ CL_BEGIN_DECLS
 /* ------------------------------------------------------------------ ABI */
 
 /**
+ * struct cl_rseq_slice_ctrl - the time-slice extension's control word.
+ * @request: set by the thread to ask for an extension; cleared by the
+ *	thread, or by the kernel when it grants one.
+ * @granted: set and cleared by the kernel only: an extension was granted.
+ * @reserved: 0.
+ */
+struct cl_rseq_slice_ctrl {
+	uint8_t request;
+	uint8_t granted;
+	uint16_t reserved;
+};
+
+/**
  * struct cl_rseq_abi - the per-thread area shared with the kernel (our copy
  * of the uapi struct rseq, including the fields the distro headers lack).
  * @cpu_id_start: written by the kernel on return to user: always a valid CPU
@@ -97,12 +110,25 @@ CL_BEGIN_DECLS
  * @rseq_cs: written by userspace only: the address of the active
  *	struct cl_rseq_cs, 0 outside critical sections. The kernel clears it
  *	when it aborts or sees the IP outside the section.
- * @flags: legacy, 0.
+ * @flags: written by the kernel only: since Linux 7.0 its feature bits
+ *	(CL_RSEQ_FLAG_SLICE_EXT_AVAILABLE/_ENABLED); 0 before.
  * @node_id: written by the kernel (feature size >= 24): current NUMA node.
  * @mm_cid: written by the kernel (feature size >= 28): the concurrency id,
  *	unique among the running threads of the process, < possible CPUs.
+ * @slice_ctrl: the time-slice extension's control word (feature size >= 33,
+ *	Linux 7.0+, RSEQ ABI v2 registrations only): @request written by the
+ *	thread (cleared by the kernel when it grants), @granted by the kernel
+ *	only. Only cachelocal/slice.h and the locks touch it.
  *
- * 32-byte aligned and 32 bytes long: the length cachelocal registers.
+ * A registration longer than 32 bytes (RSEQ ABI v2, Linux 7.0+ on
+ * architectures with the kernel's generic IRQ entry: x86_64 and arm64 in
+ * 7.3) makes cpu_id_start, cpu_id, node_id and mm_cid strictly read-only:
+ * the kernel kills a thread that changed them. cachelocal writes none of
+ * them in a registered area.
+ *
+ * 32-byte aligned and 32 bytes long (the legacy length; cachelocal's own
+ * area is a 64-byte block that starts with this struct when it registers
+ * the v2 length, see rseq/register.h).
  */
 struct cl_rseq_abi {
 	uint32_t cpu_id_start;
@@ -111,6 +137,7 @@ struct cl_rseq_abi {
 	uint32_t flags;
 	uint32_t node_id;
 	uint32_t mm_cid;
+	struct cl_rseq_slice_ctrl slice_ctrl;
 } CL_ALIGNED(32);
 
 /**
@@ -137,6 +164,7 @@ struct cl_rseq_cs {
 #define CL_RSEQ_ABI_FLAGS_OFFSET 16
 #define CL_RSEQ_ABI_NODE_ID_OFFSET 20
 #define CL_RSEQ_ABI_MM_CID_OFFSET 24
+#define CL_RSEQ_ABI_SLICE_CTRL_OFFSET 28
 #define CL_RSEQ_ABI_LEN 32
 #define CL_RSEQ_CS_START_IP_OFFSET 8
 #define CL_RSEQ_CS_POST_COMMIT_OFFSET_OFFSET 16
@@ -146,6 +174,13 @@ struct cl_rseq_cs {
 #define CL_RSEQ_FEATURE_SIZE_LEGACY 20 /* cpu_id_start .. flags */
 #define CL_RSEQ_FEATURE_SIZE_NODE_ID 24
 #define CL_RSEQ_FEATURE_SIZE_MM_CID 28
+/* slice_ctrl and the byte after it (uapi struct rseq's __reserved): the
+ * size Linux 7.0+ reports once RSEQ ABI v2 exists (AT_RSEQ_ALIGN 64). */
+#define CL_RSEQ_FEATURE_SIZE_SLICE_EXT 33
+
+/* Bits the kernel sets in @flags (uapi enum rseq_cs_flags, Linux 7.0+). */
+#define CL_RSEQ_FLAG_SLICE_EXT_AVAILABLE (1u << 4)
+#define CL_RSEQ_FLAG_SLICE_EXT_ENABLED (1u << 5)
 
 /* Values of cpu_id (as int32_t) when no CPU number is there. */
 #define CL_RSEQ_CPU_ID_UNINITIALIZED (-1)
@@ -216,6 +251,24 @@ CL_INLINE int cl_rseq_available(void);
  * registers; 0 when cachelocal registers its own areas (or cannot).
  */
 CL_INLINE int cl_rseq_owned_by_glibc(void);
+
+/**
+ * cl_rseq_abi_v2() - whether this thread's area is an RSEQ ABI v2 registration.
+ *
+ * v2 (Linux 7.0+): a registration longer than 32 bytes, which on
+ * architectures with the kernel's generic IRQ entry selects the kernel's
+ * optimized mode: ids written only when they change, the read-only fields
+ * enforced (a write kills the thread), the time-slice extension possible.
+ * cachelocal registers its own area with 64 bytes when the kernel's
+ * AT_RSEQ_FEATURE_SIZE is above 32 (and fits), else with 32; glibc's
+ * length is taken from __rseq_size (20 and 32 mean 32 bytes).
+ *
+ * Context: any thread; registers this thread's area first if cachelocal
+ * owns rseq.
+ * Return: 1 (registered with more than 32 bytes), 0 (with 32), or -1 when
+ * this thread has no live area or its length is not known (librseq's).
+ */
+CL_INLINE int cl_rseq_abi_v2(void);
 
 /**
  * cl_rseq_feature_size() - usable feature size of this thread's area.

@@ -69,6 +69,26 @@
  * holding one. Where a holder may be descheduled for long, use a pthread
  * mutex.
  *
+ * Time-slice extension (Linux 7.0+, cachelocal/slice.h): in a thread where
+ * it is on, each of the three asks the kernel not to preempt the holder
+ * between a successful lock/trylock and the unlock (cl__slice_begin() after
+ * the acquiring atomic, cl__slice_end() after the releasing store), and
+ * gives the CPU back at the unlock if the kernel granted it more time: a
+ * holder is then rarely preempted mid-section, and with it the convoy
+ * above mostly goes. The waits (spinning, sched_yield, the ticket lock's
+ * futex) happen before the request begins and the ticket unlock's futex
+ * wake after it ends, so no request spans a system call (except an MCS
+ * unlock that waits long for a late successor to link itself, whose
+ * sched_yield() ends a grant, as a yield should). Where it is off
+ * (kernel, glibc's 32-byte area, CL_SLICE_EXT=0, a thread's opt-out) the
+ * lock and the unlock each pay one thread-local load and one branch.
+ * A section that makes a system call takes its lock with the _noslice
+ * forms (cl_spin_lock_noslice(), cl_ticket_lock_noslice()): the per-lock,
+ * per-call-site opt-out; CL_SLICE_EXT=0 is the per-build one.
+ * Sections of several locks nest (only the outermost asks). A lock taken
+ * in one thread and released in another (TTAS, ticket) ends no request:
+ * the taker's stays set until its own next outermost unlock.
+ *
  * Memory ordering (all three): everything the holder did before its unlock
  * is visible to the next thread whose lock/trylock succeeds (release store /
  * acquire read-modify-write or load). A failed trylock and the is_locked
@@ -105,6 +125,7 @@
 #include "compiler.h"
 #include "internal/backoff.h"
 #include "internal/futex.h"
+#include "internal/slice.h"
 
 CL_BEGIN_DECLS
 
@@ -150,8 +171,11 @@ CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
 {
 	if (CL__BAD_ARG(l == NULL))
 		return 0;
-	return CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) == 0 &&
-	       CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) == 0;
+	if (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0 ||
+	    CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
+		return 0;
+	cl__slice_begin();
+	return 1;
 }
 
 /**
@@ -162,6 +186,29 @@ CL_INLINE int cl_spin_trylock(struct cl_spinlock *l)
  * forever); keep the critical section short.
  */
 CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
+{
+	uint32_t on;
+
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	on = cl__slice_on(); /* before the exchange (cl__slice_begin_if()) */
+	while (CL_ATOMIC_XCHG(&l->locked, 1, CL_ACQUIRE) != 0)
+		while (CL_ATOMIC_LOAD(&l->locked, CL_RELAXED) != 0)
+			CL_CPU_RELAX();
+	cl__slice_begin_if(on);
+}
+
+/**
+ * cl_spin_lock_noslice() - cl_spin_lock() without asking for the time-slice
+ * extension.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * For a section that makes a system call (the kernel ends a grant at any
+ * system call). Release it with cl_spin_unlock_noslice().
+ *
+ * Context: as cl_spin_lock().
+ */
+CL_INLINE void cl_spin_lock_noslice(struct cl_spinlock *l)
 {
 	if (CL__BAD_ARG(l == NULL))
 		return;
@@ -178,6 +225,23 @@ CL_INLINE void cl_spin_lock(struct cl_spinlock *l)
  * is not detected.
  */
 CL_INLINE void cl_spin_unlock(struct cl_spinlock *l)
+{
+	uint32_t on;
+
+	if (CL__BAD_ARG(l == NULL))
+		return;
+	on = cl__slice_on();
+	CL_ATOMIC_STORE(&l->locked, 0, CL_RELEASE);
+	cl__slice_end_if(on);
+}
+
+/**
+ * cl_spin_unlock_noslice() - release @l taken with cl_spin_lock_noslice().
+ * @l: the lock, held.
+ *
+ * Context: the current holder.
+ */
+CL_INLINE void cl_spin_unlock_noslice(struct cl_spinlock *l)
 {
 	if (CL__BAD_ARG(l == NULL))
 		return;
@@ -296,7 +360,10 @@ CL_INLINE int cl_ticket_trylock(struct cl_ticketlock *l)
 	/* acquire here: the previous holder's release store was to owner, not
 	 * to next, so the CAS on next alone would order nothing. */
 	owner = CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE);
-	return CL_ATOMIC_CAS(&l->next, &owner, owner + 1, CL_RELAXED, CL_RELAXED);
+	if (!CL_ATOMIC_CAS(&l->next, &owner, owner + 1, CL_RELAXED, CL_RELAXED))
+		return 0;
+	cl__slice_begin();
+	return 1;
 }
 
 /* cl_ticket_lock()'s wait for ticket @me, out of line so that the
@@ -324,6 +391,34 @@ CL_COLD CL_NOINLINE CL_UNUSED static int cl__ticket_einval(void)
 	return -1;
 }
 
+/* cl_ticket_lock() when ticket @me is not served yet or (@on) the
+ * time-slice extension is on in this thread. */
+CL_NOINLINE CL_UNUSED static void cl__ticket_lock_slow(struct cl_ticketlock *l, uint32_t me,
+							uint32_t on)
+{
+	if (CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me)
+		cl__ticket_wait(l, me);
+	cl__slice_begin_if(on);
+}
+
+/* cl_ticket_lock() and cl_ticket_lock_noslice() (@ext 0: no request). */
+CL_ALWAYS_INLINE void cl__ticket_lock_x(struct cl_ticketlock *l, int ext)
+{
+	uint32_t me, on;
+
+	if (CL_UNLIKELY(l == NULL)) {
+		(void)cl__ticket_einval();
+		return;
+	}
+	/* the thread's request word is read before the locked add, so that
+	 * the load does not wait behind it; one branch then covers both rare
+	 * cases: a wait, a time-slice request */
+	on = ext ? cl__slice_on() : 0;
+	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
+	if (CL_UNLIKELY((CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) ^ me) | on))
+		cl__ticket_lock_slow(l, me, on);
+}
+
 /**
  * cl_ticket_lock() - take @l, in the order the callers arrived.
  * @l: the lock (NULL: errno EINVAL, nothing done).
@@ -337,22 +432,52 @@ CL_COLD CL_NOINLINE CL_UNUSED static int cl__ticket_einval(void)
  */
 CL_ALWAYS_INLINE void cl_ticket_lock(struct cl_ticketlock *l)
 {
-	uint32_t me;
+	cl__ticket_lock_x(l, 1);
+}
 
-	if (CL_UNLIKELY(l == NULL)) {
-		(void)cl__ticket_einval();
-		return;
-	}
-	me = CL_ATOMIC_FETCH_ADD(&l->next, 1, CL_RELAXED);
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->owner, CL_ACQUIRE) != me))
-		cl__ticket_wait(l, me);
+/**
+ * cl_ticket_lock_noslice() - cl_ticket_lock() without asking for the
+ * time-slice extension.
+ * @l: the lock (NULL: errno EINVAL, nothing done).
+ *
+ * For a section that makes a system call (the kernel ends a grant at any
+ * system call, so asking is useless there). Release it with
+ * cl_ticket_unlock_noslice().
+ *
+ * Context: as cl_ticket_lock().
+ */
+CL_ALWAYS_INLINE void cl_ticket_lock_noslice(struct cl_ticketlock *l)
+{
+	cl__ticket_lock_x(l, 0);
 }
 
 /* The unlock's slow path, out of line so that the unlock itself inlines:
- * wake the sleepers waiting for ticket @next. */
-CL_COLD CL_NOINLINE CL_UNUSED static void cl__ticket_wake(struct cl_ticketlock *l, uint32_t next)
+ * end this thread's time-slice request (before any system call), then wake
+ * the sleepers waiting for ticket @next, if any. */
+CL_NOINLINE CL_UNUSED static void cl__ticket_unlock_slow(struct cl_ticketlock *l, uint32_t next,
+							  uint32_t on)
 {
-	(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(next));
+	cl__slice_end_if(on);
+	if (CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0)
+		(void)cl__futex_wake_bits((int *)&l->owner, INT32_MAX, cl__ticket_bit(next));
+}
+
+/* cl_ticket_unlock() and cl_ticket_unlock_noslice() (@ext 0: no request to end). */
+CL_ALWAYS_INLINE int cl__ticket_unlock_x(struct cl_ticketlock *l, int ext)
+{
+	uint32_t owner, on;
+
+	if (CL_UNLIKELY(l == NULL))
+		return cl__ticket_einval();
+	on = ext ? cl__slice_on() : 0; /* early, off the path of the loads below */
+	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
+		return cl__ticket_einval();
+	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
+	/* one branch for both rare cases: sleepers to wake, a request to end */
+	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) | on))
+		cl__ticket_unlock_slow(l, owner + 1, on);
+	return 0;
 }
 
 /**
@@ -365,17 +490,19 @@ CL_COLD CL_NOINLINE CL_UNUSED static void cl__ticket_wake(struct cl_ticketlock *
  */
 CL_ALWAYS_INLINE int cl_ticket_unlock(struct cl_ticketlock *l)
 {
-	uint32_t owner;
+	return cl__ticket_unlock_x(l, 1);
+}
 
-	if (CL_UNLIKELY(l == NULL))
-		return cl__ticket_einval();
-	owner = CL_ATOMIC_LOAD(&l->owner, CL_RELAXED);
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->next, CL_RELAXED) == owner))
-		return cl__ticket_einval();
-	CL_ATOMIC_STORE(&l->owner, owner + 1, CL_RELEASE);
-	if (CL_UNLIKELY(CL_ATOMIC_LOAD(&l->sleepers, CL_RELAXED) != 0))
-		cl__ticket_wake(l, owner + 1);
-	return 0;
+/**
+ * cl_ticket_unlock_noslice() - release @l taken with cl_ticket_lock_noslice().
+ * @l: the lock, held.
+ *
+ * Context: the current holder.
+ * Return: as cl_ticket_unlock().
+ */
+CL_ALWAYS_INLINE int cl_ticket_unlock_noslice(struct cl_ticketlock *l)
+{
+	return cl__ticket_unlock_x(l, 0);
 }
 
 /**
@@ -467,7 +594,10 @@ CL_INLINE int cl_mcs_trylock(struct cl_mcslock *l, struct cl_mcs_node *node)
 		return 0;
 	CL_ATOMIC_STORE(&node->next, (struct cl_mcs_node *)NULL, CL_RELAXED);
 	CL_ATOMIC_STORE(&node->locked, 0, CL_RELAXED);
-	return CL_ATOMIC_CAS(&l->tail, &expect, node, CL_ACQ_REL, CL_RELAXED);
+	if (!CL_ATOMIC_CAS(&l->tail, &expect, node, CL_ACQ_REL, CL_RELAXED))
+		return 0;
+	cl__slice_begin();
+	return 1;
 }
 
 /**
@@ -491,11 +621,12 @@ CL_INLINE void cl_mcs_lock(struct cl_mcslock *l, struct cl_mcs_node *node)
 	/* release: the predecessor that reads our node sees it initialised;
 	 * acquire: the previous holder's section, when it released to NULL. */
 	prev = CL_ATOMIC_XCHG(&l->tail, node, CL_ACQ_REL);
-	if (prev == NULL)
-		return;
-	CL_ATOMIC_STORE(&prev->next, node, CL_RELEASE);
-	while (CL_ATOMIC_LOAD(&node->locked, CL_ACQUIRE) != 0)
-		cl__backoff(&spins, CL__BACKOFF_SPINS);
+	if (prev != NULL) {
+		CL_ATOMIC_STORE(&prev->next, node, CL_RELEASE);
+		while (CL_ATOMIC_LOAD(&node->locked, CL_ACQUIRE) != 0)
+			cl__backoff(&spins, CL__BACKOFF_SPINS);
+	}
+	cl__slice_begin();
 }
 
 /**
@@ -527,14 +658,17 @@ CL_INLINE int cl_mcs_unlock(struct cl_mcslock *l, struct cl_mcs_node *node)
 	next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE);
 	if (next == NULL) {
 		if (CL_ATOMIC_CAS(&l->tail, &expect, (struct cl_mcs_node *)NULL, CL_RELEASE,
-				  CL_RELAXED))
+				  CL_RELAXED)) {
+			cl__slice_end();
 			return 0;
+		}
 		if (CL__BAD_ARG(expect == NULL))
 			return -1; /* the lock is free: not held through @node */
 		while ((next = CL_ATOMIC_LOAD(&node->next, CL_ACQUIRE)) == NULL)
 			cl__backoff(&spins, CL__BACKOFF_SPINS);
 	}
 	CL_ATOMIC_STORE(&next->locked, 0, CL_RELEASE);
+	cl__slice_end();
 	return 0;
 }
 

@@ -61,9 +61,15 @@ static unsigned long auxv_feature_size(void)
 	return getauxval(27);
 }
 
-/* The usable size the rule gives, after the CL_TEST_RSEQ_FEATURE_SIZE_MAX knob. */
+/* The usable size the rule gives, after the CL_TEST_RSEQ_FEATURE_SIZE_MAX knob:
+ * our own area registered with the v2 length (7.x) keeps the kernel's whole
+ * feature size. */
 static unsigned expected_feature_size(unsigned glibc_size)
 {
+	unsigned aux = cl__rseq_feature_cap((unsigned)auxv_feature_size());
+
+	if (glibc_size == 0 && cl__rseq_own_len(aux, getauxval(28)) > 32)
+		return aux;
 	return cl__rseq_feature_cap(cl__rseq_size_rule(glibc_size, auxv_feature_size()));
 }
 

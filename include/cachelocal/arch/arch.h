@@ -21,6 +21,9 @@
  *                               PREFETCHW, else the compiler's write prefetch)
  *   CL__ARCH_READ_SP(var)       the stack pointer into the uintptr_t var
  *                               (elsewhere: the current frame's address)
+ *   CL__ARCH_NR_RSEQ_SLICE_YIELD  the rseq_slice_yield syscall (Linux 7.0+;
+ *                               471 on x86-64 and arm64), -1 where unknown
+ *                               (internal/slice.h; libc headers lack it)
  *   CL__ARCH_UC_PC(uc)          the interrupted PC in a signal handler's
  *                               ucontext_t *uc, as a uintptr_t (x86-64,
  *                               aarch64; undefined elsewhere: the runtime's
@@ -45,6 +48,7 @@
 #define CL__ARCH_PREFETCHW(p) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
 #define CL__ARCH_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.gregs[16]) /* REG_RIP */
 #define CL__ARCH_READ_SP(var) __asm__ __volatile__("mov %%rsp, %0" : "=r"(var))
+#define CL__ARCH_NR_RSEQ_SLICE_YIELD 471 /* arch/x86/entry/syscalls/syscall_64.tbl */
 #elif defined(__aarch64__)
 #define CL_ARCH_AARCH64 1
 #define CL_ARCH_NAME "aarch64"
@@ -54,6 +58,7 @@
 #define CL__ARCH_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
 #define CL__ARCH_UC_PC(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.pc)
 #define CL__ARCH_READ_SP(var) __asm__ __volatile__("mov %0, sp" : "=r"(var))
+#define CL__ARCH_NR_RSEQ_SLICE_YIELD 471 /* include/uapi/asm-generic/unistd.h */
 #elif defined(__powerpc64__)
 #define CL_ARCH_PPC64 1
 #define CL_ARCH_NAME "ppc64"
@@ -82,6 +87,9 @@
 #endif
 #ifndef CL__ARCH_PREFETCHW
 #define CL__ARCH_PREFETCHW(p) __builtin_prefetch((p), 1, 3)
+#endif
+#ifndef CL__ARCH_NR_RSEQ_SLICE_YIELD
+#define CL__ARCH_NR_RSEQ_SLICE_YIELD (-1)
 #endif
 #ifndef CL__ARCH_READ_SP
 #define CL__ARCH_READ_SP(var) ((var) = (uintptr_t)__builtin_frame_address(0))

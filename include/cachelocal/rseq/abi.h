@@ -22,6 +22,7 @@ CL_BEGIN_DECLS
 
 /* Kernel ABI constants (uapi linux/rseq.h, linux/auxvec.h). */
 #define CL__RSEQ_FLAG_UNREGISTER 1
+#define CL__RSEQ_FLAG_SLICE_EXT_DEFAULT_ON 2 /* Linux 7.0+: extension on at registration */
 #define CL__AT_RSEQ_FEATURE_SIZE 27
 #define CL__AT_RSEQ_ALIGN 28
 
@@ -48,6 +49,13 @@ CL_STATIC_ASSERT(CL_OFFSETOF_END(struct cl_rseq_abi, node_id) == CL_RSEQ_FEATURE
 		 "rseq ABI: node_id feature size");
 CL_STATIC_ASSERT(CL_OFFSETOF_END(struct cl_rseq_abi, mm_cid) == CL_RSEQ_FEATURE_SIZE_MM_CID,
 		 "rseq ABI: mm_cid feature size");
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_abi, slice_ctrl) == CL_RSEQ_ABI_SLICE_CTRL_OFFSET,
+		 "rseq ABI: slice_ctrl offset");
+CL_STATIC_ASSERT(offsetof(struct cl_rseq_slice_ctrl, granted) == 1,
+		 "rseq ABI: slice_ctrl.granted right after request");
+CL_STATIC_ASSERT(CL_OFFSETOF_END(struct cl_rseq_abi, slice_ctrl) + 1 ==
+			 CL_RSEQ_FEATURE_SIZE_SLICE_EXT,
+		 "rseq ABI: slice extension feature size (slice_ctrl + the reserved byte)");
 CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, start_ip) == CL_RSEQ_CS_START_IP_OFFSET,
 		 "rseq ABI: start_ip offset");
 CL_STATIC_ASSERT(offsetof(struct cl_rseq_cs, post_commit_offset) ==

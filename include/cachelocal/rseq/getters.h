@@ -75,6 +75,22 @@ CL_INLINE int cl_rseq_owned_by_glibc(void)
 	return cl__rseq_init()->owner == CL__RSEQ_OWNER_GLIBC;
 }
 
+CL_INLINE int cl_rseq_abi_v2(void)
+{
+	const struct cl__rseq_state *s = cl__rseq_init();
+
+	if (cl_rseq_abi_get() == NULL)
+		return -1;
+	switch (s->owner) {
+	case CL__RSEQ_OWNER_SELF:
+		return s->own_len > CL_RSEQ_ABI_LEN;
+	case CL__RSEQ_OWNER_GLIBC:
+		return cl__glibc_rseq_size > CL_RSEQ_ABI_LEN;
+	default:
+		return -1;
+	}
+}
+
 CL_INLINE unsigned cl_rseq_feature_size(void)
 {
 	const struct cl__rseq_state *s = cl__rseq_init();

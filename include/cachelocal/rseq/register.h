@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../internal/rseq_thread.h"
+#include "../internal/slice.h"
 
 CL_BEGIN_DECLS
 
@@ -73,12 +74,14 @@ struct cl__rseq_state {
 	unsigned feature_size;
 	int owner;
 	unsigned nr_cpus; /* sysconf(_SC_NPROCESSORS_CONF), >= 1: thread-hash modulus */
+	unsigned own_len; /* length our own area is registered with: 32, or 64 (v2) */
+	unsigned auxv_size; /* getauxval(AT_RSEQ_FEATURE_SIZE), after the test knob; 0 absent */
 	int key_ok;
 	pthread_key_t key; /* destructor unregisters our area at thread exit */
 	pthread_once_t once;
 } CL_ALIGNED(CL_CACHELINE_SIZE);
 
-CL_WEAK struct cl__rseq_state cl__rseq_state = {0, 0, 0, CL__RSEQ_OWNER_UNKNOWN, 1, 0, 0,
+CL_WEAK struct cl__rseq_state cl__rseq_state = {0, 0, 0, CL__RSEQ_OWNER_UNKNOWN, 1, 0, 0, 0, 0,
 						 PTHREAD_ONCE_INIT};
 
 /* Registration statistics, for tests and diagnostics (relaxed atomics). */
@@ -87,9 +90,10 @@ struct cl__rseq_counters {
 	unsigned long unregistered; /* ... and unregistered at thread exit */
 	unsigned long failed;       /* registration attempts that failed */
 	unsigned long delegated;    /* librseq's area registered by calling librseq */
+	unsigned long v2;           /* ... of the registered: with the v2 length (64) */
 } CL_ALIGNED(CL_CACHELINE_SIZE);
 
-CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0, 0};
+CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0, 0, 0};
 
 /*
  * Our own area, registered only when glibc does not own rseq. One
@@ -98,11 +102,47 @@ CL_WEAK struct cl__rseq_counters cl__rseq_counters = {0, 0, 0, 0};
  * yet", and so does mm_cid: the getters' fast paths start out reading this
  * area (see cl__rseq_state.delta and cl__rseq_thread.cid_rel) and must see
  * a negative value until the kernel writes a real one.
+ *
+ * RSEQ ABI v2 (Linux 7.0+, kernel source kernel/rseq.c rseq_length_valid()
+ * and rseq_register()): a registration longer than 32 bytes must be
+ * aligned to AT_RSEQ_ALIGN (64 for the feature size 33 of 7.0-7.3) and at
+ * least AT_RSEQ_FEATURE_SIZE long; on architectures with the generic IRQ
+ * entry it selects the v2 mode (ids written only when they change, the
+ * read-only fields enforced, the time-slice extension possible). So the
+ * area is a 64-byte block: the struct, then bytes no field uses yet (the
+ * kernel reads or writes none of them today). It is registered with 64
+ * bytes when the kernel's feature size is above 32 and fits, else with 32.
  */
-CL_WEAK __thread struct cl_rseq_abi cl__rseq_area CL__TLS_MODEL = {
-	0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED, 0, 0, 0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED};
+struct cl__rseq_own_area {
+	struct cl_rseq_abi abi;
+	uint8_t reserved[64 - sizeof(struct cl_rseq_abi)];
+} CL_ALIGNED(64);
+
+#define CL__RSEQ_OWN_LEN_V2 ((unsigned)sizeof(struct cl__rseq_own_area))
+
+CL_WEAK __thread struct cl__rseq_own_area cl__rseq_own CL__TLS_MODEL = {
+	{0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED, 0, 0, 0, (uint32_t)CL_RSEQ_CPU_ID_UNINITIALIZED,
+	 {0, 0, 0}},
+	{0}};
+
+/* The struct at the start of our own area (an lvalue, as it always was). */
+#define cl__rseq_area (cl__rseq_own.abi)
 
 /* ------------------------------------------------------ private helpers */
+
+/*
+ * cl__rseq_own_len() - the length to register our own area with, from the
+ * kernel's AT_RSEQ_FEATURE_SIZE and AT_RSEQ_ALIGN (0 = absent): the v2
+ * length 64 when the feature size is above 32 (a kernel that has v2) and
+ * both fit our 64-byte block, else the legacy 32.
+ */
+CL_INLINE unsigned cl__rseq_own_len(unsigned long auxv_size, unsigned long auxv_align)
+{
+	if (auxv_size > CL_RSEQ_ABI_LEN && auxv_size <= CL__RSEQ_OWN_LEN_V2 &&
+	    auxv_align <= CL__RSEQ_OWN_LEN_V2)
+		return CL__RSEQ_OWN_LEN_V2;
+	return CL_RSEQ_ABI_LEN;
+}
 
 /*
  * cl__rseq_size_rule() - usable feature size from glibc's __rseq_size
@@ -168,6 +208,7 @@ CL_INLINE void cl__rseq_thread_dead(void)
 {
 	CL_ATOMIC_STORE(&cl__rseq_thread.dead, (int32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED,
 			CL_RELAXED);
+	cl__slice_thread_off();
 	CL_BARRIER();
 	CL_ATOMIC_STORE(&cl__rseq_thread.ops[0], (struct cl_rseq_abi *)NULL, CL_RELAXED);
 	CL_ATOMIC_STORE(&cl__rseq_thread.ops[1], (struct cl_rseq_abi *)NULL, CL_RELAXED);
@@ -188,11 +229,15 @@ CL_INLINE void cl__rseq_thread_exit(void *arg)
 	/* First: signal handlers and later destructors of this thread stop
 	 * using the area and do not register it again. */
 	cl__rseq_thread_dead();
-	if (syscall(CL__NR_RSEQ, a, (unsigned)CL_RSEQ_ABI_LEN, CL__RSEQ_FLAG_UNREGISTER,
-		    (unsigned)CL_RSEQ_SIG) == 0)
+	if (syscall(CL__NR_RSEQ, a, cl__rseq_state.own_len, CL__RSEQ_FLAG_UNREGISTER,
+		    (unsigned)CL_RSEQ_SIG) == 0) {
 		CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.unregistered, 1ul, CL_RELAXED);
-	/* The getters that read the area itself fall back from now on. */
-	CL_ATOMIC_STORE(&a->cpu_id, (uint32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED, CL_RELAXED);
+		/* The getters that read the area itself fall back from now on.
+		 * Only once the kernel let go of it: in a v2 registration cpu_id
+		 * is read-only and writing it kills the thread. */
+		CL_ATOMIC_STORE(&a->cpu_id, (uint32_t)CL_RSEQ_CPU_ID_REGISTRATION_FAILED,
+				CL_RELAXED);
+	}
 	errno = saved;
 }
 
@@ -247,7 +292,9 @@ CL_INLINE void cl__rseq_init_once(void)
 
 	s->nr_cpus = n > 0 ? (unsigned)n : 1u;
 	errno = 0;
-	aux = getauxval(CL__AT_RSEQ_FEATURE_SIZE);
+	aux = cl__rseq_feature_cap((unsigned)getauxval(CL__AT_RSEQ_FEATURE_SIZE));
+	s->auxv_size = (unsigned)aux;
+	s->own_len = cl__rseq_own_len(aux, getauxval(CL__AT_RSEQ_ALIGN));
 	if (!CL__HAVE_THREAD_POINTER) {
 		s->owner = CL__RSEQ_OWNER_NONE;
 	} else if (&cl__glibc_rseq_size != NULL && &cl__glibc_rseq_offset != NULL &&
@@ -261,7 +308,9 @@ CL_INLINE void cl__rseq_init_once(void)
 		s->feature_size = cl__rseq_size_rule(0, aux);
 	} else {
 		s->owner = CL__RSEQ_OWNER_SELF;
-		s->feature_size = cl__rseq_size_rule(0, aux);
+		/* a v2 registration keeps the kernel's whole feature size */
+		s->feature_size = s->own_len > CL_RSEQ_ABI_LEN ? (unsigned)aux
+							      : cl__rseq_size_rule(0, aux);
 		off = (ptrdiff_t)((uintptr_t)&cl__rseq_area - (uintptr_t)cl__thread_pointer());
 		s->key_ok = pthread_key_create(&s->key, cl__rseq_thread_exit) == 0;
 	}
@@ -294,6 +343,31 @@ CL_INLINE void cl__rseq_thread_live(const struct cl__rseq_state *s, struct cl_rs
 }
 
 /*
+ * The registration's flags: ask for the time-slice extension at once
+ * (RSEQ_FLAG_SLICE_EXT_DEFAULT_ON, saving a prctl per thread) when the area
+ * is registered with the v2 length, which only kernels that know the flag
+ * advertise (an unknown flag is EINVAL), and the build did not opt out.
+ */
+CL_INLINE int cl__rseq_register_flags(const struct cl__rseq_state *s)
+{
+	return CL_SLICE_EXT && s->own_len > CL_RSEQ_ABI_LEN ? CL__RSEQ_FLAG_SLICE_EXT_DEFAULT_ON : 0;
+}
+
+/*
+ * Our area @a was just registered in this thread: when the kernel turned
+ * the extension on (the flag above, reported in @a->flags), the locks of
+ * this thread start asking for it, unless the thread opted out before.
+ */
+CL_INLINE void cl__rseq_slice_registered(struct cl_rseq_abi *a)
+{
+	uint32_t fl = CL_ATOMIC_LOAD(&a->flags, CL_RELAXED);
+
+	if (!CL_SLICE_EXT || !(fl & CL_RSEQ_FLAG_SLICE_EXT_ENABLED) || cl__slice_thread.optout)
+		return;
+	CL_ATOMIC_STORE(&cl__slice_thread.req, &a->slice_ctrl.request, CL_RELAXED);
+}
+
+/*
  * Register our area in this thread. Returns 0 or -1 + errno from the
  * kernel; on failure cpu_id = -2 records it, so it is tried once per thread.
  */
@@ -312,11 +386,15 @@ CL_INLINE int cl__rseq_register_self(const struct cl__rseq_state *s, struct cl_r
 			CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.delegated, 1ul, CL_RELAXED);
 			return 0;
 		}
-	} else if (syscall(CL__NR_RSEQ, a, (unsigned)CL_RSEQ_ABI_LEN, 0, (unsigned)CL_RSEQ_SIG) == 0) {
+	} else if (syscall(CL__NR_RSEQ, a, s->own_len, cl__rseq_register_flags(s),
+			   (unsigned)CL_RSEQ_SIG) == 0) {
 		CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.registered, 1ul, CL_RELAXED);
+		if (s->own_len > CL_RSEQ_ABI_LEN)
+			CL_ATOMIC_FETCH_ADD(&cl__rseq_counters.v2, 1ul, CL_RELAXED);
 		if (s->key_ok)
 			(void)pthread_setspecific(s->key, a);
 		cl__rseq_thread_live(s, a);
+		cl__rseq_slice_registered(a);
 		return 0;
 	}
 	e = errno;
