@@ -109,6 +109,49 @@ static void l1_cases(void)
 		RB_INT(cl_ticket_trylock(&l), 0, 0);
 		RB_THEN(cl_ticket_waiters(&l) == 1, "no ticket left behind");
 	}
+	CASE("cl_spin_lock_noslice", "l NULL")
+	{
+		RB_VOID(cl_spin_lock_noslice(NIL), EINVAL);
+	}
+	CASE("cl_spin_unlock_noslice", "l NULL")
+	{
+		RB_VOID(cl_spin_unlock_noslice(NIL), EINVAL);
+	}
+	CASE("cl_ticket_lock_noslice", "l NULL")
+	{
+		RB_VOID(cl_ticket_lock_noslice(NIL), EINVAL);
+	}
+	CASE("cl_ticket_unlock_noslice", "l NULL")
+	{
+		RB_INT(cl_ticket_unlock_noslice(NIL), -1, EINVAL);
+	}
+	CASE("cl_slice_begin", "(no argument) outside a lock, with the extension on or off")
+	{
+		RB_VOID(cl_slice_begin(), 0);
+		RB_VOID(cl_slice_end(), 0);
+	}
+	CASE("cl_slice_end", "without a cl_slice_begin()")
+	{
+		RB_VOID(cl_slice_end(), 0);
+		RB_THEN(cl_slice_ext_set_thread(0) == 0, "no section left open: the opt-out is allowed");
+		(void)cl_slice_ext_set_thread(1);
+	}
+	CASE("cl_slice_ext_mode", "(no argument: nothing can be bad)")
+	{
+		RB_THEN(cl_slice_ext_mode_name(cl_slice_ext_mode())[0] == 'o', "a mode with a name");
+	}
+	CASE("cl_slice_ext_mode_name", "a value outside the enum (42)")
+	{
+		RB_STR(cl_slice_ext_mode_name((enum cl_slice_ext_mode)42), "unknown");
+	}
+	CASE("cl_slice_ext_set_thread", "on 2 (neither 0 nor 1)")
+	{
+		RB_INT(cl_slice_ext_set_thread(2), -1, EINVAL);
+	}
+	CASE("cl_slice_stats_thread", "out NULL")
+	{
+		RB_VOID(cl_slice_stats_thread(NIL), EINVAL);
+	}
 	CASE("cl_ticket_lock", "l NULL")
 	{
 		RB_VOID(cl_ticket_lock(NIL), EINVAL);
@@ -227,6 +270,11 @@ static void l2_cases(void)
 	CASE("cl_nr_possible_cpus", "(no argument: nothing can be bad)")
 	{
 		RB_THEN(cl_nr_possible_cpus() >= 1, ">= 1");
+	}
+	CASE("cl_rseq_abi_v2", "(no argument) in each id mode, rseq usable or not")
+	{
+		int v = cl_rseq_abi_v2();
+		RB_THEN(v == 0 || v == 1 || (v == -1 && !cl_rseq_available()), "0 or 1, or -1 without rseq");
 	}
 	CASE("cl_rseq_abi_get", "(no argument) in each id mode, rseq usable or not")
 	{
