@@ -11,7 +11,8 @@
  * the task parked, closes the channel (EPIPE) or the fd with cl_close()
  * (ECANCELED), which wakes the task and (wake-affine) usually moves it.
  * Every round must read the errno; some rounds must have moved, or the
- * test proved nothing. The I/O rounds use the epoll backend; a woken fd
+ * test proved nothing (the I/O case is then skipped, the channel case
+ * fails). The I/O rounds use the epoll backend; a woken fd
  * waiter goes back to its worker, so a spinner keeps that one busy and
  * the idle worker's balancer takes the task.
  */
@@ -173,9 +174,14 @@ static void errno_rounds(int io)
 	cr_assert_null(ret, "the task could not make a channel, a pipe or a task");
 	cr_assert_eq(run.wrong, 0, "%d of %d rounds read errno %d (%d moved)", run.wrong,
 		     run.rounds, run.first_wrong, run.moved);
-	cr_assert_gt(run.moved, 0, "no round resumed on another worker: nothing was checked");
 	cr_log_info("%d of %d rounds resumed on another worker", run.moved, run.rounds);
 	cr_assert_eq(cl_runtime_destroy(run.rt), 0);
+	/* the channel's waker moves the task every round; an fd's only when
+	 * the balancer takes it, which a loaded machine may never let happen */
+	if (io && !run.moved)
+		cr_skip_test("no I/O round resumed on another worker in %d rounds: nothing was checked",
+			     run.rounds);
+	cr_assert_gt(run.moved, 0, "no round resumed on another worker: nothing was checked");
 }
 
 Test(sched_runtime_errno, natural_read_after_a_channel_receive_that_moved_the_task, .timeout = 60)
