@@ -59,7 +59,11 @@ __u64 daemon_heartbeat;
 /* counters the daemon reads (bss) */
 __u64 nr_enqueued, nr_fallback, nr_daemon, nr_kthread, nr_dispatched, nr_dispatch_global, nr_stale,
 	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left, nr_rescued,
-	nr_daemon_late;
+	nr_daemon_late, nr_dropped, nr_stop_lost, nr_preempt_kicks;
+/* what each CPU runs now as far as ops.running/stopping said (a sched_ext
+ * task's pid, 0: none): the daemon compares its model with it when it
+ * resynchronizes after being late */
+__s32 cpu_curr_pid[SCX_CL_MAX_CPUS];
 /* why the kernel ended it (ops.exit) */
 __s32 exit_kind;
 char exit_reason[128];
@@ -200,14 +204,21 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 		if (w * 64 < nr_cpus)
 			m->cpus[w] = allowed->bits[w];
 	}
-	bpf_ringbuf_submit(m, 0);
-	__sync_fetch_and_add(&nr_enqueued, 1);
 	{
+		/* waiting before the daemon can see the event: a resync that
+		 * finds the task in its model but not here would drop it */
 		s32 pid = p->pid;
 		u64 now = bpf_ktime_get_ns();
 
-		bpf_map_update_elem(&waiting, &pid, &now, BPF_ANY);
+		if (bpf_map_update_elem(&waiting, &pid, &now, BPF_ANY)) {
+			bpf_ringbuf_discard(m, 0);
+			__sync_fetch_and_add(&nr_fallback, 1);
+			insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
+			return;
+		}
 	}
+	bpf_ringbuf_submit(m, 0);
+	__sync_fetch_and_add(&nr_enqueued, 1);
 }
 
 SEC("struct_ops/cl_dispatch")
@@ -222,7 +233,20 @@ void BPF_PROG(cl_dispatch, s32 cpu, struct task_struct *prev)
 
 		if (bpf_map_pop_elem(&dispatch_q, &d))
 			break;
-		bpf_map_delete_elem(&waiting, &d.pid);
+		/* a daemon's dispatch of a task that no longer waits for it
+		 * (rescued to the global DSQ, or named twice) would be dropped
+		 * by the kernel without a word, and the daemon's model would
+		 * count that CPU busy until the pick timed out: say so now */
+		if (d.cpu != SCX_CL_RESCUE_CPU && bpf_map_delete_elem(&waiting, &d.pid)) {
+			struct scx_cl_msg *m = msg_new(SCX_CL_DROP, d.pid, d.cpu);
+
+			if (m)
+				bpf_ringbuf_submit(m, 0);
+			__sync_fetch_and_add(&nr_dropped, 1);
+			continue;
+		}
+		if (d.cpu == SCX_CL_RESCUE_CPU)
+			d.cpu = -1;
 		p = bpf_task_from_pid(d.pid);
 		if (!p) {
 			__sync_fetch_and_add(&nr_stale, 1);
@@ -248,7 +272,10 @@ SEC("struct_ops/cl_running")
 void BPF_PROG(cl_running, struct task_struct *p)
 {
 	struct task_ctx *c = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	s32 cpu = scx_bpf_task_cpu(p);
 
+	if (cpu >= 0 && cpu < SCX_CL_MAX_CPUS)
+		cpu_curr_pid[cpu & (SCX_CL_MAX_CPUS - 1)] = p->pid;
 	if (c && !c->dispatched)
 		__sync_fetch_and_add(&nr_run_undispatched, 1);
 }
@@ -258,7 +285,10 @@ void BPF_PROG(cl_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *c = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	struct scx_cl_msg *m;
+	s32 cpu = scx_bpf_task_cpu(p);
 
+	if (cpu >= 0 && cpu < SCX_CL_MAX_CPUS)
+		cpu_curr_pid[cpu & (SCX_CL_MAX_CPUS - 1)] = 0;
 	if (!c || !c->dispatched)
 		return;
 	if (runnable && p->scx.slice) {
@@ -270,8 +300,11 @@ void BPF_PROG(cl_stopping, struct task_struct *p, bool runnable)
 	}
 	c->dispatched = 0;
 	m = msg_new(SCX_CL_STOP, p->pid, scx_bpf_task_cpu(p));
-	if (!m)
-		return; /* the daemon times the run out */
+	if (!m) {
+		/* the daemon resynchronizes (cpu_curr_pid) */
+		__sync_fetch_and_add(&nr_stop_lost, 1);
+		return;
+	}
 	m->flags = runnable;
 	m->runtime_ns = p->se.sum_exec_runtime - c->exec_start;
 	bpf_ringbuf_submit(m, 0);
@@ -362,7 +395,7 @@ __u64 rescue_all;
  * the stack would make every iteration a new state for the verifier) */
 static long rescue_one(void *map, s32 *pid, u64 *since, u64 *now)
 {
-	struct scx_cl_dispatch d = { .cpu = -1 };
+	struct scx_cl_dispatch d = { .cpu = SCX_CL_RESCUE_CPU };
 
 	if (!rescue_all && *now - *since < rescue_ns)
 		return 0;
@@ -415,18 +448,26 @@ void BPF_PROG(cl_exit, struct scx_exit_info *ei)
 }
 
 /* the daemon runs this (BPF_PROG_TEST_RUN) after queueing dispatches:
- * the CPUs named wake up (if idle) and run ops.dispatch */
+ * the CPUs named in cpus wake up (if idle) and run ops.dispatch; those
+ * in preempt (a woken task the runqueue says should preempt) take the
+ * CPU from what runs there (its slice ends now: it stops, is enqueued
+ * again, and the CPU runs ops.dispatch) */
 SEC("syscall")
 int cl_kick(struct scx_cl_kick_args *args)
 {
 	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
-		u64 bits = args->cpus[w];
+		u64 bits = args->cpus[w] | args->preempt[w], pre = args->preempt[w];
 
 		for (int b = 0; b < 64 && bits; b++) {
-			if (bits & (1ull << b)) {
+			if (!(bits & (1ull << b)))
+				continue;
+			if (pre & (1ull << b)) {
+				scx_bpf_kick_cpu(w * 64 + b, SCX_KICK_PREEMPT);
+				__sync_fetch_and_add(&nr_preempt_kicks, 1);
+			} else {
 				scx_bpf_kick_cpu(w * 64 + b, SCX_KICK_IDLE);
-				bits &= ~(1ull << b);
 			}
+			bits &= ~(1ull << b);
 		}
 	}
 	return 0;
