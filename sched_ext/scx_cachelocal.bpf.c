@@ -47,6 +47,9 @@ char _license[] SEC("license") = "Dual MIT/GPL";
 
 /* set by the daemon before load */
 const volatile __s32 usersched_tgid;
+/* a wakeup onto an idle CPU goes straight to its local DSQ (the daemon is
+ * told after the fact, SCX_CL_ENQ_DIRECT); 0: every task waits for it */
+const volatile __u32 direct_idle = 1;
 const volatile __u64 daemon_slice_ns = 5000000;
 const volatile __u64 fallback_slice_ns = 5000000;
 const volatile __u32 nr_cpus = 1;
@@ -59,7 +62,7 @@ __u64 daemon_heartbeat;
 /* counters the daemon reads (bss) */
 __u64 nr_enqueued, nr_fallback, nr_daemon, nr_kthread, nr_dispatched, nr_dispatch_global, nr_stale,
 	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left, nr_rescued,
-	nr_daemon_late, nr_dropped, nr_stop_lost, nr_preempt_kicks;
+	nr_daemon_late, nr_dropped, nr_stop_lost, nr_preempt_kicks, nr_direct;
 /* what each CPU runs now as far as ops.running/stopping said (a sched_ext
  * task's pid, 0: none): the daemon compares its model with it when it
  * resynchronizes after being late */
@@ -70,6 +73,9 @@ char exit_reason[128];
 char exit_msg[256];
 /* CPUs offline as far as ops.cpu_offline/online said (1 = offline) */
 __u8 cpu_offline[SCX_CL_MAX_CPUS];
+/* CPUs a higher class took (ops.cpu_release until ops.cpu_acquire) */
+__u8 cpu_taken[SCX_CL_MAX_CPUS];
+__u64 nr_cpu_taken;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -146,14 +152,60 @@ static __always_inline struct scx_cl_msg *msg_new(u32 kind, s32 pid, s32 cpu)
 	return m;
 }
 
+/* the task's properties the daemon needs, into an SCX_CL_ENQ */
+static __always_inline void enq_fill(struct scx_cl_msg *m, struct task_struct *p)
+{
+	const struct cpumask *allowed = p->cpus_ptr;
+
+	m->nice = p->static_prio - 120;
+	m->cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	m->nr_cpus_allowed = p->nr_cpus_allowed;
+	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
+		if (w * 64 < nr_cpus)
+			m->cpus[w] = allowed->bits[w];
+	}
+}
+
+/*
+ * A woken task with an idle CPU to go to (the kernel's own idle pick,
+ * scx_bpf_select_cpu_dfl(): its previous CPU, else an idle one near it)
+ * runs there at once, without the round trip through the daemon: the
+ * daemon learns it after the fact (SCX_CL_ENQ with SCX_CL_ENQ_DIRECT and
+ * the CPU) and counts it running there; its stop is reported as for a
+ * dispatch of the daemon's. A late daemon then delays only the tasks that
+ * have to wait for a busy CPU. (scx_rustland's BPF side dispatches to an
+ * idle CPU from ops.select_cpu the same way.)
+ */
 SEC("struct_ops/cl_select_cpu")
 s32 BPF_PROG(cl_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool idle = false;
 	s32 cpu;
 
-	if (!is_daemon(p))
-		return prev_cpu; /* the daemon places it */
+	if (!is_daemon(p)) {
+		struct scx_cl_msg *m;
+		struct task_ctx *c;
+
+		if (!direct_idle || is_kthread(p))
+			return prev_cpu; /* the daemon places it */
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+		if (!idle || cpu < 0 || cpu >= SCX_CL_MAX_CPUS || cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)])
+			return prev_cpu;
+		c = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return prev_cpu;
+		m = msg_new(SCX_CL_ENQ, p->pid, cpu);
+		if (!m)
+			return prev_cpu;
+		enq_fill(m, p);
+		m->flags = SCX_CL_ENQ_WAKEUP | SCX_CL_ENQ_DIRECT;
+		c->dispatched = 1;
+		c->exec_start = p->se.sum_exec_runtime;
+		insert(p, SCX_DSQ_LOCAL, fallback_slice_ns, 0);
+		bpf_ringbuf_submit(m, 0);
+		__sync_fetch_and_add(&nr_direct, 1);
+		return cpu;
+	}
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
 	if (idle) {
 		insert(p, SCX_DSQ_LOCAL, daemon_slice_ns, 0);
@@ -165,7 +217,6 @@ s32 BPF_PROG(cl_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 SEC("struct_ops/cl_enqueue")
 void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	const struct cpumask *allowed = p->cpus_ptr;
 	struct scx_cl_msg *m;
 
 	if (is_daemon(p)) {
@@ -196,14 +247,8 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 		insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
 		return;
 	}
-	m->nice = p->static_prio - 120;
-	m->cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	enq_fill(m, p);
 	m->flags = (enq_flags & SCX_ENQ_WAKEUP) ? SCX_CL_ENQ_WAKEUP : 0;
-	m->nr_cpus_allowed = p->nr_cpus_allowed;
-	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
-		if (w * 64 < nr_cpus)
-			m->cpus[w] = allowed->bits[w];
-	}
 	{
 		/* waiting before the daemon can see the event: a resync that
 		 * finds the task in its model but not here would drop it */
@@ -253,7 +298,7 @@ void BPF_PROG(cl_dispatch, s32 cpu, struct task_struct *prev)
 			continue;
 		}
 		if (d.cpu >= 0 && d.cpu < SCX_CL_MAX_CPUS && !cpu_offline[d.cpu & (SCX_CL_MAX_CPUS - 1)] &&
-		    bpf_cpumask_test_cpu(d.cpu, p->cpus_ptr))
+		    !cpu_taken[d.cpu & (SCX_CL_MAX_CPUS - 1)] && bpf_cpumask_test_cpu(d.cpu, p->cpus_ptr))
 			dsq = SCX_DSQ_LOCAL_ON | (u64)d.cpu;
 		else
 			__sync_fetch_and_add(&nr_dispatch_global, 1);
@@ -372,6 +417,42 @@ void BPF_PROG(cl_cgroup_exit, struct cgroup *cgrp)
 	cgroup_event(SCX_CL_CGROUP_EXIT, cgrp, 0);
 }
 
+/* A real-time (or deadline, or stop) task takes @cpu: what waits on its
+ * local DSQ (the task it preempted among them) goes back through
+ * ops.enqueue to the daemon, which places it on another CPU and counts
+ * @cpu out until ops.cpu_acquire. The daemon's own thread (SCHED_FIFO)
+ * taking a CPU for a moment is not reported. */
+SEC("struct_ops/cl_cpu_release")
+void BPF_PROG(cl_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	struct task_struct *t = args->task;
+	struct scx_cl_msg *m;
+
+	if (t && t->tgid == usersched_tgid)
+		return;
+	if (cpu < 0 || cpu >= SCX_CL_MAX_CPUS)
+		return;
+	cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)] = 1;
+	__sync_fetch_and_add(&nr_cpu_taken, 1);
+	m = msg_new(SCX_CL_CPU_TAKEN, -1, cpu);
+	if (m)
+		bpf_ringbuf_submit(m, 0);
+	scx_bpf_reenqueue_local();
+}
+
+SEC("struct_ops/cl_cpu_acquire")
+void BPF_PROG(cl_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
+{
+	struct scx_cl_msg *m;
+
+	if (cpu < 0 || cpu >= SCX_CL_MAX_CPUS || !cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)])
+		return;
+	cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)] = 0;
+	m = msg_new(SCX_CL_CPU_BACK, -1, cpu);
+	if (m)
+		bpf_ringbuf_submit(m, 0);
+}
+
 SEC("struct_ops/cl_cpu_online")
 void BPF_PROG(cl_cpu_online, s32 cpu)
 {
@@ -481,6 +562,8 @@ struct sched_ext_ops cachelocal_ops = {
 	.running = (void *)cl_running,
 	.stopping = (void *)cl_stopping,
 	.exit_task = (void *)cl_exit_task,
+	.cpu_release = (void *)cl_cpu_release,
+	.cpu_acquire = (void *)cl_cpu_acquire,
 	.cpu_online = (void *)cl_cpu_online,
 	.cpu_offline = (void *)cl_cpu_offline,
 	.cgroup_init = (void *)cl_cgroup_init,

@@ -74,6 +74,7 @@ struct dtask {
 	struct dtask *fifo_next, *fifo_prev; /* -p fifo: the run queue, NULL prev/next at the ends */
 	int in_fifo;
 	uint64_t cgid; /* the cgroup it was last queued in (0: none yet) */
+	uint64_t enq_ns; /* its last SCX_CL_ENQ */
 };
 
 /* A cgroup (v2) the kernel told us about (ops.cgroup_init and
@@ -494,17 +495,66 @@ static void wakeup_preempt(struct dtask *d, unsigned int cpu, uint64_t now)
 	cl_rq_unlock(rq);
 }
 
+static unsigned long n_direct;
+static int direct_idle = 1; /* -D 0: no idle fast path on the BPF side */
+
+/*
+ * SCX_CL_ENQ_DIRECT: the BPF side woke @d straight onto the idle CPU
+ * m->cpu (it runs there now). The model wakes it on that CPU's rq and,
+ * if that rq has no curr, makes it the curr (a next buddy for the pick),
+ * as if the daemon had picked and dispatched it; else it stays queued
+ * (a later dispatch of it is dropped and takes it out, or its next event
+ * puts it right).
+ */
+static void on_direct(struct dtask *d, const struct scx_cl_msg *m, uint64_t now)
+{
+	unsigned int cpu = (unsigned int)m->cpu;
+	struct cl_rq *rq;
+	struct cl_task *p;
+
+	n_direct++;
+	if (d->t.on_rq)
+		unqueue(d, now);
+	set_props(d, m);
+	if (cpu >= nr_cpus || !cpu_usable(cpu) || !mask_has(d->mask, cpu) ||
+	    cl_task_wake(sched, &d->t, cpu, now) != 0)
+		return; /* out of the model until its next ENQ */
+	rq = cl_sched_rq(sched, cpu);
+	cl_rq_lock(rq);
+	cl_rq_update_clock(rq, now);
+	if (!rq->curr) {
+		cl_rq_set_next_buddy(rq, &d->t);
+		p = cl_rq_pick_next(rq);
+		if (p == &d->t) {
+			d->run_cpu = (int)cpu;
+			d->picked_ns = now;
+			d->picks++;
+			n_picks++;
+		} else if (p) {
+			cl_rq_put_prev(rq);
+		}
+	}
+	cl_rq_unlock(rq);
+}
+
 static void on_enq(const struct scx_cl_msg *m, uint64_t now)
 {
 	struct dtask *d = task_find(m->pid);
 	int cpu;
 
 	n_enq++;
+	if (d)
+		d->enq_ns = now;
+	if (!d && (m->flags & SCX_CL_ENQ_DIRECT))
+		d = task_new(m->pid, m->nice);
+	if (!d && (m->flags & SCX_CL_ENQ_DIRECT))
+		return; /* (it runs; its next ENQ tries again) */
 	if (!d && !(d = task_new(m->pid, m->nice))) {
 		n_direct_global++;
 		send_dispatch(m->pid, -1);
 		return;
 	}
+	d->enq_ns = now;
 	if (fifo) {
 		fifo_release(d);
 		mask_from_msg(d, m, 0);
@@ -514,6 +564,10 @@ static void on_enq(const struct scx_cl_msg *m, uint64_t now)
 	}
 	if (d->run_cpu >= 0) /* back after its slice (or preempted) */
 		stopped(d, 1, now);
+	if (m->flags & SCX_CL_ENQ_DIRECT) {
+		on_direct(d, m, now);
+		return;
+	}
 	if (d->t.on_rq) {
 		/* queued already (back from a run, or a property change):
 		 * requeue only if it must move or change weight */
@@ -596,6 +650,9 @@ static void on_exit_task(const struct scx_cl_msg *m, uint64_t now)
 	task_free(d);
 }
 
+static unsigned char cpu_hp_off[SCX_CL_MAX_CPUS], cpu_taken[SCX_CL_MAX_CPUS];
+static unsigned long n_cpu_taken;
+
 static void on_cpu(const struct scx_cl_msg *m, uint64_t now)
 {
 	unsigned int cpu = (unsigned int)m->cpu;
@@ -609,10 +666,35 @@ static void on_cpu(const struct scx_cl_msg *m, uint64_t now)
 		return;
 	}
 	rq = cl_sched_rq(sched, cpu);
-	if (m->kind == SCX_CL_CPU_OFF) {
+	/* out of the model while offline (hotplug) or taken by a higher
+	 * class (a real-time task: its tasks go to other CPUs meanwhile) */
+	{
+		int was_out = cpu_hp_off[cpu] || cpu_taken[cpu], out;
+
+		switch (m->kind) {
+		case SCX_CL_CPU_OFF:
+			n_cpu_off++;
+			cpu_hp_off[cpu] = 1;
+			break;
+		case SCX_CL_CPU_ON:
+			n_cpu_on++;
+			cpu_hp_off[cpu] = 0;
+			break;
+		case SCX_CL_CPU_TAKEN:
+			n_cpu_taken++;
+			cpu_taken[cpu] = 1;
+			break;
+		case SCX_CL_CPU_BACK:
+			cpu_taken[cpu] = 0;
+			break;
+		}
+		out = cpu_hp_off[cpu] || cpu_taken[cpu];
+		if (out == was_out)
+			return;
+	}
+	if (cpu_hp_off[cpu] || cpu_taken[cpu]) {
 		struct cl_task *c;
 
-		n_cpu_off++;
 		cl_rq_lock(rq);
 		c = rq->curr;
 		cl_rq_unlock(rq);
@@ -621,7 +703,6 @@ static void on_cpu(const struct scx_cl_msg *m, uint64_t now)
 		if (cl_balance_cpu_offline(sched, cpu, now) < 0)
 			fprintf(stderr, "scx_cachelocal: offline of CPU %u: %s\n", cpu, strerror(errno));
 	} else {
-		n_cpu_on++;
 		if (cl_balance_cpu_online(sched, cpu, now) < 0 && errno != EINVAL)
 			fprintf(stderr, "scx_cachelocal: online of CPU %u: %s\n", cpu, strerror(errno));
 	}
@@ -667,6 +748,8 @@ static int handle(void *ctx, void *data, size_t len)
 		break;
 	case SCX_CL_CPU_ON:
 	case SCX_CL_CPU_OFF:
+	case SCX_CL_CPU_TAKEN:
+	case SCX_CL_CPU_BACK:
 		on_cpu(m, now);
 		break;
 	case SCX_CL_CGROUP:
@@ -748,6 +831,9 @@ static void fifo_dispatch(struct scx_cachelocal *skel, uint64_t now)
  * no CPU stays counted busy by a task that ran elsewhere, and no pick
  * waits for PICK_TIMEOUT_NS. -p fifo: not resynchronized (its own state).
  */
+/* (the diagnostic of a queued task the BPF side rescued: waited this long) */
+static const uint64_t rescue_after_ns = 4000000000ull;
+
 static void resync(uint64_t now, const char *why)
 {
 	int wfd = bpf_map__fd(skel->maps.waiting);
@@ -777,6 +863,26 @@ static void resync(uint64_t now, const char *why)
 				continue;
 			}
 			if (d->t.on_rq == CL_TASK_ON_RQ_QUEUED && !waiting) {
+				static int told;
+
+				if (verbose && told < 8 && now - d->enq_ns > rescue_after_ns) {
+					/* what kept it queued: its rq's state */
+					struct cl_rq *rq = cl_sched_rq(sched, d->t.cpu);
+					struct cl_task *c = CL_READ_ONCE(rq->curr);
+
+					told++;
+					printf("scx_cachelocal: resync: task %d (rescued) queued on CPU %u since its ENQ "
+					       "%.1f ms ago; that rq: %u queued, online %d, curr %d (picked %.1f ms ago), "
+					       "kernel runs %d there; its vruntime - curr's: %.1f ms, its picks %lu, "
+					       "held %.1f ms, ran %.1f ms\n",
+					       d->pid, d->t.cpu, (double)(now - d->enq_ns) * 1e-6,
+					       (unsigned)rq->nr_running, cl_rq_online(rq),
+					       c ? ((struct dtask *)c->data)->pid : 0,
+					       c ? (double)(now - ((struct dtask *)c->data)->picked_ns) * 1e-6 : 0.0,
+					       d->t.cpu < SCX_CL_MAX_CPUS ? skel->bss->cpu_curr_pid[d->t.cpu] : -1,
+					       c ? (double)(int64_t)(d->t.se.vruntime - c->se.vruntime) * 1e-6 : 0.0,
+					       d->picks, (double)d->held_ns * 1e-6, (double)d->ran_ns * 1e-6);
+				}
 				unqueue(d, now);
 				fixed_q++;
 			}
@@ -861,14 +967,15 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 
 	snprintf(line, sizeof(line), "scx_cachelocal: %s: tasks %lu enq %lu wake %lu requeue %lu stop %lu exit %lu picks %lu "
 	       "timeouts %lu global %lu qfull %lu kicks %lu/%lu cpu-off %lu cpu-on %lu "
-	       "drops %lu resyncs %lu resync-curr %lu resync-queued %lu preempts %lu pool-miss %lu "
+	       "drops %lu resyncs %lu resync-curr %lu resync-queued %lu preempts %lu pool-miss %lu cpu-taken %lu "
+	       "direct %lu "
 	       "balance moved %lu (smt %lu llc %lu node %lu numa %lu) | bpf enq %llu fallback %llu daemon %llu "
 	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu late %llu"
 	       " dropped %llu stop-lost %llu preempt-kicks %llu"
 	       " | cgroup events %lu groups %lu moves %lu\n",
 	       when, nr_tasks, n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
 	       n_qfull, n_kicks, n_kick_fail, n_cpu_off, n_cpu_on, n_drops, n_resyncs, n_resync_curr,
-	       n_resync_queued, n_preempts, n_pool_miss, bstats.moved, bstats.moved_smt,
+	       n_resync_queued, n_preempts, n_pool_miss, n_cpu_taken, n_direct, bstats.moved, bstats.moved_smt,
 	       bstats.moved_llc, bstats.moved_node, bstats.moved_numa,
 	       (unsigned long long)skel->bss->nr_enqueued, (unsigned long long)skel->bss->nr_fallback,
 	       (unsigned long long)skel->bss->nr_daemon, (unsigned long long)skel->bss->nr_kthread,
@@ -931,7 +1038,7 @@ int main(int argc, char **argv)
 	uint64_t balance_ns = 4000000, t_end = 0, next_bal = 0, next_print = 0, t0, late_seen = 0, last_loop;
 	int opt, kick_ok = 1, rt_prio = 1;
 
-	while ((opt = getopt(argc, argv, "s:b:t:p:r:c:P:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:t:p:r:c:P:D:v")) != -1) {
 		switch (opt) {
 		case 'r':
 			rt_prio = atoi(optarg);
@@ -941,6 +1048,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			kick_preempt_ok = atoi(optarg) != 0;
+			break;
+		case 'D':
+			direct_idle = atoi(optarg) != 0;
 			break;
 		case 's':
 			slice_ns = strtoull(optarg, NULL, 0) * 1000ull;
@@ -965,7 +1075,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(stderr,
 				"usage: %s [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-p eevdf|fifo] [-r RT_PRIO] "
-				"[-P 0|1] [-c FILE] [-v]\n",
+				"[-P 0|1] [-D 0|1] [-c FILE] [-v]\n",
 				argv[0]);
 			return 2;
 		}
@@ -1015,8 +1125,10 @@ int main(int argc, char **argv)
 	}
 	t0 = now_ns();
 	for (unsigned int c = 0; c < nr_cpus; c++)
-		if (!topo.cpu[c].online)
+		if (!topo.cpu[c].online) {
+			cpu_hp_off[c] = 1;
 			cl_balance_cpu_offline(sched, c, t0);
+		}
 
 	skel = scx_cachelocal__open();
 	if (!skel) {
@@ -1027,6 +1139,7 @@ int main(int argc, char **argv)
 	skel->rodata->nr_cpus = nr_cpus;
 	skel->rodata->daemon_slice_ns = slice_ns;
 	skel->rodata->fallback_slice_ns = slice_ns;
+	skel->rodata->direct_idle = direct_idle && !fifo;
 	for (unsigned int c = 0; c < nr_cpus; c++)
 		skel->bss->cpu_offline[c] = !topo.cpu[c].online;
 	if (scx_cachelocal__load(skel) != 0) {
@@ -1041,6 +1154,7 @@ int main(int argc, char **argv)
 		skel->rodata->nr_cpus = nr_cpus;
 		skel->rodata->daemon_slice_ns = slice_ns;
 		skel->rodata->fallback_slice_ns = slice_ns;
+	skel->rodata->direct_idle = direct_idle && !fifo;
 		for (unsigned int c = 0; c < nr_cpus; c++)
 			skel->bss->cpu_offline[c] = !topo.cpu[c].online;
 		bpf_program__set_autoload(skel->progs.cl_kick, false);
@@ -1063,9 +1177,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("scx_cachelocal: attached: policy %s, %u CPU ids, %u LLCs, %u nodes, slice %llu us, kick %s, "
-	       "wakeup preemption %s, daemon %s, %d task records preallocated, pid %d\n",
+	       "wakeup preemption %s, idle fast path %s, daemon %s, %d task records preallocated, pid %d\n",
 	       fifo ? "fifo" : "eevdf", nr_cpus, topo.nr_llcs, topo.nr_nodes, (unsigned long long)(slice_ns / 1000),
 	       kick_ok ? "on" : "off", kick_ok && kick_preempt_ok && !fifo ? "on" : "off",
+	       direct_idle && !fifo ? "on" : "off",
 	       rt_prio > 0 ? "SCHED_FIFO" : "sched_ext", pool ? POOL_TASKS : 0, getpid());
 	if (!kick_ok)
 		kick_preempt_ok = 0;

@@ -28,10 +28,16 @@ enum scx_cl_kind {
 			     * waiting for it (rescued, sent to the global DSQ
 			     * while the daemon was late, or dispatched twice):
 			     * not inserted; the daemon frees the CPU at once */
+	SCX_CL_CPU_TAKEN = 9, /* a higher class (RT, deadline, stop) took cpu from
+			       * sched_ext (ops.cpu_release); the tasks on its
+			       * local DSQ come back as SCX_CL_ENQ */
+	SCX_CL_CPU_BACK = 10, /* cpu is sched_ext's again (ops.cpu_acquire) */
 };
 
 /* bits of scx_cl_msg.flags for SCX_CL_ENQ */
 #define SCX_CL_ENQ_WAKEUP 1u /* woken (else: preempted or its slice ended) */
+#define SCX_CL_ENQ_DIRECT 2u /* woken onto an idle CPU (cpu) and already put on its
+			      * local DSQ by ops.select_cpu: running, not waiting */
 
 struct scx_cl_msg {
 	__u32 kind;    /* enum scx_cl_kind */
