@@ -14,12 +14,18 @@
  *   - a task whose event does not fit in the ring buffer: the global DSQ;
  *   - a task the daemon leaves waiting longer than rescue_ns (5 s): a
  *     timer (every 100 ms) queues it for the global DSQ, and while the
- *     daemon's heartbeat is older than that, the timer sends every task
- *     still waiting, however briefly, and new tasks go there at once:
- *     a stopped or overloaded daemon delays tasks but never stalls them
- *     into the kernel's watchdog (30 s);
+ *     daemon's heartbeat is older than late_ns (50 ms), the timer sends
+ *     every task still waiting, however briefly, and new tasks go there
+ *     at once: a stopped or starved daemon delays tasks by a timer tick
+ *     but never stalls them into the kernel's watchdog (30 s);
+ *   - a woken task whose idle-CPU pick is idle: that CPU's local DSQ from
+ *     ops.select_cpu (the daemon is told after: SCX_CL_ENQ_DIRECT);
+ *   - the local DSQ of a CPU a real-time task takes (ops.cpu_release):
+ *     back through ops.enqueue to the daemon;
  *   - a task with migration disabled: the kernel itself puts it on its
  *     CPU's local DSQ (SCX_OPS_ENQ_MIGRATION_DISABLED is not set).
+ * A dispatch of the daemon's naming a task that no longer waits for it
+ * is not inserted: SCX_CL_DROP tells the daemon at once.
  * Everything else is sent to the daemon (SCX_CL_ENQ) and waits, in BPF
  * custody, until the daemon names it in the dispatch queue; ops.dispatch
  * of whichever CPU runs next moves it to the local DSQ of the CPU the
@@ -55,6 +61,12 @@ const volatile __u64 fallback_slice_ns = 5000000;
 const volatile __u32 nr_cpus = 1;
 /* a task the daemon leaves waiting longer than this goes to the global DSQ */
 const volatile __u64 rescue_ns = 5000000000ull;
+/* the daemon's heartbeat older than this: it is late (its vCPU or CPU
+ * taken, or stopped); a task that becomes runnable then goes to the global
+ * DSQ at once, and the rescue timer sends every waiting task there: the
+ * tasks run in FIFO order meanwhile instead of waiting, and the daemon
+ * resynchronizes when it is back (-l; rescue_ns at most) */
+const volatile __u64 late_ns = 50000000ull;
 
 /* CLOCK_MONOTONIC of the daemon's last loop (it writes the mapped bss):
  * an ENQ while it is older than rescue_ns goes to the global DSQ */
@@ -235,8 +247,8 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 	 * unless SCX_OPS_ENQ_MIGRATION_DISABLED is set, and when ops.enqueue
 	 * runs for the current task, its count is 1 from the BPF program's
 	 * own migrate_disable()) */
-	if (bpf_ktime_get_ns() - daemon_heartbeat > rescue_ns) {
-		/* the daemon has not looked for a while (stopped, stuck) */
+	if (bpf_ktime_get_ns() - daemon_heartbeat > late_ns) {
+		/* the daemon has not looked for a while (stopped, stuck, its CPU taken) */
 		__sync_fetch_and_add(&nr_daemon_late, 1);
 		insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
 		return;
@@ -495,7 +507,7 @@ static int rescue_fire(void *map, int *key, struct rescue_timer *t)
 {
 	u64 now = bpf_ktime_get_ns();
 
-	rescue_all = now - daemon_heartbeat > rescue_ns;
+	rescue_all = now - daemon_heartbeat > late_ns;
 	bpf_for_each_map_elem(&waiting, rescue_one, &now, 0);
 	if (rescue_pending) {
 		rescue_pending = 0;

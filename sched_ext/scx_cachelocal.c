@@ -24,9 +24,18 @@
  * Leaving the LLC is the balancer's decision.
  *
  * Single-threaded: one loop polls the ring buffer, handles the events,
- * times out picks the kernel never reported back, balances, dispatches.
+ * resynchronizes the model when the BPF side says the daemon was late,
+ * times out picks the kernel never reported back, balances, dispatches
+ * (and kicks: wakeup preemption). The thread runs SCHED_FIFO priority 1,
+ * its memory locked, its task records preallocated (docs/sched_ext.md,
+ * "When the daemon falls behind").
  *
- * Usage: scx_cachelocal [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-p eevdf|fifo] [-v]
+ * Usage: scx_cachelocal [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-p eevdf|fifo]
+ *                       [-r RT_PRIO] [-P 0|1] [-D 0|1] [-l LATE_MS] [-c FILE] [-v]
+ *   -r: the daemon's SCHED_FIFO priority (1; 0: a sched_ext task)
+ *   -P 0: no wakeup preemption; -D 0: no idle fast path on the BPF side
+ *   -l: the heartbeat age after which the BPF side counts the daemon late (50)
+ *   -c FILE: the counters line is written there too (and on SIGUSR1)
  *   -p fifo: a global FIFO instead of the runqueue (for comparison, above)
  *   -t: exit after SECONDS (0: run until SIGINT/SIGTERM)
  *   -v: print counters every 10 seconds
@@ -164,7 +173,7 @@ static unsigned long n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeou
 /* healing: dispatches the BPF side dropped (SCX_CL_DROP), resyncs and
  * the tasks they corrected (a pick no longer the kernel's, a queued task
  * no longer waiting), wakeup preemptions asked for */
-static unsigned long n_drops, n_resyncs, n_resync_curr, n_resync_queued, n_preempts;
+static unsigned long n_drops, n_drops_waiting, n_resyncs, n_resync_curr, n_resync_queued, n_preempts;
 static struct cl_balance_stats bstats;
 
 static uint64_t now_ns(void)
@@ -497,6 +506,7 @@ static void wakeup_preempt(struct dtask *d, unsigned int cpu, uint64_t now)
 
 static unsigned long n_direct;
 static int direct_idle = 1; /* -D 0: no idle fast path on the BPF side */
+static uint64_t late_ns = 50000000; /* -l MS: the BPF side's "daemon late" threshold */
 
 /*
  * SCX_CL_ENQ_DIRECT: the BPF side woke @d straight onto the idle CPU
@@ -721,6 +731,20 @@ static void on_drop(const struct scx_cl_msg *m, uint64_t now)
 		if (d && fifo)
 			fifo_release(d);
 		return;
+	}
+	/* The drop was decided on another CPU while the task's new
+	 * ops.enqueue may have run on this one, its ENQ ahead of the DROP in
+	 * the ring: if it waits for the daemon now, the model keeps it
+	 * queued (only the CPU of the dropped pick is freed). */
+	{
+		__u64 since;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.waiting), &d->pid, &since) == 0) {
+			n_drops_waiting++;
+			if (d->run_cpu >= 0)
+				stopped(d, 1, now);
+			return;
+		}
 	}
 	if (d->run_cpu >= 0)
 		stopped(d, 0, now);
@@ -968,14 +992,14 @@ static void print_counters(struct scx_cachelocal *skel, const char *when)
 	snprintf(line, sizeof(line), "scx_cachelocal: %s: tasks %lu enq %lu wake %lu requeue %lu stop %lu exit %lu picks %lu "
 	       "timeouts %lu global %lu qfull %lu kicks %lu/%lu cpu-off %lu cpu-on %lu "
 	       "drops %lu resyncs %lu resync-curr %lu resync-queued %lu preempts %lu pool-miss %lu cpu-taken %lu "
-	       "direct %lu "
+	       "direct %lu drops-waiting %lu "
 	       "balance moved %lu (smt %lu llc %lu node %lu numa %lu) | bpf enq %llu fallback %llu daemon %llu "
 	       "kthread %llu dispatched %llu to-global %llu stale %llu stops %llu (slice left %llu) ran-undispatched %llu rescued %llu late %llu"
 	       " dropped %llu stop-lost %llu preempt-kicks %llu"
 	       " | cgroup events %lu groups %lu moves %lu\n",
 	       when, nr_tasks, n_enq, n_wake, n_requeue, n_stop, n_exit, n_picks, n_timeouts, n_direct_global,
 	       n_qfull, n_kicks, n_kick_fail, n_cpu_off, n_cpu_on, n_drops, n_resyncs, n_resync_curr,
-	       n_resync_queued, n_preempts, n_pool_miss, n_cpu_taken, n_direct, bstats.moved, bstats.moved_smt,
+	       n_resync_queued, n_preempts, n_pool_miss, n_cpu_taken, n_direct, n_drops_waiting, bstats.moved, bstats.moved_smt,
 	       bstats.moved_llc, bstats.moved_node, bstats.moved_numa,
 	       (unsigned long long)skel->bss->nr_enqueued, (unsigned long long)skel->bss->nr_fallback,
 	       (unsigned long long)skel->bss->nr_daemon, (unsigned long long)skel->bss->nr_kthread,
@@ -1038,7 +1062,7 @@ int main(int argc, char **argv)
 	uint64_t balance_ns = 4000000, t_end = 0, next_bal = 0, next_print = 0, t0, late_seen = 0, last_loop;
 	int opt, kick_ok = 1, rt_prio = 1;
 
-	while ((opt = getopt(argc, argv, "s:b:t:p:r:c:P:D:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:t:p:r:c:P:D:l:v")) != -1) {
 		switch (opt) {
 		case 'r':
 			rt_prio = atoi(optarg);
@@ -1051,6 +1075,9 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			direct_idle = atoi(optarg) != 0;
+			break;
+		case 'l':
+			late_ns = strtoull(optarg, NULL, 0) * 1000000ull;
 			break;
 		case 's':
 			slice_ns = strtoull(optarg, NULL, 0) * 1000ull;
@@ -1075,7 +1102,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(stderr,
 				"usage: %s [-s SLICE_US] [-b BALANCE_US] [-t SECONDS] [-p eevdf|fifo] [-r RT_PRIO] "
-				"[-P 0|1] [-D 0|1] [-c FILE] [-v]\n",
+				"[-P 0|1] [-D 0|1] [-l LATE_MS] [-c FILE] [-v]\n",
 				argv[0]);
 			return 2;
 		}
@@ -1140,6 +1167,7 @@ int main(int argc, char **argv)
 	skel->rodata->daemon_slice_ns = slice_ns;
 	skel->rodata->fallback_slice_ns = slice_ns;
 	skel->rodata->direct_idle = direct_idle && !fifo;
+	skel->rodata->late_ns = late_ns < 5000000000ull ? late_ns : 5000000000ull;
 	for (unsigned int c = 0; c < nr_cpus; c++)
 		skel->bss->cpu_offline[c] = !topo.cpu[c].online;
 	if (scx_cachelocal__load(skel) != 0) {
@@ -1155,6 +1183,7 @@ int main(int argc, char **argv)
 		skel->rodata->daemon_slice_ns = slice_ns;
 		skel->rodata->fallback_slice_ns = slice_ns;
 	skel->rodata->direct_idle = direct_idle && !fifo;
+	skel->rodata->late_ns = late_ns < 5000000000ull ? late_ns : 5000000000ull;
 		for (unsigned int c = 0; c < nr_cpus; c++)
 			skel->bss->cpu_offline[c] = !topo.cpu[c].online;
 		bpf_program__set_autoload(skel->progs.cl_kick, false);

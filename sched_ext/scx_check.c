@@ -1025,28 +1025,34 @@ int main(int argc, char **argv)
 	      scx_state());
 
 	omsg5 = msg_run(MSG_GROUPS, PRESSURE_MSG_LOOPS, SHAPE_LIMIT_S);
-	/* under pressure: within 3x the quiet hackbench (5x the messages, both), every thread done,
+	/* under pressure: within 3x the quiet hackbench (5x the messages,
+	 * both), or, as the host's hog slows the whole guest (the kernel's
+	 * scheduler too), within 1.5x the kernel's under the same pressure in
+	 * this boot; every thread done,
 	 * still enabled, and the wake-to-run p99 of the AFTER_S right after
 	 * it at most one log2 bucket above the quiet run's (2x) */
 	for (int host = 0; host < 2; host++) {
 		struct pressure_result *pr = host ? &op_host : &op_rt;
 		const struct pressure_result *kp = host ? &kp_host : &kp_rt;
-		int done, in3x, back;
+		int done, in3x, near_kernel, back;
 
 		*pr = pressure_run(host, daemon_pid);
 		done = pr->msg.finished == pr->msg.threads && pr->wake.finished == pr->wake.threads &&
 		       pr->wake.rounds > 0 && pr->after.finished == pr->after.threads;
 		in3x = omsg5.finished == omsg5.threads && pr->msg.secs <= 3 * omsg5.secs;
+		near_kernel = kp->msg.finished == kp->msg.threads && pr->msg.secs <= 1.5 * kp->msg.secs;
 		back = pr->after.p99_us > 0 && pr->after.p99_us <= 2 * owake.p99_us;
-		check(pr->hog_ok && done && in3x && back && strcmp(scx_state(), "enabled") == 0 && daemon_alive(),
+		check(pr->hog_ok && done && (in3x || near_kernel) && back && strcmp(scx_state(), "enabled") == 0 &&
+			      daemon_alive(),
 		      host ? "pressure-host" : "pressure-rt",
-		      "%s: hackbench (%d messages a pair) %.1f s (quiet %.1f s, bound 3x: %s; kernel %.1f s under the "
-		      "same, %.1f s quiet), schbench %ld "
+		      "%s: hackbench (%d messages a pair) %.1f s (quiet %.1f s, within 3x: %s; kernel %.1f s under the "
+		      "same, %.1f s quiet, within 1.5x of it: %s), schbench %ld "
 		      "rounds, p99 < %u us (quiet %ld, p99 < %u us; kernel %ld, p99 < %u us); in the %.0f s after: "
 		      "p99 < %u us (bound 2x quiet: %s; kernel %u us); all threads done: %s; state %s",
 		      host ? "a busy loop per host CPU beside QEMU" :
 			     "a SCHED_FIFO hog in bursts (0.25 s of 0.5 s) on the daemon's CPU",
 		      PRESSURE_MSG_LOOPS, pr->msg.secs, omsg5.secs, in3x ? "yes" : "no", kp->msg.secs, kmsg5.secs,
+		      near_kernel ? "yes" : "no",
 		      pr->wake.rounds, pr->wake.p99_us,
 		      owake.rounds, owake.p99_us, kp->wake.rounds, kp->wake.p99_us, AFTER_S, pr->after.p99_us,
 		      back ? "yes" : "no", kp->after.p99_us, done ? "yes" : "no", scx_state());
