@@ -248,9 +248,14 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 	 * runs for the current task, its count is 1 from the BPF program's
 	 * own migrate_disable()) */
 	if (bpf_ktime_get_ns() - daemon_heartbeat > late_ns) {
-		/* the daemon has not looked for a while (stopped, stuck, its CPU taken) */
+		/* the daemon has not looked for a while (stopped, stuck, its
+		 * CPU taken): the tail of this CPU's local DSQ, not the global
+		 * DSQ, which a CPU consumes only when its local DSQ is empty
+		 * (the daemon's picks can keep those filled; with the global
+		 * DSQ here and a 50 ms threshold one run ended in a watchdog
+		 * ejection, a thread not run for 41 s) */
 		__sync_fetch_and_add(&nr_daemon_late, 1);
-		insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
+		insert(p, SCX_DSQ_LOCAL, fallback_slice_ns, enq_flags);
 		return;
 	}
 	m = msg_new(SCX_CL_ENQ, p->pid, scx_bpf_task_cpu(p));
@@ -302,13 +307,15 @@ void BPF_PROG(cl_dispatch, s32 cpu, struct task_struct *prev)
 			__sync_fetch_and_add(&nr_dropped, 1);
 			continue;
 		}
-		if (d.cpu == SCX_CL_RESCUE_CPU)
-			d.cpu = -1;
 		p = bpf_task_from_pid(d.pid);
 		if (!p) {
 			__sync_fetch_and_add(&nr_stale, 1);
 			continue;
 		}
+		/* a rescued task: the local DSQ of the CPU it is on (checked
+		 * below like a daemon's dispatch), not the global DSQ (above) */
+		if (d.cpu == SCX_CL_RESCUE_CPU)
+			d.cpu = scx_bpf_task_cpu(p);
 		if (d.cpu >= 0 && d.cpu < SCX_CL_MAX_CPUS && !cpu_offline[d.cpu & (SCX_CL_MAX_CPUS - 1)] &&
 		    !cpu_taken[d.cpu & (SCX_CL_MAX_CPUS - 1)] && bpf_cpumask_test_cpu(d.cpu, p->cpus_ptr))
 			dsq = SCX_DSQ_LOCAL_ON | (u64)d.cpu;
