@@ -14,12 +14,18 @@
  *   - a task whose event does not fit in the ring buffer: the global DSQ;
  *   - a task the daemon leaves waiting longer than rescue_ns (5 s): a
  *     timer (every 100 ms) queues it for the global DSQ, and while the
- *     daemon's heartbeat is older than that, the timer sends every task
- *     still waiting, however briefly, and new tasks go there at once:
- *     a stopped or overloaded daemon delays tasks but never stalls them
- *     into the kernel's watchdog (30 s);
+ *     daemon's heartbeat is older than late_ns (50 ms), the timer sends
+ *     every task still waiting, however briefly, and new tasks go there
+ *     at once: a stopped or starved daemon delays tasks by a timer tick
+ *     but never stalls them into the kernel's watchdog (30 s);
+ *   - a woken task whose idle-CPU pick is idle: that CPU's local DSQ from
+ *     ops.select_cpu (the daemon is told after: SCX_CL_ENQ_DIRECT);
+ *   - the local DSQ of a CPU a real-time task takes (ops.cpu_release):
+ *     back through ops.enqueue to the daemon;
  *   - a task with migration disabled: the kernel itself puts it on its
  *     CPU's local DSQ (SCX_OPS_ENQ_MIGRATION_DISABLED is not set).
+ * A dispatch of the daemon's naming a task that no longer waits for it
+ * is not inserted: SCX_CL_DROP tells the daemon at once.
  * Everything else is sent to the daemon (SCX_CL_ENQ) and waits, in BPF
  * custody, until the daemon names it in the dispatch queue; ops.dispatch
  * of whichever CPU runs next moves it to the local DSQ of the CPU the
@@ -47,11 +53,20 @@ char _license[] SEC("license") = "Dual MIT/GPL";
 
 /* set by the daemon before load */
 const volatile __s32 usersched_tgid;
+/* a wakeup onto an idle CPU goes straight to its local DSQ (the daemon is
+ * told after the fact, SCX_CL_ENQ_DIRECT); 0: every task waits for it */
+const volatile __u32 direct_idle = 1;
 const volatile __u64 daemon_slice_ns = 5000000;
 const volatile __u64 fallback_slice_ns = 5000000;
 const volatile __u32 nr_cpus = 1;
 /* a task the daemon leaves waiting longer than this goes to the global DSQ */
 const volatile __u64 rescue_ns = 5000000000ull;
+/* the daemon's heartbeat older than this: it is late (its vCPU or CPU
+ * taken, or stopped); a task that becomes runnable then goes to the global
+ * DSQ at once, and the rescue timer sends every waiting task there: the
+ * tasks run in FIFO order meanwhile instead of waiting, and the daemon
+ * resynchronizes when it is back (-l; rescue_ns at most) */
+const volatile __u64 late_ns = 50000000ull;
 
 /* CLOCK_MONOTONIC of the daemon's last loop (it writes the mapped bss):
  * an ENQ while it is older than rescue_ns goes to the global DSQ */
@@ -59,13 +74,20 @@ __u64 daemon_heartbeat;
 /* counters the daemon reads (bss) */
 __u64 nr_enqueued, nr_fallback, nr_daemon, nr_kthread, nr_dispatched, nr_dispatch_global, nr_stale,
 	nr_stops, nr_exits, nr_cpu_events, nr_run_undispatched, nr_stop_slice_left, nr_rescued,
-	nr_daemon_late;
+	nr_daemon_late, nr_dropped, nr_stop_lost, nr_preempt_kicks, nr_direct;
+/* what each CPU runs now as far as ops.running/stopping said (a sched_ext
+ * task's pid, 0: none): the daemon compares its model with it when it
+ * resynchronizes after being late */
+__s32 cpu_curr_pid[SCX_CL_MAX_CPUS];
 /* why the kernel ended it (ops.exit) */
 __s32 exit_kind;
 char exit_reason[128];
 char exit_msg[256];
 /* CPUs offline as far as ops.cpu_offline/online said (1 = offline) */
 __u8 cpu_offline[SCX_CL_MAX_CPUS];
+/* CPUs a higher class took (ops.cpu_release until ops.cpu_acquire) */
+__u8 cpu_taken[SCX_CL_MAX_CPUS];
+__u64 nr_cpu_taken;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -142,14 +164,60 @@ static __always_inline struct scx_cl_msg *msg_new(u32 kind, s32 pid, s32 cpu)
 	return m;
 }
 
+/* the task's properties the daemon needs, into an SCX_CL_ENQ */
+static __always_inline void enq_fill(struct scx_cl_msg *m, struct task_struct *p)
+{
+	const struct cpumask *allowed = p->cpus_ptr;
+
+	m->nice = p->static_prio - 120;
+	m->cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	m->nr_cpus_allowed = p->nr_cpus_allowed;
+	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
+		if (w * 64 < nr_cpus)
+			m->cpus[w] = allowed->bits[w];
+	}
+}
+
+/*
+ * A woken task with an idle CPU to go to (the kernel's own idle pick,
+ * scx_bpf_select_cpu_dfl(): its previous CPU, else an idle one near it)
+ * runs there at once, without the round trip through the daemon: the
+ * daemon learns it after the fact (SCX_CL_ENQ with SCX_CL_ENQ_DIRECT and
+ * the CPU) and counts it running there; its stop is reported as for a
+ * dispatch of the daemon's. A late daemon then delays only the tasks that
+ * have to wait for a busy CPU. (scx_rustland's BPF side dispatches to an
+ * idle CPU from ops.select_cpu the same way.)
+ */
 SEC("struct_ops/cl_select_cpu")
 s32 BPF_PROG(cl_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool idle = false;
 	s32 cpu;
 
-	if (!is_daemon(p))
-		return prev_cpu; /* the daemon places it */
+	if (!is_daemon(p)) {
+		struct scx_cl_msg *m;
+		struct task_ctx *c;
+
+		if (!direct_idle || is_kthread(p))
+			return prev_cpu; /* the daemon places it */
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+		if (!idle || cpu < 0 || cpu >= SCX_CL_MAX_CPUS || cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)])
+			return prev_cpu;
+		c = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return prev_cpu;
+		m = msg_new(SCX_CL_ENQ, p->pid, cpu);
+		if (!m)
+			return prev_cpu;
+		enq_fill(m, p);
+		m->flags = SCX_CL_ENQ_WAKEUP | SCX_CL_ENQ_DIRECT;
+		c->dispatched = 1;
+		c->exec_start = p->se.sum_exec_runtime;
+		insert(p, SCX_DSQ_LOCAL, fallback_slice_ns, 0);
+		bpf_ringbuf_submit(m, 0);
+		__sync_fetch_and_add(&nr_direct, 1);
+		return cpu;
+	}
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
 	if (idle) {
 		insert(p, SCX_DSQ_LOCAL, daemon_slice_ns, 0);
@@ -161,7 +229,6 @@ s32 BPF_PROG(cl_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 SEC("struct_ops/cl_enqueue")
 void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	const struct cpumask *allowed = p->cpus_ptr;
 	struct scx_cl_msg *m;
 
 	if (is_daemon(p)) {
@@ -180,10 +247,15 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 	 * unless SCX_OPS_ENQ_MIGRATION_DISABLED is set, and when ops.enqueue
 	 * runs for the current task, its count is 1 from the BPF program's
 	 * own migrate_disable()) */
-	if (bpf_ktime_get_ns() - daemon_heartbeat > rescue_ns) {
-		/* the daemon has not looked for a while (stopped, stuck) */
+	if (bpf_ktime_get_ns() - daemon_heartbeat > late_ns) {
+		/* the daemon has not looked for a while (stopped, stuck, its
+		 * CPU taken): the tail of this CPU's local DSQ, not the global
+		 * DSQ, which a CPU consumes only when its local DSQ is empty
+		 * (the daemon's picks can keep those filled; with the global
+		 * DSQ here and a 50 ms threshold one run ended in a watchdog
+		 * ejection, a thread not run for 41 s) */
 		__sync_fetch_and_add(&nr_daemon_late, 1);
-		insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
+		insert(p, SCX_DSQ_LOCAL, fallback_slice_ns, enq_flags);
 		return;
 	}
 	m = msg_new(SCX_CL_ENQ, p->pid, scx_bpf_task_cpu(p));
@@ -192,22 +264,23 @@ void BPF_PROG(cl_enqueue, struct task_struct *p, u64 enq_flags)
 		insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
 		return;
 	}
-	m->nice = p->static_prio - 120;
-	m->cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	enq_fill(m, p);
 	m->flags = (enq_flags & SCX_ENQ_WAKEUP) ? SCX_CL_ENQ_WAKEUP : 0;
-	m->nr_cpus_allowed = p->nr_cpus_allowed;
-	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
-		if (w * 64 < nr_cpus)
-			m->cpus[w] = allowed->bits[w];
-	}
-	bpf_ringbuf_submit(m, 0);
-	__sync_fetch_and_add(&nr_enqueued, 1);
 	{
+		/* waiting before the daemon can see the event: a resync that
+		 * finds the task in its model but not here would drop it */
 		s32 pid = p->pid;
 		u64 now = bpf_ktime_get_ns();
 
-		bpf_map_update_elem(&waiting, &pid, &now, BPF_ANY);
+		if (bpf_map_update_elem(&waiting, &pid, &now, BPF_ANY)) {
+			bpf_ringbuf_discard(m, 0);
+			__sync_fetch_and_add(&nr_fallback, 1);
+			insert(p, SCX_DSQ_GLOBAL, fallback_slice_ns, enq_flags);
+			return;
+		}
 	}
+	bpf_ringbuf_submit(m, 0);
+	__sync_fetch_and_add(&nr_enqueued, 1);
 }
 
 SEC("struct_ops/cl_dispatch")
@@ -222,14 +295,29 @@ void BPF_PROG(cl_dispatch, s32 cpu, struct task_struct *prev)
 
 		if (bpf_map_pop_elem(&dispatch_q, &d))
 			break;
-		bpf_map_delete_elem(&waiting, &d.pid);
+		/* a daemon's dispatch of a task that no longer waits for it
+		 * (rescued to the global DSQ, or named twice) would be dropped
+		 * by the kernel without a word, and the daemon's model would
+		 * count that CPU busy until the pick timed out: say so now */
+		if (d.cpu != SCX_CL_RESCUE_CPU && bpf_map_delete_elem(&waiting, &d.pid)) {
+			struct scx_cl_msg *m = msg_new(SCX_CL_DROP, d.pid, d.cpu);
+
+			if (m)
+				bpf_ringbuf_submit(m, 0);
+			__sync_fetch_and_add(&nr_dropped, 1);
+			continue;
+		}
 		p = bpf_task_from_pid(d.pid);
 		if (!p) {
 			__sync_fetch_and_add(&nr_stale, 1);
 			continue;
 		}
+		/* a rescued task: the local DSQ of the CPU it is on (checked
+		 * below like a daemon's dispatch), not the global DSQ (above) */
+		if (d.cpu == SCX_CL_RESCUE_CPU)
+			d.cpu = scx_bpf_task_cpu(p);
 		if (d.cpu >= 0 && d.cpu < SCX_CL_MAX_CPUS && !cpu_offline[d.cpu & (SCX_CL_MAX_CPUS - 1)] &&
-		    bpf_cpumask_test_cpu(d.cpu, p->cpus_ptr))
+		    !cpu_taken[d.cpu & (SCX_CL_MAX_CPUS - 1)] && bpf_cpumask_test_cpu(d.cpu, p->cpus_ptr))
 			dsq = SCX_DSQ_LOCAL_ON | (u64)d.cpu;
 		else
 			__sync_fetch_and_add(&nr_dispatch_global, 1);
@@ -248,7 +336,10 @@ SEC("struct_ops/cl_running")
 void BPF_PROG(cl_running, struct task_struct *p)
 {
 	struct task_ctx *c = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	s32 cpu = scx_bpf_task_cpu(p);
 
+	if (cpu >= 0 && cpu < SCX_CL_MAX_CPUS)
+		cpu_curr_pid[cpu & (SCX_CL_MAX_CPUS - 1)] = p->pid;
 	if (c && !c->dispatched)
 		__sync_fetch_and_add(&nr_run_undispatched, 1);
 }
@@ -258,7 +349,10 @@ void BPF_PROG(cl_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *c = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	struct scx_cl_msg *m;
+	s32 cpu = scx_bpf_task_cpu(p);
 
+	if (cpu >= 0 && cpu < SCX_CL_MAX_CPUS)
+		cpu_curr_pid[cpu & (SCX_CL_MAX_CPUS - 1)] = 0;
 	if (!c || !c->dispatched)
 		return;
 	if (runnable && p->scx.slice) {
@@ -270,8 +364,11 @@ void BPF_PROG(cl_stopping, struct task_struct *p, bool runnable)
 	}
 	c->dispatched = 0;
 	m = msg_new(SCX_CL_STOP, p->pid, scx_bpf_task_cpu(p));
-	if (!m)
-		return; /* the daemon times the run out */
+	if (!m) {
+		/* the daemon resynchronizes (cpu_curr_pid) */
+		__sync_fetch_and_add(&nr_stop_lost, 1);
+		return;
+	}
 	m->flags = runnable;
 	m->runtime_ns = p->se.sum_exec_runtime - c->exec_start;
 	bpf_ringbuf_submit(m, 0);
@@ -339,6 +436,42 @@ void BPF_PROG(cl_cgroup_exit, struct cgroup *cgrp)
 	cgroup_event(SCX_CL_CGROUP_EXIT, cgrp, 0);
 }
 
+/* A real-time (or deadline, or stop) task takes @cpu: what waits on its
+ * local DSQ (the task it preempted among them) goes back through
+ * ops.enqueue to the daemon, which places it on another CPU and counts
+ * @cpu out until ops.cpu_acquire. The daemon's own thread (SCHED_FIFO)
+ * taking a CPU for a moment is not reported. */
+SEC("struct_ops/cl_cpu_release")
+void BPF_PROG(cl_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	struct task_struct *t = args->task;
+	struct scx_cl_msg *m;
+
+	if (t && t->tgid == usersched_tgid)
+		return;
+	if (cpu < 0 || cpu >= SCX_CL_MAX_CPUS)
+		return;
+	cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)] = 1;
+	__sync_fetch_and_add(&nr_cpu_taken, 1);
+	m = msg_new(SCX_CL_CPU_TAKEN, -1, cpu);
+	if (m)
+		bpf_ringbuf_submit(m, 0);
+	scx_bpf_reenqueue_local();
+}
+
+SEC("struct_ops/cl_cpu_acquire")
+void BPF_PROG(cl_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
+{
+	struct scx_cl_msg *m;
+
+	if (cpu < 0 || cpu >= SCX_CL_MAX_CPUS || !cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)])
+		return;
+	cpu_taken[cpu & (SCX_CL_MAX_CPUS - 1)] = 0;
+	m = msg_new(SCX_CL_CPU_BACK, -1, cpu);
+	if (m)
+		bpf_ringbuf_submit(m, 0);
+}
+
 SEC("struct_ops/cl_cpu_online")
 void BPF_PROG(cl_cpu_online, s32 cpu)
 {
@@ -362,7 +495,7 @@ __u64 rescue_all;
  * the stack would make every iteration a new state for the verifier) */
 static long rescue_one(void *map, s32 *pid, u64 *since, u64 *now)
 {
-	struct scx_cl_dispatch d = { .cpu = -1 };
+	struct scx_cl_dispatch d = { .cpu = SCX_CL_RESCUE_CPU };
 
 	if (!rescue_all && *now - *since < rescue_ns)
 		return 0;
@@ -381,7 +514,7 @@ static int rescue_fire(void *map, int *key, struct rescue_timer *t)
 {
 	u64 now = bpf_ktime_get_ns();
 
-	rescue_all = now - daemon_heartbeat > rescue_ns;
+	rescue_all = now - daemon_heartbeat > late_ns;
 	bpf_for_each_map_elem(&waiting, rescue_one, &now, 0);
 	if (rescue_pending) {
 		rescue_pending = 0;
@@ -415,18 +548,26 @@ void BPF_PROG(cl_exit, struct scx_exit_info *ei)
 }
 
 /* the daemon runs this (BPF_PROG_TEST_RUN) after queueing dispatches:
- * the CPUs named wake up (if idle) and run ops.dispatch */
+ * the CPUs named in cpus wake up (if idle) and run ops.dispatch; those
+ * in preempt (a woken task the runqueue says should preempt) take the
+ * CPU from what runs there (its slice ends now: it stops, is enqueued
+ * again, and the CPU runs ops.dispatch) */
 SEC("syscall")
 int cl_kick(struct scx_cl_kick_args *args)
 {
 	for (int w = 0; w < SCX_CL_MASK_WORDS; w++) {
-		u64 bits = args->cpus[w];
+		u64 bits = args->cpus[w] | args->preempt[w], pre = args->preempt[w];
 
 		for (int b = 0; b < 64 && bits; b++) {
-			if (bits & (1ull << b)) {
+			if (!(bits & (1ull << b)))
+				continue;
+			if (pre & (1ull << b)) {
+				scx_bpf_kick_cpu(w * 64 + b, SCX_KICK_PREEMPT);
+				__sync_fetch_and_add(&nr_preempt_kicks, 1);
+			} else {
 				scx_bpf_kick_cpu(w * 64 + b, SCX_KICK_IDLE);
-				bits &= ~(1ull << b);
 			}
+			bits &= ~(1ull << b);
 		}
 	}
 	return 0;
@@ -440,6 +581,8 @@ struct sched_ext_ops cachelocal_ops = {
 	.running = (void *)cl_running,
 	.stopping = (void *)cl_stopping,
 	.exit_task = (void *)cl_exit_task,
+	.cpu_release = (void *)cl_cpu_release,
+	.cpu_acquire = (void *)cl_cpu_acquire,
 	.cpu_online = (void *)cl_cpu_online,
 	.cpu_offline = (void *)cl_cpu_offline,
 	.cgroup_init = (void *)cl_cgroup_init,

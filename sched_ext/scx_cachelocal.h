@@ -24,10 +24,20 @@ enum scx_cl_kind {
 	SCX_CL_CPU_OFF = 5, /* cpu went offline */
 	SCX_CL_CGROUP = 6,  /* a cgroup's weight (at its creation, the scheduler's load, a write of cpu.weight) */
 	SCX_CL_CGROUP_EXIT = 7, /* a cgroup went away */
+	SCX_CL_DROP = 8,    /* a dispatch of the daemon's named a task no longer
+			     * waiting for it (rescued, sent to the global DSQ
+			     * while the daemon was late, or dispatched twice):
+			     * not inserted; the daemon frees the CPU at once */
+	SCX_CL_CPU_TAKEN = 9, /* a higher class (RT, deadline, stop) took cpu from
+			       * sched_ext (ops.cpu_release); the tasks on its
+			       * local DSQ come back as SCX_CL_ENQ */
+	SCX_CL_CPU_BACK = 10, /* cpu is sched_ext's again (ops.cpu_acquire) */
 };
 
 /* bits of scx_cl_msg.flags for SCX_CL_ENQ */
 #define SCX_CL_ENQ_WAKEUP 1u /* woken (else: preempted or its slice ended) */
+#define SCX_CL_ENQ_DIRECT 2u /* woken onto an idle CPU (cpu) and already put on its
+			      * local DSQ by ops.select_cpu: running, not waiting */
 
 struct scx_cl_msg {
 	__u32 kind;    /* enum scx_cl_kind */
@@ -43,15 +53,21 @@ struct scx_cl_msg {
 	__u32 level;   /* CGROUP: depth in the hierarchy (0: the root cgroup) */
 };
 
+/* scx_cl_dispatch.cpu of the rescue timer's own entries (the BPF side
+ * sends the task to the global DSQ without asking the waiting map) */
+#define SCX_CL_RESCUE_CPU (-2)
+
 struct scx_cl_dispatch {
 	__s32 pid;
-	__s32 cpu;      /* the target CPU; -1: the global DSQ */
+	__s32 cpu;      /* the target CPU; -1: the global DSQ; SCX_CL_RESCUE_CPU: the rescue timer's */
 	__u64 slice_ns; /* how long it may run before the kernel takes it back */
 };
 
 /* the argument of the syscall program that kicks CPUs (scx_cl_kick) */
 struct scx_cl_kick_args {
-	__u64 cpus[SCX_CL_MASK_WORDS];
+	__u64 cpus[SCX_CL_MASK_WORDS];    /* wake these if idle (SCX_KICK_IDLE) */
+	__u64 preempt[SCX_CL_MASK_WORDS]; /* preempt what these run (SCX_KICK_PREEMPT):
+					   * a woken task the runqueue says should run now */
 };
 
 #endif /* CACHELOCAL_SCX_CACHELOCAL_H */

@@ -710,6 +710,157 @@ static int daemon_alive(void)
 	return daemon_pid > 0 && waitpid(daemon_pid, &st, WNOHANG) == 0;
 }
 
+/*
+ * Pressure: the daemon made late on purpose, two ways.
+ *   rt: a SCHED_FIFO (priority RT_HOG_PRIO) process spinning in bursts,
+ *       RT_HOG_ON_S on and RT_HOG_OFF_S off, each burst on the CPU the
+ *       daemon last ran on (/proc/PID/stat; CPU 0 under the kernel's
+ *       scheduler, which has no daemon);
+ *   host: the guest prints "scx HOST-HOG on", and check-scx.sh starts a
+ *       busy loop per host CPU beside QEMU (at QEMU's nice) until the
+ *       guest prints "scx HOST-HOG off": the vCPUs, the daemon's among
+ *       them, get less of the host.
+ * Under it: the hackbench shape and the schbench shape (WAKE_S); then,
+ * right after the pressure ends, the schbench shape for AFTER_S: its
+ * wake-to-run p99 against the quiet one's is "back to quiet latency".
+ */
+#define RT_HOG_PRIO 50
+#define RT_HOG_ON_S 0.25
+#define RT_HOG_OFF_S 0.25
+#define AFTER_S 1.0
+/* hackbench under pressure, and its quiet reference, with 5x the
+ * messages: the quiet shape (0.2 to 3 s here) is too short to compare */
+#define PRESSURE_MSG_LOOPS (5 * MSG_LOOPS)
+#define HOST_HOG_SETTLE_S 1.0 /* the host's watcher polls every 0.2 s */
+
+static int proc_cpu(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int cpu = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_str(path, buf, sizeof(buf)) != 0 || !(p = strrchr(buf, ')')))
+		return -1;
+	/* field 39 (processor); p points at the end of field 2 */
+	for (int f = 2; f < 39 && p; f++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		cpu = atoi(p + 1);
+	return cpu;
+}
+
+static pid_t rt_hog_start(pid_t follow)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct sched_param sp = { .sched_priority = RT_HOG_PRIO };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+			perror("rt hog: SCHED_FIFO");
+			_exit(1);
+		}
+		for (;;) {
+			int cpu = follow > 0 ? proc_cpu(follow) : 0;
+			cpu_set_t set;
+			double end;
+
+			CPU_ZERO(&set);
+			CPU_SET(cpu < 0 ? 0 : cpu, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+			end = now_s() + RT_HOG_ON_S;
+			while (now_s() < end)
+				spin_burst();
+			sleep_s(RT_HOG_OFF_S);
+		}
+	}
+	return pid;
+}
+
+struct pressure_result {
+	struct shape_result msg, wake, after;
+	int hog_ok;
+};
+
+/* @host: the host's hog, else the guest's real-time one following @follow */
+static struct pressure_result pressure_run(int host, pid_t follow)
+{
+	struct pressure_result r = { 0 };
+	pid_t hog = 0;
+
+	if (host) {
+		printf("scx HOST-HOG on\n");
+		fflush(stdout);
+		sleep_s(HOST_HOG_SETTLE_S);
+		r.hog_ok = 1;
+	} else {
+		hog = rt_hog_start(follow);
+		r.hog_ok = hog > 0;
+		sleep_s(0.1);
+	}
+	r.msg = msg_run(MSG_GROUPS, PRESSURE_MSG_LOOPS, SHAPE_LIMIT_S);
+	r.wake = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
+	if (host) {
+		printf("scx HOST-HOG off\n");
+		fflush(stdout);
+		sleep_s(0.5);
+	} else if (hog > 0) {
+		int st;
+
+		kill(hog, SIGKILL);
+		waitpid(hog, &st, 0);
+		r.hog_ok = !(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	}
+	r.after = wake_run(WAKE_M, WAKE_T, AFTER_S, SHAPE_LIMIT_S);
+	return r;
+}
+
+/* the daemon's counters (-c COUNTERS_PATH), fresh after SIGUSR1 */
+#define COUNTERS_PATH "/tmp/scx_cachelocal.counters"
+
+struct daemon_counters {
+	long timeouts, drops, resyncs, resync_curr, resync_queued, preempts, rescued;
+	int ok;
+};
+
+static long counter_of(const char *line, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), " %s ", key);
+	p = strstr(line, k);
+	return p ? atol(p + strlen(k)) : -1;
+}
+
+static struct daemon_counters daemon_report(void)
+{
+	struct daemon_counters c = { 0 };
+	char line[2048], before[2048] = "";
+	double end = now_s() + 5;
+
+	read_str(COUNTERS_PATH, before, sizeof(before));
+	kill(daemon_pid, SIGUSR1);
+	/* the daemon rewrites the file within a loop (2 ms) */
+	while (now_s() < end) {
+		sleep_s(0.05);
+		if (read_str(COUNTERS_PATH, line, sizeof(line)) == 0 && strstr(line, ": report:") &&
+		    strcmp(line, before) != 0)
+			break;
+	}
+	if (read_str(COUNTERS_PATH, line, sizeof(line)) != 0)
+		return c;
+	c.timeouts = counter_of(line, "timeouts");
+	c.drops = counter_of(line, "drops");
+	c.resyncs = counter_of(line, "resyncs");
+	c.resync_curr = counter_of(line, "resync-curr");
+	c.resync_queued = counter_of(line, "resync-queued");
+	c.preempts = counter_of(line, "preempts");
+	c.rescued = counter_of(line, "rescued");
+	c.ok = c.timeouts >= 0 && c.resyncs >= 0 && c.resync_curr >= 0 && c.resync_queued >= 0;
+	return c;
+}
+
 static int wait_state(const char *want, double secs)
 {
 	double end = now_s() + secs;
@@ -726,7 +877,9 @@ int main(int argc, char **argv)
 {
 	double load_s = argc > 1 ? atof(argv[1]) : 30;
 	struct load_result kern, ours, fifo_res = { 0 };
-	struct shape_result kmsg, kwake, omsg, owake, fmsg = { 0 }, fwake = { 0 };
+	struct shape_result kmsg, kwake, omsg, owake, fmsg = { 0 }, fwake = { 0 }, kmsg5, omsg5;
+	struct pressure_result kp_rt, kp_host, op_rt = { 0 }, op_host = { 0 };
+	struct daemon_counters r0 = { 0 }, r1 = { 0 }, r2 = { 0 };
 	double kshare, oshare, fshare = 0, t_enabled, kcg, ocg;
 	const char *cg_why = "";
 	int have_fifo = 0;
@@ -766,11 +919,19 @@ int main(int argc, char **argv)
 	kwake = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
 	printf("scx_check: kernel: hackbench %d/%d threads finished in %.1f s; schbench %d/%d, %ld rounds\n",
 	       kmsg.finished, kmsg.threads, kmsg.secs, kwake.finished, kwake.threads, kwake.rounds);
+	kmsg5 = msg_run(MSG_GROUPS, PRESSURE_MSG_LOOPS, SHAPE_LIMIT_S);
+	kp_rt = pressure_run(0, 0);
+	kp_host = pressure_run(1, 0);
+	printf("scx_check: kernel under pressure: RT hog: hackbench %.1f s, schbench %ld rounds, p99 < %u us, "
+	       "after p99 < %u us; host hog: hackbench %.1f s, schbench %ld rounds, p99 < %u us, after p99 < %u us\n",
+	       kp_rt.msg.secs, kp_rt.wake.rounds, kp_rt.wake.p99_us, kp_rt.after.p99_us, kp_host.msg.secs,
+	       kp_host.wake.rounds, kp_host.wake.p99_us, kp_host.after.p99_us);
+	mkdir("/tmp", 0755);
 
 	/* 2. load the scheduler */
 	daemon_pid = fork();
 	if (daemon_pid == 0) {
-		execl("/bin/scx_cachelocal", "scx_cachelocal", "-s", "10000", "-v", (char *)NULL);
+		execl("/bin/scx_cachelocal", "scx_cachelocal", "-s", "10000", "-v", "-c", COUNTERS_PATH, (char *)NULL);
 		perror("exec /bin/scx_cachelocal");
 		_exit(127);
 	}
@@ -863,6 +1024,40 @@ int main(int argc, char **argv)
 	      WAKE_M, WAKE_T, WAKE_S, owake.finished, owake.threads, owake.rounds, owake.p50_us, owake.p99_us,
 	      scx_state());
 
+	omsg5 = msg_run(MSG_GROUPS, PRESSURE_MSG_LOOPS, SHAPE_LIMIT_S);
+	/* under pressure: within 3x the quiet hackbench (5x the messages,
+	 * both), or, as the host's hog slows the whole guest (the kernel's
+	 * scheduler too), within 1.5x the kernel's under the same pressure in
+	 * this boot; every thread done,
+	 * still enabled, and the wake-to-run p99 of the AFTER_S right after
+	 * it at most one log2 bucket above the quiet run's (2x) */
+	for (int host = 0; host < 2; host++) {
+		struct pressure_result *pr = host ? &op_host : &op_rt;
+		const struct pressure_result *kp = host ? &kp_host : &kp_rt;
+		int done, in3x, near_kernel, back;
+
+		*pr = pressure_run(host, daemon_pid);
+		done = pr->msg.finished == pr->msg.threads && pr->wake.finished == pr->wake.threads &&
+		       pr->wake.rounds > 0 && pr->after.finished == pr->after.threads;
+		in3x = omsg5.finished == omsg5.threads && pr->msg.secs <= 3 * omsg5.secs;
+		near_kernel = kp->msg.finished == kp->msg.threads && pr->msg.secs <= 1.5 * kp->msg.secs;
+		back = pr->after.p99_us > 0 && pr->after.p99_us <= 2 * owake.p99_us;
+		check(pr->hog_ok && done && (in3x || near_kernel) && back && strcmp(scx_state(), "enabled") == 0 &&
+			      daemon_alive(),
+		      host ? "pressure-host" : "pressure-rt",
+		      "%s: hackbench (%d messages a pair) %.1f s (quiet %.1f s, within 3x: %s; kernel %.1f s under the "
+		      "same, %.1f s quiet, within 1.5x of it: %s), schbench %ld "
+		      "rounds, p99 < %u us (quiet %ld, p99 < %u us; kernel %ld, p99 < %u us); in the %.0f s after: "
+		      "p99 < %u us (bound 2x quiet: %s; kernel %u us); all threads done: %s; state %s",
+		      host ? "a busy loop per host CPU beside QEMU" :
+			     "a SCHED_FIFO hog in bursts (0.25 s of 0.5 s) on the daemon's CPU",
+		      PRESSURE_MSG_LOOPS, pr->msg.secs, omsg5.secs, in3x ? "yes" : "no", kp->msg.secs, kmsg5.secs,
+		      near_kernel ? "yes" : "no",
+		      pr->wake.rounds, pr->wake.p99_us,
+		      owake.rounds, owake.p99_us, kp->wake.rounds, kp->wake.p99_us, AFTER_S, pr->after.p99_us,
+		      back ? "yes" : "no", kp->after.p99_us, done ? "yes" : "no", scx_state());
+	}
+
 	{
 		/* the daemon stopped for 8 s: the BPF side's rescue timer sends
 		 * what waits longer than 5 s to the global DSQ */
@@ -875,6 +1070,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			start(&w[i], -1, 0, 1);
 		sleep_s(2);
+		r0 = daemon_report();
 		kill(daemon_pid, SIGSTOP);
 		sleep_s(6);
 		for (int i = 0; i < n; i++)
@@ -891,6 +1087,30 @@ int main(int argc, char **argv)
 		      "daemon stopped (SIGSTOP) for 8 s: every one of %d workers progressed in its last 2 s: %s; "
 		      "state %s after SIGCONT",
 		      n, all ? "yes" : "no", scx_state());
+	}
+
+	{
+		/* healed at once: the daemon resynchronized its model after the
+		 * late phase (it corrected tasks: picks the kernel no longer
+		 * runs, queued tasks it no longer holds), and no pick timed out
+		 * then or in the shapes run after it */
+		struct shape_result am, aw;
+		long fixed;
+
+		r1 = daemon_report();
+		am = msg_run(MSG_GROUPS, MSG_LOOPS, SHAPE_LIMIT_S);
+		aw = wake_run(WAKE_M, WAKE_T, WAKE_S, SHAPE_LIMIT_S);
+		r2 = daemon_report();
+		fixed = (r1.resync_curr + r1.resync_queued) - (r0.resync_curr + r0.resync_queued);
+		check(r0.ok && r1.ok && r2.ok && r1.resyncs > r0.resyncs && fixed > 0 && r2.timeouts == r0.timeouts &&
+			      am.finished == am.threads && aw.finished == aw.threads,
+		      "resync",
+		      "the daemon's report: %ld resyncs after the stop, %ld tasks corrected (%ld picks, %ld queued), "
+		      "%ld rescued by the BPF side; pick timeouts %ld before the stop, %ld after it and after "
+		      "hackbench (%.1f s) and schbench (%ld rounds) run after it",
+		      r1.resyncs - r0.resyncs, fixed, r1.resync_curr - r0.resync_curr,
+		      r1.resync_queued - r0.resync_queued, r1.rescued - r0.rescued, r0.timeouts, r2.timeouts, am.secs,
+		      aw.rounds);
 	}
 
 	check(strcmp(scx_state(), "enabled") == 0 && daemon_alive(), "no-ejection",
@@ -1008,6 +1228,17 @@ int main(int argc, char **argv)
 	table_row("schbench p50 wake us (< 2^k)", 0, kwake.p50_us, owake.p50_us, fwake.p50_us, have_fifo);
 	table_row("schbench p99 wake us (< 2^k)", 0, kwake.p99_us, owake.p99_us, fwake.p99_us, have_fifo);
 	table_row("load seconds", 0, load_s / 3, load_s, load_s / 3, have_fifo);
+	table_row("hackbench x5 seconds, quiet", 1, kmsg5.secs, omsg5.secs, 0, 0);
+	printf("scx TABLE | %-28s | %12s | %12s | %12s |\n", "under pressure: RT hog", "", "", "");
+	table_row("  hackbench x5 seconds", 1, kp_rt.msg.secs, op_rt.msg.secs, 0, 0);
+	table_row("  schbench rounds (5 s)", 0, (double)kp_rt.wake.rounds, (double)op_rt.wake.rounds, 0, 0);
+	table_row("  schbench p99 wake us", 0, kp_rt.wake.p99_us, op_rt.wake.p99_us, 0, 0);
+	table_row("  1 s after: p99 wake us", 0, kp_rt.after.p99_us, op_rt.after.p99_us, 0, 0);
+	printf("scx TABLE | %-28s | %12s | %12s | %12s |\n", "under pressure: host CPU hog", "", "", "");
+	table_row("  hackbench x5 seconds", 1, kp_host.msg.secs, op_host.msg.secs, 0, 0);
+	table_row("  schbench rounds (5 s)", 0, (double)kp_host.wake.rounds, (double)op_host.wake.rounds, 0, 0);
+	table_row("  schbench p99 wake us", 0, kp_host.wake.p99_us, op_host.wake.p99_us, 0, 0);
+	table_row("  1 s after: p99 wake us", 0, kp_host.after.p99_us, op_host.after.p99_us, 0, 0);
 	printf("scx_check: %d failed\n", failed);
 	return failed ? 1 : 0;
 }

@@ -13,6 +13,12 @@
 # that fails or never ends counts as a failure too. The console is kept in
 # build/scx/guest/console.log.txt. TCG timing means nothing: the checks are
 # behaviour only.
+#
+# Pressure on the host: while the guest's scx_check has printed "scx
+# HOST-HOG on" and not yet "scx HOST-HOG off", a busy loop per host CPU
+# (nproc) runs beside QEMU, at this script's nice (QEMU's). SCX_HOST_HOG=N
+# runs N more busy loops for the whole run (the must-show "with a CPU hog
+# on the host"); the lines "check-scx: host hog ..." say what ran.
 set -u
 here=$(dirname "$0")
 # shellcheck source=scripts/guest.sh
@@ -39,9 +45,51 @@ for b in scx_cachelocal $VARIANTS; do cp "$BIN/$b" "$OUT/root/bin/"; done
 guest_pack "$OUT/root" "$BIN/init" "$BIN" "$OUT/initrd.cpio.gz"
 tmo=$(awk '{ s += $2 } END { print s + 300 }' "$OUT/root/plan")
 echo "check-scx: booting the 7.3 guest ($(cat "$GUEST_DIR/kernels/7.3-amd64/pkg"), $TOPO, up to $tmo s)"
+# busy_loop: one host CPU's worth of work until killed
+busy_loop() {
+	exec sh -c 'while :; do :; done'
+}
+# hog_watch LOG: the guest asks for the host's hog (scx HOST-HOG on/off)
+hog_watch() {
+	hw_pids=""
+	hw_t=0
+	while [ -e "$OUT/.watch" ]; do
+		hw_on=$(grep -ac 'scx HOST-HOG on' "$1" 2>/dev/null)
+		hw_off=$(grep -ac 'scx HOST-HOG off' "$1" 2>/dev/null)
+		if [ "${hw_on:-0}" -gt "${hw_off:-0}" ] && [ -z "$hw_pids" ]; then
+			for _ in $(seq "$(nproc)"); do
+				busy_loop &
+				hw_pids="$hw_pids $!"
+			done
+			hw_t=$(date +%s.%N)
+		elif [ "${hw_on:-0}" -le "${hw_off:-0}" ] && [ -n "$hw_pids" ]; then
+			# shellcheck disable=SC2086 # the pids
+			kill $hw_pids 2>/dev/null
+			echo "check-scx: host hog (phase $hw_on): $(nproc) busy loops for $(awk -v a="$hw_t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s" >>"$OUT/hog.txt"
+			hw_pids=""
+		fi
+		sleep 0.2
+	done
+	# shellcheck disable=SC2086 # the pids
+	[ -z "$hw_pids" ] || kill $hw_pids 2>/dev/null
+}
+touch "$OUT/.watch"
+hog_watch "$OUT/console.log" &
+watch_pid=$!
+whole_pids=""
+for _ in $(seq "${SCX_HOST_HOG:-0}"); do
+	busy_loop &
+	whole_pids="$whole_pids $!"
+done
+[ -z "$whole_pids" ] || echo "check-scx: host hog: ${SCX_HOST_HOG} busy loops (sh) for the whole run, at nice $(nice)"
 t0=$(date +%s)
 guest_boot x86_64 "$GUEST_DIR/kernels/7.3-amd64/vmlinuz" "$OUT/initrd.cpio.gz" "$TOPO" "$OUT/console.log" "$tmo"
 qrc=$?
+rm -f "$OUT/.watch"
+wait "$watch_pid" 2>/dev/null
+# shellcheck disable=SC2086 # the pids
+[ -z "$whole_pids" ] || kill $whole_pids 2>/dev/null
+[ ! -s "$OUT/hog.txt" ] || cat "$OUT/hog.txt"
 log=$OUT/console.log.txt
 sed -n 's/^@@CLG GUEST //p' "$log" | head -1 | sed 's/^/check-scx: guest: /'
 grep -E '^scx_check: |^scx_cachelocal: ' "$log" | sed 's/^/  /'
