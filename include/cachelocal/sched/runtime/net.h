@@ -83,6 +83,34 @@ CL_INLINE int cl__rt_resolve(struct cl__rt_lookup *l, const char *hp, int passiv
 	return -1;
 }
 
+/* A TCP socket on the first address of @hostport that takes it: bound and
+ * listening (@backlog) when @passive, else connected (@timeout_ns). */
+CL_INLINE int cl__rt_tcp(const char *hostport, int passive, int backlog, uint64_t timeout_ns)
+{
+	struct cl__rt_lookup l;
+	struct addrinfo *ai;
+	int fd = -1, one = 1, e = EINVAL;
+
+	if (cl__rt_resolve(&l, hostport, passive) != 0)
+		return -1;
+	for (ai = l.res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd >= 0 && passive && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+		    bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog > 0 ? backlog : SOMAXCONN) == 0)
+			break;
+		if (fd >= 0 && !passive && cl_connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ns) == 0)
+			break;
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(l.res);
+	if (fd < 0)
+		cl__rt_set_errno(e);
+	return fd;
+}
+
 /**
  * cl_listen_tcp() - a TCP socket listening on @hostport.
  * @hostport: "127.0.0.1:7070", "[::1]:0", ":7070" (every address), a host
@@ -100,26 +128,7 @@ CL_INLINE int cl__rt_resolve(struct cl__rt_lookup *l, const char *hp, int passiv
  */
 CL_INLINE int cl_listen_tcp(const char *hostport, int backlog)
 {
-	struct cl__rt_lookup l;
-	struct addrinfo *ai;
-	int fd = -1, one = 1, e = EINVAL;
-
-	if (cl__rt_resolve(&l, hostport, 1) != 0)
-		return -1;
-	for (ai = l.res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-		    bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog > 0 ? backlog : SOMAXCONN) == 0)
-			break;
-		e = errno;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(l.res);
-	if (fd < 0)
-		errno = e;
-	return fd;
+	return cl__rt_tcp(hostport, 1, backlog, CL_FOREVER);
 }
 
 /**
@@ -137,25 +146,7 @@ CL_INLINE int cl_listen_tcp(const char *hostport, int backlog)
  */
 CL_INLINE int cl_dial_tcp(const char *hostport, uint64_t timeout_ns)
 {
-	struct cl__rt_lookup l;
-	struct addrinfo *ai;
-	int fd = -1, e = EINVAL;
-
-	if (cl__rt_resolve(&l, hostport, 0) != 0)
-		return -1;
-	for (ai = l.res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd >= 0 && cl_connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ns) == 0)
-			break;
-		e = errno;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(l.res);
-	if (fd < 0)
-		cl__rt_set_errno(e);
-	return fd;
+	return cl__rt_tcp(hostport, 0, 0, timeout_ns);
 }
 
 /**
