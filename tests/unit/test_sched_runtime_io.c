@@ -860,6 +860,7 @@ static void *deadlines_task(void *p)
 	socklen_t sl = sizeof(sa);
 
 	(void)p;
+	memset(b, 'x', sizeof(b));
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return (void *)(intptr_t)-1;
 	clear_err();
